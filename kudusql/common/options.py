@@ -1,0 +1,40 @@
+"""One typed set of options for the storage engine (settable from connect(), SET and
+table properties later)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from kudusql.common.errors import ProgrammingError
+
+
+@dataclass(frozen=True)
+class TabletOptions:
+    """Knobs of one tablet. Sizes in bytes, times in seconds."""
+
+    #: MemRowSet size that triggers a flush by the maintenance manager.
+    flush_threshold_bytes: int = 64 * 1024 * 1024
+    #: DiskRowSets roll at this size (Kudu's budgeted_compaction_target_rowset_size).
+    rowset_target_bytes: int = 32 * 1024 * 1024
+    #: Rows per CFile page; every column of a rowset shares page boundaries.
+    rows_per_page: int = 32768
+    #: Decoded-page cache shared by the tablets of a database.
+    block_cache_bytes: int = 256 * 1024 * 1024
+    #: History kept for time travel; older snapshots are refused (and GC'd later).
+    history_max_age_s: float = 15 * 60
+    #: fsync new files and metadata.
+    sync: bool = True
+    #: Bloom filter false-positive rate.
+    bloom_fp_rate: float = 0.001
+    #: Threads for writing columns and scanning rowsets.
+    threads: int = 2
+    #: Rows per RecordBatch a scan returns (at most).
+    scan_batch_rows: int = 65536
+
+    def with_(self, **kw: Any) -> TabletOptions:
+        names = {f.name for f in fields(self)}
+        for k in kw:
+            if k not in names:
+                raise ProgrammingError(f"unknown option {k!r}; known: {', '.join(sorted(names))}")
+        return replace(self, **kw)

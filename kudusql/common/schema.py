@@ -1,0 +1,221 @@
+"""Table schemas: columns with ids that are never reused, primary keys, defaults.
+
+Data binds to column ids, not names: renaming a column keeps its data, and dropping
+then re-adding a column of the same name gives a new id, so old values stay gone.
+The primary key is the ordered set of leading columns; key columns are never NULL
+and never BOOL, FLOAT or DOUBLE (Kudu's rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.types import DataType
+
+MAX_COLUMNS = 300
+
+
+@dataclass(frozen=True)
+class ColumnSchema:
+    """One column. ``default`` is the write default (a Python value) or None."""
+
+    name: str
+    type: DataType
+    nullable: bool = True
+    default: Any = None
+    id: int = -1
+    encoding: str | None = None
+    compression: str | None = None
+    block_size: int | None = None
+    comment: str = ""
+    immutable: bool = False
+
+    def arrow_field(self) -> pa.Field:
+        return self.type.arrow_field(self.name, self.nullable)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "type": str(self.type), "id": self.id}
+        if not self.nullable:
+            d["nullable"] = False
+        if self.default is not None:
+            d["default"] = _json_value(self.default)
+        for k in ("encoding", "compression", "block_size"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
+        if self.comment:
+            d["comment"] = self.comment
+        if self.immutable:
+            d["immutable"] = True
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ColumnSchema:
+        t = DataType.parse(d["type"])
+        default = d.get("default")
+        if default is not None:
+            default = _from_json_value(default, t)
+        return cls(
+            name=d["name"],
+            type=t,
+            nullable=d.get("nullable", True),
+            default=default,
+            id=d["id"],
+            encoding=d.get("encoding"),
+            compression=d.get("compression"),
+            block_size=d.get("block_size"),
+            comment=d.get("comment", ""),
+            immutable=d.get("immutable", False),
+        )
+
+
+@dataclass(frozen=True)
+class Schema:
+    """An ordered list of columns whose first ``num_key_columns`` form the primary key."""
+
+    columns: tuple[ColumnSchema, ...]
+    num_key_columns: int
+    next_column_id: int = 0
+    _by_name: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    _by_id: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        cols = list(self.columns)
+        next_id = max([self.next_column_id, *(c.id + 1 for c in cols)])
+        for i, c in enumerate(cols):
+            if c.id < 0:
+                cols[i] = replace(c, id=next_id)
+                next_id += 1
+        object.__setattr__(self, "columns", tuple(cols))
+        object.__setattr__(self, "next_column_id", next_id)
+        self._validate()
+        self._by_name.update({c.name: i for i, c in enumerate(cols)})
+        self._by_id.update({c.id: i for i, c in enumerate(cols)})
+
+    @classmethod
+    def build(cls, columns: Iterable[ColumnSchema], key: Sequence[str]) -> Schema:
+        """A schema whose key is ``key``; key columns are moved first, in key order."""
+        cols = list(columns)
+        names = [c.name for c in cols]
+        for k in key:
+            if k not in names:
+                raise ProgrammingError(f"primary key column {k!r} is not a column of the table")
+        if len(set(key)) != len(key):
+            raise ProgrammingError("a primary key column is listed twice")
+        keyed = [replace(cols[names.index(k)], nullable=False) for k in key]
+        rest = [c for c in cols if c.name not in key]
+        return cls(tuple(keyed + rest), len(key))
+
+    def _validate(self) -> None:
+        if self.num_key_columns < 1:
+            raise ProgrammingError("a table needs a primary key of at least one column")
+        if len(self.columns) > MAX_COLUMNS:
+            raise ProgrammingError(f"a table has at most {MAX_COLUMNS} columns")
+        seen: set[str] = set()
+        ids: set[int] = set()
+        for i, c in enumerate(self.columns):
+            if not c.name:
+                raise ProgrammingError("a column needs a name")
+            if c.name in seen:
+                raise ProgrammingError(f"duplicate column name {c.name!r}")
+            if c.id in ids:
+                raise ProgrammingError(f"duplicate column id {c.id}")
+            seen.add(c.name)
+            ids.add(c.id)
+            if i < self.num_key_columns:
+                if c.nullable:
+                    raise ProgrammingError(f"key column {c.name!r} cannot be nullable")
+                if not c.type.key_allowed:
+                    raise ProgrammingError(
+                        f"key column {c.name!r} cannot be of type {c.type} "
+                        "(BOOL, FLOAT and DOUBLE are not allowed in a primary key)"
+                    )
+
+    # -- lookups --------------------------------------------------------------------------
+    @property
+    def key_columns(self) -> tuple[ColumnSchema, ...]:
+        return self.columns[: self.num_key_columns]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def key_names(self) -> list[str]:
+        return [c.name for c in self.key_columns]
+
+    def has_column(self, name: str) -> bool:
+        return name in self._by_name
+
+    def index_of(self, name: str) -> int:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise ProgrammingError(f"unknown column {name!r}") from None
+
+    def column(self, name: str) -> ColumnSchema:
+        return self.columns[self.index_of(name)]
+
+    def column_by_id(self, col_id: int) -> ColumnSchema | None:
+        i = self._by_id.get(col_id)
+        return None if i is None else self.columns[i]
+
+    def is_key(self, name: str) -> bool:
+        return self.index_of(name) < self.num_key_columns
+
+    def arrow_schema(self, names: Sequence[str] | None = None) -> pa.Schema:
+        cols = self.columns if names is None else [self.column(n) for n in names]
+        return pa.schema([c.arrow_field() for c in cols])
+
+    # -- persistence ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "columns": [c.to_dict() for c in self.columns],
+            "num_key_columns": self.num_key_columns,
+            "next_column_id": self.next_column_id,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Schema:
+        return cls(
+            tuple(ColumnSchema.from_dict(c) for c in d["columns"]),
+            d["num_key_columns"],
+            d.get("next_column_id", 0),
+        )
+
+
+def _json_value(v: Any) -> Any:
+    import base64
+    import datetime
+    import decimal
+
+    if isinstance(v, bytes):
+        return {"b64": base64.b64encode(v).decode()}
+    if isinstance(v, decimal.Decimal):
+        return {"dec": str(v)}
+    if isinstance(v, datetime.datetime):
+        return {"ts": v.isoformat()}
+    if isinstance(v, datetime.date):
+        return {"date": v.isoformat()}
+    return v
+
+
+def _from_json_value(v: Any, t: DataType) -> Any:
+    import base64
+    import datetime
+    import decimal
+
+    if isinstance(v, dict):
+        if "b64" in v:
+            return base64.b64decode(v["b64"])
+        if "dec" in v:
+            return decimal.Decimal(v["dec"])
+        if "ts" in v:
+            return datetime.datetime.fromisoformat(v["ts"])
+        if "date" in v:
+            return datetime.date.fromisoformat(v["date"])
+    return t.python_value(v)

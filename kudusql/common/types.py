@@ -1,0 +1,250 @@
+"""Column types: Kudu's type system and its exact mapping to and from Arrow.
+
+| kudusql     | Arrow                      | note                                   |
+|-------------|----------------------------|----------------------------------------|
+| BOOL        | bool                       |                                        |
+| INT8..INT64 | int8..int64                |                                        |
+| FLOAT       | float32                    |                                        |
+| DOUBLE      | float64                    |                                        |
+| DECIMAL(p,s)| decimal128(p, s)           | 1 <= p <= 38, 0 <= s <= p              |
+| STRING      | string                     |                                        |
+| BINARY      | binary                     |                                        |
+| VARCHAR(n)  | string (+ field metadata)  | 1 <= n <= 65535 characters             |
+| DATE        | date32                     | days since the epoch                   |
+| TIMESTAMP   | timestamp[us]              | Kudu's UNIXTIME_MICROS, UTC, no zone   |
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.common.errors import ProgrammingError
+
+# DO NOT CHANGE: on-disk (type names are stored in schemas in metadata files).
+VARCHAR_METADATA_KEY = b"kudusql.varchar_length"
+MAX_CELL_BYTES = 64 * 1024
+MAX_DECIMAL_PRECISION = 38
+MAX_VARCHAR_LENGTH = 65535
+
+
+class TypeKind(enum.Enum):
+    BOOL = "BOOL"
+    INT8 = "INT8"
+    INT16 = "INT16"
+    INT32 = "INT32"
+    INT64 = "INT64"
+    FLOAT = "FLOAT"
+    DOUBLE = "DOUBLE"
+    DECIMAL = "DECIMAL"
+    STRING = "STRING"
+    BINARY = "BINARY"
+    VARCHAR = "VARCHAR"
+    DATE = "DATE"
+    TIMESTAMP = "TIMESTAMP"
+
+
+_INT_KINDS = {TypeKind.INT8: 1, TypeKind.INT16: 2, TypeKind.INT32: 4, TypeKind.INT64: 8}
+_VARLEN_KINDS = {TypeKind.STRING, TypeKind.BINARY, TypeKind.VARCHAR}
+_SIMPLE_ARROW: dict[TypeKind, pa.DataType] = {
+    TypeKind.BOOL: pa.bool_(),
+    TypeKind.INT8: pa.int8(),
+    TypeKind.INT16: pa.int16(),
+    TypeKind.INT32: pa.int32(),
+    TypeKind.INT64: pa.int64(),
+    TypeKind.FLOAT: pa.float32(),
+    TypeKind.DOUBLE: pa.float64(),
+    TypeKind.STRING: pa.string(),
+    TypeKind.BINARY: pa.binary(),
+    TypeKind.VARCHAR: pa.string(),
+    TypeKind.DATE: pa.date32(),
+    TypeKind.TIMESTAMP: pa.timestamp("us"),
+}
+_ALIASES = {
+    "BOOLEAN": "BOOL",
+    "TINYINT": "INT8",
+    "SMALLINT": "INT16",
+    "INT": "INT32",
+    "INTEGER": "INT32",
+    "BIGINT": "INT64",
+    "REAL": "FLOAT",
+    "FLOAT4": "FLOAT",
+    "FLOAT8": "DOUBLE",
+    "UNIXTIME_MICROS": "TIMESTAMP",
+    "TEXT": "STRING",
+}
+_TYPE_RE = re.compile(r"^\s*([A-Za-z_0-9]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
+
+
+@dataclass(frozen=True)
+class DataType:
+    """A column type; ``precision``/``scale`` for DECIMAL, ``length`` for VARCHAR."""
+
+    kind: TypeKind
+    precision: int | None = None
+    scale: int | None = None
+    length: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind is TypeKind.DECIMAL:
+            p, s = self.precision, self.scale
+            if p is None or s is None or not (1 <= p <= MAX_DECIMAL_PRECISION) or not (0 <= s <= p):
+                raise ProgrammingError(
+                    f"DECIMAL precision must be 1..38 and scale 0..precision, got ({p}, {s})"
+                )
+        elif self.kind is TypeKind.VARCHAR:
+            if self.length is None or not (1 <= self.length <= MAX_VARCHAR_LENGTH):
+                raise ProgrammingError(f"VARCHAR length must be 1..65535, got {self.length}")
+
+    # -- naming -------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str) -> DataType:
+        """Parse ``INT64``, ``BIGINT``, ``DECIMAL(10,2)``, ``VARCHAR(20)`` and friends."""
+        m = _TYPE_RE.match(text)
+        if not m:
+            raise ProgrammingError(f"unknown type {text!r}")
+        name = m.group(1).upper()
+        name = _ALIASES.get(name, name)
+        try:
+            kind = TypeKind(name)
+        except ValueError:
+            raise ProgrammingError(f"unknown type {text!r}") from None
+        a = int(m.group(2)) if m.group(2) else None
+        b = int(m.group(3)) if m.group(3) else None
+        if kind is TypeKind.DECIMAL:
+            return cls(kind, precision=a if a is not None else 18, scale=b if b is not None else 0)
+        if kind is TypeKind.VARCHAR:
+            return cls(kind, length=a)
+        if a is not None:
+            raise ProgrammingError(f"type {name} takes no parameters: {text!r}")
+        return cls(kind)
+
+    def __str__(self) -> str:
+        if self.kind is TypeKind.DECIMAL:
+            return f"DECIMAL({self.precision},{self.scale})"
+        if self.kind is TypeKind.VARCHAR:
+            return f"VARCHAR({self.length})"
+        return self.kind.value
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in _INT_KINDS
+
+    @property
+    def is_varlen(self) -> bool:
+        return self.kind in _VARLEN_KINDS
+
+    @property
+    def key_allowed(self) -> bool:
+        """Kudu forbids BOOL, FLOAT and DOUBLE in primary keys."""
+        return self.kind not in (TypeKind.BOOL, TypeKind.FLOAT, TypeKind.DOUBLE)
+
+    @property
+    def key_width(self) -> int | None:
+        """Bytes of the key encoding for fixed-width types, None for strings."""
+        if self.kind in _INT_KINDS:
+            return _INT_KINDS[self.kind]
+        if self.kind is TypeKind.DATE:
+            return 4
+        if self.kind is TypeKind.TIMESTAMP:
+            return 8
+        if self.kind is TypeKind.DECIMAL:
+            return 16
+        return None
+
+    # -- Arrow ----------------------------------------------------------------------------
+    def arrow_type(self) -> pa.DataType:
+        if self.kind is TypeKind.DECIMAL:
+            assert self.precision is not None and self.scale is not None
+            return pa.decimal128(self.precision, self.scale)
+        return _SIMPLE_ARROW[self.kind]
+
+    def arrow_field(self, name: str, nullable: bool = True) -> pa.Field:
+        meta = None
+        if self.kind is TypeKind.VARCHAR:
+            meta = {VARCHAR_METADATA_KEY: str(self.length).encode()}
+        return pa.field(name, self.arrow_type(), nullable=nullable, metadata=meta)
+
+    @classmethod
+    def from_arrow(cls, t: pa.DataType, metadata: dict[bytes, bytes] | None = None) -> DataType:
+        """The kudusql type of an Arrow type; raises ProgrammingError for types Kudu lacks."""
+        if metadata and VARCHAR_METADATA_KEY in metadata:
+            return cls(TypeKind.VARCHAR, length=int(metadata[VARCHAR_METADATA_KEY]))
+        if pa.types.is_decimal(t):
+            if t.precision > MAX_DECIMAL_PRECISION:
+                raise ProgrammingError(f"DECIMAL precision {t.precision} exceeds 38")
+            return cls(TypeKind.DECIMAL, precision=t.precision, scale=t.scale)
+        if pa.types.is_timestamp(t):
+            return cls(TypeKind.TIMESTAMP)
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return cls(TypeKind.STRING)
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+            return cls(TypeKind.BINARY)
+        if pa.types.is_date(t):
+            return cls(TypeKind.DATE)
+        for kind, at in _SIMPLE_ARROW.items():
+            if kind is not TypeKind.VARCHAR and at == t:
+                return cls(kind)
+        if pa.types.is_dictionary(t):
+            return cls.from_arrow(t.value_type)
+        raise ProgrammingError(f"Arrow type {t} has no kudusql equivalent")
+
+    def python_value(self, v: object) -> object:
+        """Check and convert a Python value to this type (used for defaults and bounds)."""
+        arr, bad = cast_array(pa.array([v]), self)
+        if bad is not None and bad[0]:
+            raise ProgrammingError(f"value {v!r} is not a valid {self}")
+        return arr[0].as_py()
+
+
+def cast_array(arr: pa.Array | pa.ChunkedArray, dtype: DataType) -> tuple[pa.Array, np.ndarray | None]:
+    """Cast ``arr`` to ``dtype``'s Arrow type.
+
+    Returns the cast array and a boolean mask of the rows whose value could not be
+    represented (wrong type, overflow, too large); those rows are NULL in the result.
+    The mask is None when every row cast cleanly, the common, vectorized case.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    target = dtype.arrow_type()
+    bad: np.ndarray | None = None
+    if arr.type != target:
+        try:
+            arr = pc.cast(arr, target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            arr, bad = _cast_rowwise(arr, target)
+    if dtype.kind is TypeKind.VARCHAR:
+        assert dtype.length is not None
+        # Kudu truncates VARCHAR values longer than the declared length.
+        arr = pc.utf8_slice_codeunits(arr, 0, dtype.length)
+    if dtype.is_varlen and len(arr):
+        lengths = pc.binary_length(arr)
+        too_big = pc.greater(lengths, MAX_CELL_BYTES)
+        if pc.any(too_big).as_py():
+            mask = too_big.to_numpy(zero_copy_only=False).astype(bool)
+            mask &= ~np.asarray(pc.is_null(lengths))
+            bad = mask if bad is None else (bad | mask)
+            arr = pc.if_else(too_big, pa.scalar(None, target), arr)
+    return arr, bad
+
+
+def _cast_rowwise(arr: pa.Array, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+    """Error path only: find which rows fail to cast, one by one."""
+    out: list[object] = []
+    bad = np.zeros(len(arr), dtype=bool)
+    for i, v in enumerate(arr):
+        if not v.is_valid:
+            out.append(None)
+            continue
+        try:
+            out.append(pc.cast(pa.array([v.as_py()], type=arr.type), target, safe=True)[0].as_py())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
+            out.append(None)
+            bad[i] = True
+    return pa.array(out, type=target), bad

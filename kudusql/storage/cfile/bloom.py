@@ -1,0 +1,195 @@
+"""Bloom filter over encoded primary keys (one per DiskRowSet).
+
+This module owns the bloom filter's hashing scheme and its byte format (documented in
+``BLOOM_FORMAT.md`` next to this file).
+
+* Hashing: ``(h1, h2) = MurmurHash3_x64_128(key, seed)`` (``mmh3.hash64``, unsigned).
+  Probe ``i`` in ``0..k-1`` tests bit ``(h1 + i*h2) mod m``, computed exactly (no 64-bit
+  wrap-around; vectorized as ``(h1 mod m) + i*(h2 mod m)`` reduced mod m step by step).
+* Bit ``b`` lives in byte ``b >> 3`` at bit position ``b & 7`` (LSB first).
+* Sizing: the standard ``m = ceil(-n ln p / ln(2)**2)`` bits (rounded up to a multiple of
+  64, at least 64) and ``k = round(m/n ln 2)`` probes (clamped to 1..32).
+
+Build and batch probes are vectorized with numpy; ``may_contain_one`` is a scalar fast
+path for single-key lookups on the write path.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterator
+
+import mmh3
+import numpy as np
+
+from kudusql.common.errors import CorruptionError, ProgrammingError
+from kudusql.common.keys import ArrowArray, single_array
+from kudusql.common.murmur import murmur3_x64_128
+from kudusql.storage.fs.checksum import crc32
+
+__all__ = ["BLOOM_MAGIC", "BLOOM_VERSION", "BloomFilter"]
+
+# DO NOT CHANGE: on-disk format constants.
+BLOOM_MAGIC = b"KSQBLOOM"
+BLOOM_VERSION = 1
+HASH_MURMUR3_X64_128 = 1
+_HEADER = struct.Struct("<8sHBBIQ")  # magic, version, hash algorithm, k, seed, num_bits
+_CRC = struct.Struct("<I")
+_MAX_HASHES = 32
+_MIN_BITS = 64
+
+
+def _size_for(n: int, fp_rate: float) -> tuple[int, int]:
+    """(num_bits, num_hashes) for ``n`` keys at false-positive rate ``fp_rate``."""
+    if not 0.0 < fp_rate < 1.0:
+        raise ProgrammingError(f"bloom fp_rate must be in (0, 1), got {fp_rate}")
+    n = max(n, 1)
+    ln2 = math.log(2)
+    bits = math.ceil(-n * math.log(fp_rate) / (ln2 * ln2))
+    bits = max(_MIN_BITS, (bits + 63) // 64 * 64)
+    k = round(bits / n * ln2)
+    return bits, min(_MAX_HASHES, max(1, k))
+
+
+_CHUNK_KEYS = 1 << 18  # keys hashed and probed per numpy pass (bounds temporaries)
+
+
+def _first_probes(
+    keys: ArrowArray, seed: int, num_bits: int
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Per chunk of keys: (index of its first key, h1 mod m, h2 mod m) as int64 arrays,
+    i.e. probe 0's bit and the per-probe step of every key in the chunk."""
+    arr = single_array(keys)
+    m = np.uint64(num_bits)
+    for start in range(0, len(arr), _CHUNK_KEYS):
+        h1, h2 = murmur3_x64_128(arr.slice(start, _CHUNK_KEYS), seed)
+        np.remainder(h1, m, out=h1)
+        np.remainder(h2, m, out=h2)
+        yield start, h1.view(np.int64), h2.view(np.int64)
+
+
+def _next_probe(pos: np.ndarray, step: np.ndarray, num_bits: int) -> None:
+    """In place: pos = (pos + step) mod m, for pos and step already in [0, m)."""
+    pos += step
+    np.subtract(pos, num_bits, out=pos, where=pos >= num_bits)
+
+
+class BloomFilter:
+    """An immutable bloom filter; build with ``build``, load with ``from_bytes``."""
+
+    __slots__ = ("_bits", "_bytes", "num_bits", "num_hashes", "seed")
+
+    num_hashes: int
+    num_bits: int
+    seed: int
+
+    def __init__(self, bitmap: bytes, num_bits: int, num_hashes: int, seed: int = 0) -> None:
+        if num_bits <= 0 or num_bits % 8 or len(bitmap) != num_bits // 8:
+            raise ProgrammingError("bloom bitmap size does not match num_bits")
+        if not 1 <= num_hashes <= 255:
+            raise ProgrammingError(f"bloom num_hashes out of range: {num_hashes}")
+        self._bytes = bytes(bitmap)
+        self._bits = np.frombuffer(self._bytes, dtype=np.uint8)
+        self.num_bits = num_bits
+        self.num_hashes = num_hashes
+        self.seed = seed
+
+    # -- building -------------------------------------------------------------------------
+    @classmethod
+    def build(cls, keys: ArrowArray, fp_rate: float = 0.001) -> BloomFilter:
+        """A filter sized for ``len(keys)`` keys at ``fp_rate``, containing every key."""
+        num_bits, k = _size_for(len(keys), fp_rate)
+        bits = np.zeros(num_bits, dtype=np.bool_)
+        for _, pos, step in _first_probes(keys, 0, num_bits):
+            for i in range(k):
+                if i:
+                    _next_probe(pos, step, num_bits)
+                bits[pos] = True
+        bitmap = np.packbits(bits, bitorder="little").tobytes()
+        return cls(bitmap, num_bits, k, 0)
+
+    # -- probing --------------------------------------------------------------------------
+    def may_contain(self, keys: ArrowArray) -> np.ndarray:
+        """Per key: False if the key is certainly absent, True if it may be present."""
+        n = len(keys)
+        result = np.zeros(n, dtype=np.bool_)
+        if n == 0:
+            return result
+        bm = self._bits
+        for start, pos, step in _first_probes(keys, self.seed, self.num_bits):
+            # Only keys that passed every probe so far are probed again, so a batch of
+            # absent keys costs about two probes per key instead of k.
+            alive = np.arange(start, start + len(pos), dtype=np.int64)
+            for i in range(self.num_hashes):
+                if i:
+                    _next_probe(pos, step, self.num_bits)
+                hit = ((bm[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1).astype(np.bool_)
+                if not bool(hit.all()):
+                    alive, pos, step = alive[hit], pos[hit], step[hit]
+                    if len(alive) == 0:
+                        break
+            result[alive] = True
+        return result
+
+    def may_contain_one(self, key: bytes) -> bool:
+        """Scalar ``may_contain`` for one key (a few microseconds)."""
+        h1, h2 = mmh3.hash64(key, self.seed, signed=False)
+        nb = self.num_bits
+        bm = self._bytes
+        for i in range(self.num_hashes):
+            b = (h1 + i * h2) % nb
+            if not (bm[b >> 3] >> (b & 7)) & 1:
+                return False
+        return True
+
+    # -- serialization --------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """The self-describing serialized form (see BLOOM_FORMAT.md)."""
+        head = _HEADER.pack(
+            BLOOM_MAGIC,
+            BLOOM_VERSION,
+            HASH_MURMUR3_X64_128,
+            self.num_hashes,
+            self.seed,
+            self.num_bits,
+        )
+        body = head + self._bytes
+        return body + _CRC.pack(crc32(body))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str, base_offset: int = 0) -> BloomFilter:
+        """Parse and verify ``to_bytes`` output; CorruptionError(path, offset, what) on any
+        problem. ``base_offset`` is where ``data`` starts inside ``path`` (for messages)."""
+        data = bytes(data)
+        hs = _HEADER.size
+        if len(data) < hs + _CRC.size:
+            raise CorruptionError(path, base_offset, f"bloom filter truncated ({len(data)} bytes)")
+        magic, version, algo, k, seed, num_bits = _HEADER.unpack_from(data, 0)
+        if magic != BLOOM_MAGIC:
+            raise CorruptionError(path, base_offset, f"bad bloom filter magic {magic!r}")
+        crc_at = len(data) - _CRC.size
+        (stored,) = _CRC.unpack_from(data, crc_at)
+        actual = crc32(memoryview(data)[:crc_at])
+        if stored != actual:
+            raise CorruptionError(
+                path,
+                base_offset + crc_at,
+                f"bloom filter checksum mismatch (stored {stored:#010x}, computed {actual:#010x})",
+            )
+        if version != BLOOM_VERSION:
+            raise CorruptionError(
+                path, base_offset + 8, f"unsupported bloom filter version {version}"
+            )
+        if algo != HASH_MURMUR3_X64_128:
+            raise CorruptionError(path, base_offset + 10, f"unknown bloom hash algorithm {algo}")
+        if not 1 <= k <= _MAX_HASHES:
+            raise CorruptionError(path, base_offset + 11, f"bad bloom num_hashes {k}")
+        if num_bits <= 0 or num_bits % 8 or num_bits // 8 != crc_at - hs:
+            raise CorruptionError(
+                path, base_offset + 16, f"bloom num_bits {num_bits} does not match the bitmap size"
+            )
+        return cls(data[hs:crc_at], num_bits, k, seed)
+
+    def __repr__(self) -> str:
+        return f"BloomFilter(num_bits={self.num_bits}, num_hashes={self.num_hashes})"

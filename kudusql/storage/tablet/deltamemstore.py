@@ -1,0 +1,57 @@
+"""DeltaMemStore: the in-memory REDO mutations (UPDATE, DELETE) of one DiskRowSet.
+
+Kudu keys it by (rowid, timestamp) in a B-tree; here events are appended column-wise
+in apply order, which is already (timestamp, sequence) order, so no tree is needed to
+resolve them. A delta flush writes its contents to a REDO DeltaFile.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from kudusql.storage.tablet.delta import Deltas, concat_deltas
+
+
+class DeltaMemStore:
+    """Mutations of one DiskRowSet's rows since its last delta flush."""
+
+    def __init__(self, dms_id: int) -> None:
+        self.id = dms_id
+        self._lock = threading.Lock()
+        self._parts: list[Deltas] = []
+        self._cached: Deltas | None = None
+        self.count = 0
+        self.bytes = 0
+        self.min_ts: int | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def is_empty(self) -> bool:
+        return self.count == 0
+
+    def append(self, deltas: Deltas) -> None:
+        """Add events (called under the tablet's write lock)."""
+        if not len(deltas):
+            return
+        with self._lock:
+            self._parts.append(deltas)
+            self._cached = None
+            self.count += len(deltas)
+            self.bytes += deltas.nbytes()
+            if self.min_ts is None:
+                self.min_ts = int(deltas.ts[0])
+
+    def deltas(self) -> Deltas:
+        """Everything appended so far, in apply order."""
+        c = self._cached
+        if c is not None:
+            return c
+        with self._lock:
+            parts = list(self._parts)
+        merged = concat_deltas(parts)
+        with self._lock:
+            if len(self._parts) == len(parts):
+                self._parts = [merged] if len(merged) else []
+                self._cached = merged
+        return merged

@@ -1,0 +1,367 @@
+"""DiskRowSet: an immutable, key-sorted set of rows on disk plus its deltas.
+
+Layout of one rowset directory (see ``FORMAT.md``)::
+
+    key.cfile        sorted memcomparable primary keys (value index = first key per page)
+    c<col_id>.cfile  one CFile per column; every CFile of the rowset shares page boundaries
+    bloom            bloom filter over the encoded keys
+    undo<n>.delta    UNDO DeltaFiles (history before the base data)
+    redo<n>.delta    REDO DeltaFiles (flushed DeltaMemStores)
+
+A row's rowid is its ordinal in key order and is never stored. Base data holds each
+row's newest version as of the flush or compaction that wrote it; a row deleted since
+keeps its base values and a REDO DELETE (a "ghost") until history GC.
+
+In memory a DiskRowSet also owns its DeltaMemStore (new REDO mutations) and a bitmap
+of the rows deleted as of now, which the write path uses to tell live keys from ghosts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.storage.cfile import BlockCache, CFileReader
+from kudusql.storage.cfile.bloom import BloomFilter
+from kudusql.storage.tablet.delta import Deltas, MutationType, Resolved, concat_deltas, resolve
+from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats
+from kudusql.storage.tablet.deltamemstore import DeltaMemStore
+
+
+@dataclass
+class DeltaFileMeta:
+    name: str
+    stats: DeltaStats
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.stats
+        return {
+            "name": self.name,
+            "kind": s.kind,
+            "num_events": s.num_events,
+            "min_ts": s.min_ts,
+            "max_ts": s.max_ts,
+            "delete_count": s.delete_count,
+            "reinsert_count": s.reinsert_count,
+            "update_counts": {str(k): v for k, v in s.update_counts.items()},
+            "size": s.size,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DeltaFileMeta:
+        return cls(
+            d["name"],
+            DeltaStats(
+                d["kind"],
+                d["num_events"],
+                d["min_ts"],
+                d["max_ts"],
+                d["delete_count"],
+                d["reinsert_count"],
+                {int(k): v for k, v in d["update_counts"].items()},
+                d["size"],
+            ),
+        )
+
+
+@dataclass
+class RowSetMeta:
+    """What the tablet superblock records about one DiskRowSet."""
+
+    id: int
+    num_rows: int
+    min_key: bytes
+    max_key: bytes
+    column_ids: list[int]
+    base_bytes: int
+    undo_files: list[DeltaFileMeta] = field(default_factory=list)
+    redo_files: list[DeltaFileMeta] = field(default_factory=list)
+    last_durable_dms_id: int = -1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "num_rows": self.num_rows,
+            "min_key": self.min_key.hex(),
+            "max_key": self.max_key.hex(),
+            "column_ids": self.column_ids,
+            "base_bytes": self.base_bytes,
+            "undo_files": [f.to_dict() for f in self.undo_files],
+            "redo_files": [f.to_dict() for f in self.redo_files],
+            "last_durable_dms_id": self.last_durable_dms_id,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RowSetMeta:
+        return cls(
+            d["id"],
+            d["num_rows"],
+            bytes.fromhex(d["min_key"]),
+            bytes.fromhex(d["max_key"]),
+            list(d["column_ids"]),
+            d["base_bytes"],
+            [DeltaFileMeta.from_dict(x) for x in d["undo_files"]],
+            [DeltaFileMeta.from_dict(x) for x in d["redo_files"]],
+            d.get("last_durable_dms_id", -1),
+        )
+
+
+def rowset_dir(tablet_dir: str, rs_id: int) -> str:
+    return os.path.join(tablet_dir, "rowsets", f"{rs_id:08d}")
+
+
+class DiskRowSet:
+    """An open DiskRowSet: lazily opened CFiles, its delta stores and liveness."""
+
+    # Probes larger than this fraction of the rowset use a hash join on the key column.
+    _HASH_JOIN_FRACTION = 0.05
+
+    def __init__(self, tablet_dir: str, meta: RowSetMeta, cache: BlockCache | None) -> None:
+        self.meta = meta
+        self.id = meta.id
+        self.dir = rowset_dir(tablet_dir, meta.id)
+        self.cache = cache
+        self._lock = threading.Lock()
+        self._readers: dict[int, CFileReader] = {}
+        self._key_reader: CFileReader | None = None
+        self._bloom: BloomFilter | None = None
+        self._undo = [DeltaFileReaderLazy(self.dir, f) for f in meta.undo_files]
+        self._redo = [DeltaFileReaderLazy(self.dir, f) for f in meta.redo_files]
+        self.dms = DeltaMemStore(meta.last_durable_dms_id + 1)
+        self.frozen_dms: DeltaMemStore | None = None
+        self._dead: np.ndarray | None = None
+        self._resolved_latest: tuple[tuple[int, ...], Resolved] | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.meta.num_rows
+
+    # -- files ------------------------------------------------------------------------------
+    def key_reader(self) -> CFileReader:
+        r = self._key_reader
+        if r is None:
+            r = CFileReader(os.path.join(self.dir, "key.cfile"), pa.binary(), self.cache)
+            self._key_reader = r
+        return r
+
+    def column_reader(self, col: ColumnSchema) -> CFileReader | None:
+        """The CFile of a column, or None when the rowset predates the column."""
+        r = self._readers.get(col.id)
+        if r is None:
+            if col.id not in self.meta.column_ids:
+                return None
+            with self._lock:
+                r = self._readers.get(col.id)
+                if r is None:
+                    path = os.path.join(self.dir, f"c{col.id}.cfile")
+                    r = CFileReader(path, col.type.arrow_type(), self.cache)
+                    self._readers[col.id] = r
+        return r
+
+    def bloom(self) -> BloomFilter:
+        b = self._bloom
+        if b is None:
+            path = os.path.join(self.dir, "bloom")
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                from kudusql.common.errors import OperationalError
+
+                raise OperationalError(f"missing bloom file {path}") from None
+            b = BloomFilter.from_bytes(data, path)
+            self._bloom = b
+        return b
+
+    @property
+    def page_offsets(self) -> np.ndarray:
+        return self.key_reader().page_offsets
+
+    def read_column_range(self, col: ColumnSchema, start: int, stop: int) -> pa.Array:
+        """Base values of rows [start, stop); a column the rowset lacks reads its default."""
+        r = self.column_reader(col)
+        if r is None:
+            return default_column(col, max(0, stop - start))
+        ca = r.read_range(start, stop)
+        return ca.combine_chunks() if ca.num_chunks != 1 else ca.chunk(0)
+
+    # -- keys -------------------------------------------------------------------------------
+    def may_contain_range(self, lo: bytes | None, hi: bytes | None) -> bool:
+        """Could the rowset hold keys in [lo, hi)?"""
+        if lo is not None and self.meta.max_key < lo:
+            return False
+        return not (hi is not None and self.meta.min_key >= hi)
+
+    def find_rowids(self, keys: pa.Array) -> np.ndarray:
+        """Rowid of each encoded key in the base data (alive or ghost), -1 if absent."""
+        n = len(keys)
+        out = np.full(n, -1, dtype=np.int64)
+        if n == 0 or self.meta.num_rows == 0:
+            return out
+        inr = pc.and_(
+            pc.greater_equal(keys, pa.scalar(self.meta.min_key, pa.binary())),
+            pc.less_equal(keys, pa.scalar(self.meta.max_key, pa.binary())),
+        )
+        cand = np.flatnonzero(np.asarray(inr.to_numpy(zero_copy_only=False), dtype=bool))
+        if not len(cand):
+            return out
+        ckeys = keys.take(pa.array(cand))
+        if len(cand) <= self._HASH_JOIN_FRACTION * self.meta.num_rows:
+            maybe = self.bloom().may_contain(ckeys)
+            cand, ckeys = cand[maybe], ckeys.filter(pa.array(maybe))
+            if not len(cand):
+                return out
+            out[cand] = self.key_reader().find_keys(ckeys)
+        else:
+            all_keys = self.key_reader().read_all()
+            idx = pc.index_in(ckeys, value_set=all_keys)
+            out[cand] = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), np.int64)
+        return out
+
+    def find_rowid_one(self, key: bytes) -> int:
+        m = self.meta
+        if key < m.min_key or key > m.max_key or not self.bloom().may_contain_one(key):
+            return -1
+        kr = self.key_reader()
+        pos = kr.lower_bound(key)
+        if pos >= m.num_rows:
+            return -1
+        page = int(np.searchsorted(kr.page_offsets, pos, side="right") - 1)
+        arr = kr.read_page(page)
+        return pos if arr[pos - int(kr.page_offsets[page])].as_py() == key else -1
+
+    def rowid_range(self, lo: bytes | None, hi: bytes | None) -> tuple[int, int]:
+        """Rows whose key is in [lo, hi)."""
+        kr = self.key_reader()
+        start = 0 if lo is None else kr.lower_bound(lo)
+        stop = self.meta.num_rows if hi is None else kr.lower_bound(hi)
+        return start, max(start, stop)
+
+    # -- deltas -----------------------------------------------------------------------------
+    def redo_parts(self) -> list[Deltas]:
+        """REDO events in apply order: DeltaFiles, then the frozen and live DMS."""
+        parts = [f.deltas() for f in self._redo]
+        if self.frozen_dms is not None:
+            parts.append(self.frozen_dms.deltas())
+        parts.append(self.dms.deltas())
+        return parts
+
+    def all_delta_parts(self) -> list[Deltas]:
+        """Every UNDO and REDO event (for diff scans)."""
+        return [f.deltas() for f in self._undo] + self.redo_parts()
+
+    def undo_parts(self, snapshot: int) -> list[Deltas]:
+        """UNDO events that may matter at ``snapshot`` (files entirely older are skipped)."""
+        return [f.deltas() for f in self._undo if f.meta.stats.max_ts >= snapshot]
+
+    def redo_parts_for(self, snapshot: int) -> list[Deltas]:
+        parts = [f.deltas() for f in self._redo if f.meta.stats.min_ts < snapshot]
+        if self.frozen_dms is not None:
+            parts.append(self.frozen_dms.deltas())
+        parts.append(self.dms.deltas())
+        return parts
+
+    def resolve(self, snapshot: int) -> tuple[Resolved, Resolved]:
+        """(UNDO, REDO) resolutions at ``snapshot``."""
+        undo = resolve(concat_deltas(self.undo_parts(snapshot)), snapshot, undo=True)
+        max_redo = max([f.meta.stats.max_ts for f in self._redo], default=0)
+        for dms in (self.frozen_dms, self.dms):
+            if dms is not None and len(dms):
+                max_redo = max(max_redo, dms.deltas().max_ts)
+        if undo.is_empty() and snapshot > max_redo:
+            key = (len(self._redo), id(self.frozen_dms), self.dms.id, len(self.dms))
+            c = self._resolved_latest
+            if c is not None and c[0] == key:
+                return undo, c[1]
+            redo = resolve(concat_deltas(self.redo_parts()), snapshot, undo=False)
+            self._resolved_latest = (key, redo)
+            return undo, redo
+        return undo, resolve(concat_deltas(self.redo_parts_for(snapshot)), snapshot, undo=False)
+
+    def dead_at_latest(self) -> np.ndarray:
+        """Bool per rowid: deleted as of now (ghost)."""
+        d = self._dead
+        if d is None:
+            d = np.zeros(self.meta.num_rows, dtype=bool)
+            for part in self.redo_parts():
+                _mark_dead(d, part)
+            self._dead = d
+        return d
+
+    def apply_mutations(self, deltas: Deltas) -> None:
+        """New REDO events from the write path (under the tablet's write lock)."""
+        dead = self.dead_at_latest()
+        self.dms.append(deltas)
+        _mark_dead(dead, deltas)
+
+    def live_count(self) -> int:
+        return int(self.meta.num_rows - self.dead_at_latest().sum())
+
+    # -- delta flush --------------------------------------------------------------------------
+    def freeze_dms(self) -> DeltaMemStore:
+        frozen = self.dms
+        self.frozen_dms = frozen
+        self.dms = DeltaMemStore(frozen.id + 1)
+        self._resolved_latest = None
+        return frozen
+
+    def install_redo_file(self, meta: DeltaFileMeta, dms_id: int) -> None:
+        self.meta.redo_files.append(meta)
+        self.meta.last_durable_dms_id = dms_id
+        self._redo.append(DeltaFileReaderLazy(self.dir, meta))
+        self.frozen_dms = None
+        self._resolved_latest = None
+
+    def delta_stats(self) -> dict[str, int]:
+        return {
+            "undo_files": len(self._undo),
+            "redo_files": len(self._redo),
+            "dms_events": len(self.dms),
+            "undo_bytes": sum(f.meta.stats.size for f in self._undo),
+            "redo_bytes": sum(f.meta.stats.size for f in self._redo),
+        }
+
+
+def _mark_dead(dead: np.ndarray, d: Deltas) -> None:
+    ev = d.op != MutationType.UPDATE
+    if not ev.any():
+        return
+    rows = d.rowid[ev][::-1]
+    ops = d.op[ev][::-1]
+    uniq, idx = np.unique(rows, return_index=True)
+    dead[uniq] = ops[idx] == MutationType.DELETE
+
+
+class DeltaFileReaderLazy:
+    """A DeltaFile opened on first use (scans at the latest snapshot never open UNDOs)."""
+
+    def __init__(self, rs_dir: str, meta: DeltaFileMeta) -> None:
+        self.meta = meta
+        self.path = os.path.join(rs_dir, meta.name)
+        self._reader: DeltaFileReader | None = None
+
+    def deltas(self) -> Deltas:
+        r = self._reader
+        if r is None:
+            r = DeltaFileReader(self.path)
+            self._reader = r
+        return r.deltas()
+
+
+def default_column(col: ColumnSchema, n: int) -> pa.Array:
+    """``n`` copies of a column's default (NULL when it has none)."""
+    t = col.type.arrow_type()
+    if col.default is None:
+        return pa.nulls(n, t)
+    return pa.repeat(pa.scalar(col.default, t), n)
+
+
+def project_schema(schema: Schema, names: list[str] | None) -> list[ColumnSchema]:
+    return list(schema.columns) if names is None else [schema.column(n) for n in names]

@@ -1,0 +1,156 @@
+"""Flush of a frozen MemRowSet: newest versions become base data, history becomes UNDO.
+
+For every row the MemRowSet held, the flush computes (all vectorized):
+
+* the base values: the newest version; a row whose last event is a DELETE keeps the
+  values it had before that delete and gets a REDO DELETE (a ghost), as in Kudu;
+* UNDO records that turn the base back into every earlier version: the insert becomes
+  an UNDO DELETE, an UPDATE becomes an UNDO UPDATE carrying the old values of the
+  columns it set, a DELETE an UNDO REINSERT carrying the whole row as it was, and a
+  REINSERT an UNDO DELETE;
+* rows whose whole life happened inside one operation are dropped: no snapshot can
+  see them.
+
+The output is sorted by key; ``slot_to_rowid`` maps MemRowSet slots to new rowids so
+that mutations arriving during the flush can be moved to the new rowset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from kudusql.common.schema import Schema
+from kudusql.storage.tablet.delta import (
+    ColumnDelta,
+    Deltas,
+    MutationType,
+    apply_to_column,
+    concat_deltas,
+    last_setter_before,
+    resolve,
+)
+from kudusql.storage.tablet.memrowset import MemRowSetView
+from kudusql.storage.tablet.rowset_writer import sort_order
+
+_NEVER = (1 << 64) - 1
+
+
+@dataclass
+class FlushInput:
+    rows: pa.Table  # sorted by key
+    keys: pa.Array
+    undo: Deltas  # rowid = position in rows
+    redo: Deltas
+    slot_to_rowid: np.ndarray  # -1 for dropped slots
+
+
+def prepare_flush(view: MemRowSetView, schema: Schema) -> FlushInput:
+    n = view.num_slots
+    d = view.deltas
+    nonkey = [c for c in schema.columns[schema.num_key_columns :]]
+
+    # 1. Final DELETEs become REDO DELETEs; history is the rest.
+    is_live_ev = d.op != MutationType.UPDATE
+    final_delete = np.zeros(len(d), dtype=bool)
+    if is_live_ev.any():
+        lidx = np.flatnonzero(is_live_ev)
+        rev = d.rowid[lidx][::-1]
+        _, first_in_rev = np.unique(rev, return_index=True)
+        last_idx = lidx[len(lidx) - 1 - first_in_rev]
+        final_delete[last_idx[d.op[last_idx] == MutationType.DELETE]] = True
+    hist = d.select(~final_delete) if final_delete.any() else d
+    redo_del = d.select(final_delete) if final_delete.any() else Deltas()
+
+    # 2. Rows whose every event happened at their insert timestamp and which end deleted.
+    keep = np.ones(n, dtype=bool)
+    if len(redo_del):
+        max_ts = view.insert_ts.copy()
+        np.maximum.at(max_ts, d.rowid, d.ts)
+        dead = np.zeros(n, dtype=bool)
+        dead[redo_del.rowid] = True
+        keep &= ~(dead & (max_ts == view.insert_ts))
+
+    # 3. Base values: the newest version (for ghosts: the version before the final delete).
+    final = resolve(hist, _NEVER, undo=False)
+    columns = list(view.rows.columns)
+    for i, c in enumerate(schema.columns):
+        if i >= schema.num_key_columns and c.id in final.cols:
+            col = columns[i]
+            if isinstance(col, pa.ChunkedArray):
+                col = col.combine_chunks()
+            columns[i], _ = apply_to_column(col, 0, final, c.id)
+    base = pa.Table.from_arrays(columns, schema=view.rows.schema)
+
+    # 4. UNDO records.
+    undo = _undo_records(view, hist, nonkey_ids=[c.id for c in nonkey], schema=schema)
+
+    # 5. Sort kept slots by key and renumber.
+    kept = np.flatnonzero(keep)
+    keys_kept = view.keys.take(pa.array(kept)) if len(kept) < n else view.keys
+    order = sort_order(keys_kept)
+    sorted_slots = kept[order]
+    slot_to_rowid = np.full(n, -1, dtype=np.int64)
+    slot_to_rowid[sorted_slots] = np.arange(len(sorted_slots), dtype=np.int64)
+    identity = len(kept) == n and bool(np.all(order == np.arange(n)))
+    rows = base if identity else base.take(pa.array(sorted_slots))
+    keys = view.keys if identity else view.keys.take(pa.array(sorted_slots))
+
+    def remap(x: Deltas) -> Deltas:
+        if not len(x):
+            return x
+        x = x.select(keep[x.rowid])
+        return x.map_rowids(slot_to_rowid)
+
+    return FlushInput(rows, keys, remap(undo), remap(redo_del), slot_to_rowid)
+
+
+def _undo_records(
+    view: MemRowSetView, hist: Deltas, nonkey_ids: list[int], schema: Schema
+) -> Deltas:
+    n = view.num_slots
+    slots = np.arange(n, dtype=np.int64)
+    inserts = Deltas(
+        slots,
+        view.insert_ts,
+        view.insert_seq,
+        np.full(n, MutationType.DELETE, dtype=np.uint8),
+        {},
+    )
+    if not len(hist):
+        return inserts
+    m = len(hist)
+    undo_op = np.where(
+        hist.op == MutationType.UPDATE,
+        np.uint8(MutationType.UPDATE),
+        np.where(
+            hist.op == MutationType.DELETE,
+            np.uint8(MutationType.REINSERT),
+            np.uint8(MutationType.DELETE),
+        ),
+    ).astype(np.uint8)
+    is_delete = hist.op == MutationType.DELETE
+    cols: dict[int, ColumnDelta] = {}
+    for cid in nonkey_ids:
+        i = next(j for j, c in enumerate(schema.columns) if c.id == cid)
+        base_col = view.rows.column(i).combine_chunks()
+        cd = hist.cols.get(cid)
+        # Setters of this column: the inserts, then the events that set it.
+        if cd is not None:
+            s_rows = np.concatenate([slots, hist.rowid[cd.pos]])
+            s_seq = np.concatenate([view.insert_seq, hist.seq[cd.pos]])
+            s_vals = pa.concat_arrays([base_col, cd.values.cast(base_col.type)])
+            upd_pos = cd.pos[hist.op[cd.pos] == MutationType.UPDATE]
+        else:
+            s_rows, s_seq, s_vals = slots, view.insert_seq, base_col
+            upd_pos = np.zeros(0, dtype=np.int64)
+        # Queries: UPDATEs that set the column (old value) and every DELETE (whole row).
+        q_pos = np.union1d(upd_pos, np.flatnonzero(is_delete))
+        if not len(q_pos):
+            continue
+        idx = last_setter_before(s_rows, s_seq, hist.rowid[q_pos], hist.seq[q_pos])
+        cols[cid] = ColumnDelta(q_pos, s_vals.take(pa.array(idx)))
+    events = Deltas(hist.rowid, hist.ts, hist.seq, undo_op, cols)
+    return concat_deltas([inserts, events]).sorted_by_seq()

@@ -1,0 +1,195 @@
+"""MemRowSet: the in-memory store of newly inserted rows and their mutation chains.
+
+Kudu keeps a concurrent B-tree; here inserts are appended as Arrow record batches
+(one per write batch), each row addressed by a *slot* (its ordinal of insertion), with
+the insert timestamp and sequence number beside it. Mutations of those rows (UPDATE,
+DELETE and REINSERT over a deleted row) are appended as columnar ``Deltas`` keyed by
+slot, in apply order, exactly like a DeltaMemStore keyed by rowid.
+
+A dict from encoded key to slot serves small write batches; large batches probe with a
+vectorized hash join (``pyarrow.compute.index_in``) instead, and the dict is filled
+lazily, so a bulk load never pays for it. The MemRowSet sorts by key only when it is
+flushed or scanned in key order.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.common.schema import Schema
+from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
+
+
+@dataclass
+class MemRowSetView:
+    """A consistent, immutable picture of a MemRowSet up to some moment."""
+
+    rows: pa.Table
+    keys: pa.Array
+    insert_ts: np.ndarray
+    insert_seq: np.ndarray
+    deltas: Deltas
+
+    @property
+    def num_slots(self) -> int:
+        return len(self.insert_ts)
+
+
+class MemRowSet:
+    """Rows inserted since the last flush, with their mutation chains."""
+
+    # Large probes use a hash join instead of the dict when batch * ratio > size.
+    _DICT_PROBE_RATIO = 32
+
+    def __init__(self, mrs_id: int, schema: Schema) -> None:
+        self.id = mrs_id
+        self.schema = schema
+        self._lock = threading.Lock()
+        self._rows: list[pa.RecordBatch] = []
+        self._keys: list[pa.Array] = []
+        self._insert_ts: list[np.ndarray] = []
+        self._insert_seq: list[np.ndarray] = []
+        self._mutations: list[Deltas] = []
+        self._alive = np.zeros(1024, dtype=bool)
+        self._num_slots = 0
+        self._index: dict[bytes, int] = {}
+        self._indexed_chunks = 0
+        self._view: MemRowSetView | None = None
+        self.min_ts: int | None = None
+        self.max_seq = -1
+        self.bytes = 0
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def num_slots(self) -> int:
+        return self._num_slots
+
+    def __len__(self) -> int:
+        return self._num_slots
+
+    def is_empty(self) -> bool:
+        return self._num_slots == 0
+
+    def alive_at_latest(self, slots: np.ndarray) -> np.ndarray:
+        return self._alive[slots]
+
+    def live_count(self) -> int:
+        return int(self._alive[: self._num_slots].sum())
+
+    # -- writes (called under the tablet's write lock) --------------------------------------
+    def insert(self, rows: pa.RecordBatch, keys: pa.Array, ts: int, seqs: np.ndarray) -> np.ndarray:
+        """Append new rows (full schema); returns their slots."""
+        n = rows.num_rows
+        first = self._num_slots
+        need = first + n
+        if need > len(self._alive):
+            grown = np.zeros(max(need, 2 * len(self._alive)), dtype=bool)
+            grown[:first] = self._alive[:first]
+            self._alive = grown
+        self._alive[first:need] = True
+        with self._lock:
+            self._rows.append(rows)
+            self._keys.append(keys)
+            self._insert_ts.append(np.full(n, ts, dtype=np.uint64))
+            self._insert_seq.append(np.asarray(seqs, dtype=np.int64))
+            self._num_slots = need
+            self._view = None
+        if self.min_ts is None:
+            self.min_ts = ts
+        self.max_seq = max(self.max_seq, int(seqs[-1]) if n else -1)
+        self.bytes += rows.nbytes + keys.nbytes + 16 * n
+        return np.arange(first, need, dtype=np.int64)
+
+    def mutate(self, deltas: Deltas) -> None:
+        """Append mutation events (rowid = slot) and update liveness at latest."""
+        if not len(deltas):
+            return
+        live_ev = deltas.op != MutationType.UPDATE
+        if live_ev.any():
+            # Events are in apply order; a plain assignment keeps the last one per slot
+            # only if applied in order, so do it through the resolved last events.
+            slots = deltas.rowid[live_ev][::-1]
+            ops = deltas.op[live_ev][::-1]
+            uniq, idx = np.unique(slots, return_index=True)
+            self._alive[uniq] = ops[idx] == MutationType.REINSERT
+        with self._lock:
+            self._mutations.append(deltas)
+            self._view = None
+        if self.min_ts is None:
+            self.min_ts = int(deltas.ts[0])
+        self.max_seq = max(self.max_seq, int(deltas.seq[-1]))
+        self.bytes += deltas.nbytes()
+
+    # -- probes -------------------------------------------------------------------------------
+    def lookup(self, keys: pa.Array) -> np.ndarray:
+        """Slot of each key (alive or not), -1 if the MemRowSet never held it."""
+        n = len(keys)
+        if self._num_slots == 0 or n == 0:
+            return np.full(n, -1, dtype=np.int64)
+        if n * self._DICT_PROBE_RATIO > self._num_slots:
+            all_keys = self.view().keys
+            idx = pc.index_in(keys, value_set=all_keys)
+            return _fill_idx(idx)
+        self._index_pending()
+        get = self._index.get
+        return np.fromiter((get(k, -1) for k in keys.to_pylist()), dtype=np.int64, count=n)
+
+    def lookup_one(self, key: bytes) -> int:
+        if self._num_slots == 0:
+            return -1
+        self._index_pending()
+        return self._index.get(key, -1)
+
+    def _index_pending(self) -> None:
+        with self._lock:
+            chunks = self._keys[self._indexed_chunks :]
+            start = sum(len(k) for k in self._keys[: self._indexed_chunks])
+            self._indexed_chunks = len(self._keys)
+        for k in chunks:
+            self._index.update(zip(k.to_pylist(), range(start, start + len(k)), strict=True))
+            start += len(k)
+
+    # -- reads --------------------------------------------------------------------------------
+    def view(self) -> MemRowSetView:
+        """A consistent picture of everything applied so far (cached until the next write)."""
+        v = self._view
+        if v is not None:
+            return v
+        with self._lock:
+            rows, keys = list(self._rows), list(self._keys)
+            its, iseq, muts = list(self._insert_ts), list(self._insert_seq), list(self._mutations)
+        if rows:
+            table = pa.Table.from_batches(rows).combine_chunks()
+            keyarr = pa.concat_arrays(keys)
+        else:
+            table = self.schema.arrow_schema().empty_table()
+            keyarr = pa.array([], type=pa.binary())
+        v = MemRowSetView(
+            table,
+            keyarr,
+            np.concatenate(its) if its else np.zeros(0, dtype=np.uint64),
+            np.concatenate(iseq) if iseq else np.zeros(0, dtype=np.int64),
+            concat_deltas(muts),
+        )
+        # Only cache if nothing was appended meanwhile.
+        with self._lock:
+            if len(self._rows) == len(rows) and len(self._mutations) == len(muts):
+                self._rows = [b for t in [table] for b in t.to_batches()] if rows else []
+                self._keys = [keyarr] if keys else []
+                self._insert_ts = [v.insert_ts] if its else []
+                self._insert_seq = [v.insert_seq] if iseq else []
+                self._mutations = [v.deltas] if muts else []
+                self._indexed_chunks = 1 if self._indexed_chunks == len(keys) and keys else 0
+                if self._indexed_chunks == 0:
+                    self._index.clear()
+                self._view = v
+        return v
+
+
+def _fill_idx(idx: pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -1,0 +1,293 @@
+"""Write operations: Kudu's eight row operations, validated and decided for a whole batch.
+
+``prepare`` validates and converts an Arrow batch column by column (types, NULLs in
+keys or NOT NULL columns, missing required columns, oversized cells and keys) and
+encodes the keys. ``decide`` then applies Kudu's semantics to every row against the
+tablet's current state, vectorized: a duplicate INSERT is "key already present", an
+UPDATE or DELETE of a missing key is "key not found", an UPSERT of a present key
+updates only the columns it gives, and the _IGNORE variants turn those errors into
+no-ops. Rows that repeat a key within the batch are decided in *rounds* (the n-th
+occurrence of each key in round n), so every round is vectorized and still sees the
+effect of the rows before it, exactly as if the batch were applied row by row.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.keys import encode_keys
+from kudusql.common.schema import Schema
+from kudusql.common.types import cast_array
+
+MAX_ENCODED_KEY_BYTES = 16 * 1024
+
+
+class WriteOp(enum.IntEnum):
+    """DO NOT CHANGE: on-disk (the WAL stores these; Kudu's op codes)."""
+
+    INSERT = 1
+    UPDATE = 2
+    DELETE = 3
+    UPSERT = 5
+    INSERT_IGNORE = 10
+    UPDATE_IGNORE = 11
+    DELETE_IGNORE = 12
+    UPSERT_IGNORE = 13
+
+    @classmethod
+    def parse(cls, v: WriteOp | str | int) -> WriteOp:
+        if isinstance(v, WriteOp):
+            return v
+        if isinstance(v, str):
+            try:
+                return cls[v.strip().upper()]
+            except KeyError:
+                raise ProgrammingError(f"unknown write operation {v!r}") from None
+        try:
+            return cls(int(v))
+        except ValueError:
+            raise ProgrammingError(f"unknown write operation {v!r}") from None
+
+
+_INSERTING = np.zeros(256, dtype=bool)
+_UPDATING = np.zeros(256, dtype=bool)
+_DELETING = np.zeros(256, dtype=bool)
+_UPSERTING = np.zeros(256, dtype=bool)
+_IGNORING = np.zeros(256, dtype=bool)
+for _o in (WriteOp.INSERT, WriteOp.INSERT_IGNORE):
+    _INSERTING[_o] = True
+for _o in (WriteOp.UPSERT, WriteOp.UPSERT_IGNORE):
+    _UPSERTING[_o] = True
+for _o in (WriteOp.UPDATE, WriteOp.UPDATE_IGNORE):
+    _UPDATING[_o] = True
+for _o in (WriteOp.DELETE, WriteOp.DELETE_IGNORE):
+    _DELETING[_o] = True
+for _o in (WriteOp.INSERT_IGNORE, WriteOp.UPDATE_IGNORE, WriteOp.DELETE_IGNORE,
+           WriteOp.UPSERT_IGNORE):
+    _IGNORING[_o] = True
+
+
+@dataclass(frozen=True)
+class RowError:
+    """A row the batch could not apply: its index in the caller's batch and why."""
+
+    index: int
+    op: WriteOp
+    key: tuple[Any, ...] | None
+    status: str  # Kudu's status code: AlreadyPresent, NotFound, InvalidArgument, Immutable
+    message: str
+
+    def __str__(self) -> str:
+        return f"row {self.index} ({self.op.name} key={self.key}): {self.status}: {self.message}"
+
+
+@dataclass
+class WriteResult:
+    """What a write batch did: its timestamp, rows applied, ignored and failed."""
+
+    timestamp: int
+    applied: int
+    ignored: int
+    errors: list[RowError] = field(default_factory=list)
+
+
+# Error codes (index into _MESSAGES); 0 = no error.
+E_OK = 0
+E_PRESENT = 1
+E_NOT_FOUND = 2
+E_NO_KEY = 3
+E_NULL_KEY = 4
+E_REQUIRED = 5
+E_NULL_NOT_NULLABLE = 6
+E_BAD_VALUE = 7
+E_NO_FIELDS = 8
+E_KEY_TOO_LARGE = 9
+E_IMMUTABLE = 10
+E_UNKNOWN_COLUMN = 11
+E_TOO_LARGE = 12
+
+_STATUS = {
+    E_PRESENT: "AlreadyPresent",
+    E_NOT_FOUND: "NotFound",
+    E_IMMUTABLE: "Immutable",
+}
+
+
+@dataclass
+class PreparedBatch:
+    """A validated batch: cast columns by schema position, ops, keys and error codes."""
+
+    n: int
+    ops: np.ndarray  # uint8 per row
+    columns: dict[int, pa.Array]  # schema index -> cast column (all rows)
+    keys: pa.Array  # encoded keys (binary; empty b"" where the row is invalid)
+    err: np.ndarray  # int8 error code per row
+    detail: dict[int, str]  # row -> message detail for E_BAD_VALUE etc.
+    source: pa.Table  # the caller's data (for error reports)
+
+    @property
+    def present_nonkey(self) -> list[int]:
+        return [i for i in self.columns if i >= self._nk]
+
+    _nk: int = 0
+
+
+def prepare(schema: Schema, data: pa.Table, ops: np.ndarray) -> PreparedBatch:
+    n = data.num_rows
+    err = np.zeros(n, dtype=np.int8)
+    detail: dict[int, str] = {}
+
+    def fail(mask: np.ndarray, code: int, msg: str | Callable[[int], str] | None = None) -> None:
+        newly = mask & (err == E_OK)
+        if not newly.any():
+            return
+        err[newly] = code
+        if msg is not None:
+            for i in np.flatnonzero(newly)[:1000]:
+                detail[int(i)] = msg(int(i)) if callable(msg) else msg
+
+    columns: dict[int, pa.Array] = {}
+    for name in data.column_names:
+        if not schema.has_column(name):
+            fail(np.ones(n, dtype=bool), E_UNKNOWN_COLUMN, f"unknown column {name!r}")
+            continue
+        i = schema.index_of(name)
+        col = schema.columns[i]
+        arr, bad = cast_array(data.column(name), col.type)
+        if bad is not None:
+            src = data.column(name)
+            fail(bad, E_BAD_VALUE, lambda r, c=col, s=src: _bad_value_msg(c.name, c.type, s, r))
+        columns[i] = arr
+
+    nk = schema.num_key_columns
+    inserting = _INSERTING[ops] | _UPSERTING[ops]
+    updating = _UPDATING[ops]
+    for i, col in enumerate(schema.columns):
+        arr = columns.get(i)
+        if i < nk:
+            if arr is None:
+                fail(np.ones(n, dtype=bool), E_NO_KEY, f"No value provided for key column {col.name!r}")
+            elif arr.null_count:
+                fail(_nulls(arr), E_NULL_KEY, f"NULL values not allowed for key column {col.name!r}")
+            continue
+        if arr is None:
+            if not col.nullable and col.default is None:
+                fail(inserting, E_REQUIRED, f"No value provided for required column {col.name!r}")
+        elif not col.nullable and arr.null_count:
+            fail(
+                _nulls(arr) & (inserting | updating),
+                E_NULL_NOT_NULLABLE,
+                f"NULL value not allowed for non-nullable column {col.name!r}",
+            )
+    if updating.any() and not any(i >= nk for i in columns):
+        fail(updating, E_NO_FIELDS, "No fields updated")
+
+    if all(i in columns for i in range(nk)):
+        key_cols = [columns[i] for i in range(nk)]
+        if err.any():
+            # Invalid rows may hold NULL keys: give them a placeholder so encoding works.
+            ok = pa.array(err == E_OK)
+            key_cols = [
+                pc.if_else(ok, c, pa.scalar(_placeholder(c.type), c.type)) for c in key_cols
+            ]
+        keys = encode_keys(key_cols, [c.type for c in schema.key_columns])
+        lengths = np.asarray(pc.binary_length(keys).to_numpy(zero_copy_only=False))
+        fail(lengths > MAX_ENCODED_KEY_BYTES, E_KEY_TOO_LARGE, "encoded primary key too large")
+    else:
+        keys = pa.array([b""] * n, type=pa.binary())
+    pb = PreparedBatch(n, ops, columns, keys, err, detail, data)
+    pb._nk = nk
+    return pb
+
+
+def _placeholder(t: pa.DataType) -> Any:
+    if pa.types.is_string(t):
+        return ""
+    if pa.types.is_binary(t):
+        return b""
+    if pa.types.is_decimal(t):
+        import decimal
+
+        return decimal.Decimal(0)
+    if pa.types.is_date(t):
+        import datetime
+
+        return datetime.date(1970, 1, 1)
+    if pa.types.is_timestamp(t):
+        import datetime
+
+        return datetime.datetime(1970, 1, 1)
+    return 0
+
+
+def _nulls(arr: pa.Array) -> np.ndarray:
+    return np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _bad_value_msg(name: str, t: object, src: pa.ChunkedArray, row: int) -> str:
+    v = src[row].as_py()
+    if isinstance(v, (str, bytes)) and len(v) > 64 * 1024:
+        return f"value too large for column {name!r} ({len(v)} bytes; the limit is 65536)"
+    return f"invalid value {v!r} for column {name!r} of type {t}"
+
+
+def error_message(code: int, detail: str | None) -> tuple[str, str]:
+    """(status, message) for an error code."""
+    if code == E_PRESENT:
+        return "AlreadyPresent", "key already present"
+    if code == E_NOT_FOUND:
+        return "NotFound", "key not found"
+    if code == E_IMMUTABLE:
+        return "Immutable", "UPDATE not allowed for immutable column"
+    return "InvalidArgument", detail or "invalid row"
+
+
+def occurrence_rounds(keys: pa.Array, valid: np.ndarray) -> np.ndarray:
+    """For each valid row, how many earlier valid rows of the batch share its key."""
+    n = len(keys)
+    occ = np.zeros(n, dtype=np.int64)
+    idx = np.flatnonzero(valid)
+    if len(idx) < 2:
+        return occ
+    vkeys = keys if len(idx) == n else keys.take(pa.array(idx))
+    if pc.count_distinct(vkeys).as_py() == len(idx):
+        return occ
+    order = np.asarray(pc.sort_indices(vkeys).to_numpy(), dtype=np.int64)  # stable
+    sk = vkeys.take(pa.array(order))
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = np.asarray(
+        pc.equal(sk.slice(1), sk.slice(0, len(sk) - 1)).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    # rank within runs of equal keys
+    run_start = np.flatnonzero(~same)
+    run_id = np.cumsum(~same) - 1
+    rank = np.arange(len(order)) - run_start[run_id]
+    occ[idx[order]] = rank
+    return occ
+
+
+__all__ = [
+    "PreparedBatch",
+    "RowError",
+    "WriteOp",
+    "WriteResult",
+    "error_message",
+    "occurrence_rounds",
+    "prepare",
+]
+
+# op-class lookup tables for the tablet
+INSERTING = _INSERTING
+UPSERTING = _UPSERTING
+UPDATING = _UPDATING
+DELETING = _DELETING
+IGNORING = _IGNORING
+STATUS = _STATUS
