@@ -9,7 +9,7 @@ a DatabaseError that names the file and the byte offset.
 from __future__ import annotations
 
 
-class Warning(Exception):  # noqa: A001 - the PEP 249 name
+class Warning(Exception):
     """Important warnings, such as data truncation."""
 
 

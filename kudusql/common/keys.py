@@ -493,3 +493,76 @@ def decode_key(key: bytes, types: Sequence[DataType]) -> tuple[object, ...]:
     if pos != n:
         raise DataError("malformed encoded key: trailing bytes")
     return tuple(out)
+
+
+# -- ordering of encoded keys ----------------------------------------------------------------
+
+
+def uniform_width(keys: ArrowArray) -> int | None:
+    """The common length of every key, or None when lengths differ (or no keys)."""
+    arr = single_array(keys)
+    n = len(arr)
+    if n == 0:
+        return None
+    offsets, _ = binary_layout(arr)
+    w = (int(offsets[-1]) - int(offsets[0])) // n
+    return w if w > 0 and all_lengths_equal(offsets, w) else None
+
+
+def _sortable(keys: ArrowArray) -> np.ndarray | None:
+    """A numpy array whose element order is the keys' memcmp order (fixed width only):
+    big-endian uint64 for keys up to 8 bytes, ``S{w}`` beyond."""
+    w = uniform_width(keys)
+    if w is None:
+        return None
+    view = keys_as_fixed(keys, w)
+    if w == 8:
+        return view.view(">u8")
+    if w < 8:
+        m = np.zeros((len(view), 8), dtype=np.uint8)
+        m[:, :w] = view.view(np.uint8).reshape(-1, w)
+        return m.view(">u8").reshape(-1)
+    return view
+
+
+def strictly_increasing(keys: ArrowArray) -> bool:
+    """True if every key is greater than the one before (sorted and unique)."""
+    arr = single_array(keys)
+    n = len(arr)
+    if n < 2:
+        return True
+    s = _sortable(arr)
+    if s is not None:
+        return bool(np.all(s[1:] > s[:-1]))
+    return bool(pc.all(pc.greater(arr.slice(1), arr.slice(0, n - 1))).as_py())
+
+
+def sort_order(keys: ArrowArray) -> np.ndarray:
+    """A stable permutation that sorts the keys in memcmp order."""
+    arr = single_array(keys)
+    n = len(arr)
+    if strictly_increasing(arr):
+        return np.arange(n, dtype=np.int64)
+    s = _sortable(arr)
+    if s is not None:
+        return np.argsort(s, kind="stable").astype(np.int64)
+    return np.asarray(pc.sort_indices(arr).to_numpy(), dtype=np.int64)
+
+
+def equal_to_previous(keys: ArrowArray, order: np.ndarray) -> np.ndarray:
+    """For keys taken in ``order``: True where a key equals the one before it."""
+    arr = single_array(keys)
+    n = len(order)
+    same = np.zeros(n, dtype=bool)
+    if n < 2:
+        return same
+    s = _sortable(arr)
+    if s is not None:
+        so = s[order]
+        same[1:] = so[1:] == so[:-1]
+        return same
+    sk = arr.take(pa.array(order))
+    same[1:] = np.asarray(
+        pc.equal(sk.slice(1), sk.slice(0, n - 1)).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    return same

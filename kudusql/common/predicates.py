@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.errors import ProgrammingError
+from kudusql.common.keys import ArrowArray
 from kudusql.common.schema import Schema
 
 
@@ -95,9 +96,13 @@ class ColumnPredicate:
         if k is PredicateKind.RANGE:
             parts = []
             if self.lower is not None:
-                parts.append(f"{self.column} {'>=' if self.lower_inclusive else '>'} {self.lower!r}")
+                parts.append(
+                    f"{self.column} {'>=' if self.lower_inclusive else '>'} {self.lower!r}"
+                )
             if self.upper is not None:
-                parts.append(f"{self.column} {'<=' if self.upper_inclusive else '<'} {self.upper!r}")
+                parts.append(
+                    f"{self.column} {'<=' if self.upper_inclusive else '<'} {self.upper!r}"
+                )
             return " AND ".join(parts) or f"{self.column} IS NOT NULL"
         return f"{self.column} {k.value.upper()}"
 
@@ -133,7 +138,7 @@ class ColumnPredicate:
         )
 
     # -- evaluation ---------------------------------------------------------------------------
-    def evaluate(self, arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    def evaluate(self, arr: ArrowArray) -> np.ndarray:
         """A boolean numpy mask: True where the row satisfies the predicate (NULL -> False)."""
         k = self.kind
         if k is PredicateKind.IS_NULL:
@@ -150,20 +155,21 @@ class ColumnPredicate:
             p = self.value
             if pa.types.is_binary(arr.type):
                 pb = p if isinstance(p, bytes) else str(p).encode()
-                res = pc.starts_with(arr.cast(pa.binary()), pb)  # type: ignore[arg-type]
+                res = pc.starts_with(arr.cast(pa.binary()), pb)  # type: ignore[call-overload]
             else:
                 res = pc.starts_with(arr, str(p) if not isinstance(p, bytes) else p.decode())
         else:
-            res = None
+            rng = None
             if self.lower is not None:
                 f = pc.greater_equal if self.lower_inclusive else pc.greater
-                res = f(arr, _scalar(self.lower, arr.type))
+                rng = f(arr, _scalar(self.lower, arr.type))
             if self.upper is not None:
                 f = pc.less_equal if self.upper_inclusive else pc.less
                 r2 = f(arr, _scalar(self.upper, arr.type))
-                res = r2 if res is None else pc.and_(res, r2)
-            if res is None:
+                rng = r2 if rng is None else pc.and_(rng, r2)
+            if rng is None:
                 return _mask(pc.is_valid(arr))
+            res = rng
         return _mask(res)
 
     def may_match_zone(self, lo: Any, hi: Any, null_count: int, nan_count: int, n: int) -> bool:
@@ -215,13 +221,15 @@ class ColumnPredicate:
         return False
 
 
-def _scalar(v: Any, t: pa.DataType) -> pa.Scalar:
+def _scalar(v: Any, t: pa.DataType) -> pa.Scalar[Any]:
     return pa.scalar(v, type=t)
 
 
-def _mask(res: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def _mask(res: ArrowArray) -> np.ndarray:
     if isinstance(res, pa.ChunkedArray):
-        res = res.combine_chunks() if res.num_chunks != 1 else res.chunk(0)
-    if res.null_count:
-        res = pc.fill_null(res, False)
-    return np.asarray(res.to_numpy(zero_copy_only=False), dtype=bool)
+        arr: pa.Array[Any] = res.combine_chunks() if res.num_chunks != 1 else res.chunks[0]
+    else:
+        arr = res
+    if arr.null_count:
+        arr = arr.fill_null(False)
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)

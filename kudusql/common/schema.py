@@ -35,7 +35,7 @@ class ColumnSchema:
     comment: str = ""
     immutable: bool = False
 
-    def arrow_field(self) -> pa.Field:
+    def arrow_field(self) -> pa.Field[Any]:
         return self.type.arrow_field(self.name, self.nullable)
 
     def to_dict(self) -> dict[str, Any]:

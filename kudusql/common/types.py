@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -97,9 +98,10 @@ class DataType:
                 raise ProgrammingError(
                     f"DECIMAL precision must be 1..38 and scale 0..precision, got ({p}, {s})"
                 )
-        elif self.kind is TypeKind.VARCHAR:
-            if self.length is None or not (1 <= self.length <= MAX_VARCHAR_LENGTH):
-                raise ProgrammingError(f"VARCHAR length must be 1..65535, got {self.length}")
+        elif self.kind is TypeKind.VARCHAR and (
+            self.length is None or not (1 <= self.length <= MAX_VARCHAR_LENGTH)
+        ):
+            raise ProgrammingError(f"VARCHAR length must be 1..65535, got {self.length}")
 
     # -- naming -------------------------------------------------------------------------
     @classmethod
@@ -129,7 +131,7 @@ class DataType:
             return f"DECIMAL({self.precision},{self.scale})"
         if self.kind is TypeKind.VARCHAR:
             return f"VARCHAR({self.length})"
-        return self.kind.value
+        return str(self.kind.value)
 
     # -- properties ---------------------------------------------------------------------
     @property
@@ -165,7 +167,7 @@ class DataType:
             return pa.decimal128(self.precision, self.scale)
         return _SIMPLE_ARROW[self.kind]
 
-    def arrow_field(self, name: str, nullable: bool = True) -> pa.Field:
+    def arrow_field(self, name: str, nullable: bool = True) -> pa.Field[Any]:
         meta = None
         if self.kind is TypeKind.VARCHAR:
             meta = {VARCHAR_METADATA_KEY: str(self.length).encode()}
@@ -203,38 +205,40 @@ class DataType:
         return arr[0].as_py()
 
 
-def cast_array(arr: pa.Array | pa.ChunkedArray, dtype: DataType) -> tuple[pa.Array, np.ndarray | None]:
+def cast_array(
+    arr: pa.Array[Any] | pa.ChunkedArray[Any], dtype: DataType
+) -> tuple[pa.Array[Any], np.ndarray | None]:
     """Cast ``arr`` to ``dtype``'s Arrow type.
 
     Returns the cast array and a boolean mask of the rows whose value could not be
     represented (wrong type, overflow, too large); those rows are NULL in the result.
     The mask is None when every row cast cleanly, the common, vectorized case.
     """
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    out: pa.Array[Any] = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
     target = dtype.arrow_type()
     bad: np.ndarray | None = None
-    if arr.type != target:
+    if out.type != target:
         try:
-            arr = pc.cast(arr, target, safe=True)
+            out = pc.cast(out, target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            arr, bad = _cast_rowwise(arr, target)
+            out, bad = _cast_rowwise(out, target)
     if dtype.kind is TypeKind.VARCHAR:
         assert dtype.length is not None
         # Kudu truncates VARCHAR values longer than the declared length.
-        arr = pc.utf8_slice_codeunits(arr, 0, dtype.length)
-    if dtype.is_varlen and len(arr):
-        lengths = pc.binary_length(arr)
-        too_big = pc.greater(lengths, MAX_CELL_BYTES)
+        out = pc.utf8_slice_codeunits(out, 0, dtype.length)
+    if dtype.is_varlen and len(out):
+        # The stubs only accept the concrete binary/string array classes.
+        lengths: pa.Array[Any] = pc.binary_length(out)  # type: ignore[call-overload]
+        too_big = pc.greater(lengths, pa.scalar(MAX_CELL_BYTES))
         if pc.any(too_big).as_py():
             mask = too_big.to_numpy(zero_copy_only=False).astype(bool)
             mask &= ~np.asarray(pc.is_null(lengths))
             bad = mask if bad is None else (bad | mask)
-            arr = pc.if_else(too_big, pa.scalar(None, target), arr)
-    return arr, bad
+            out = pc.if_else(too_big, pa.scalar(None, target), out)
+    return out, bad
 
 
-def _cast_rowwise(arr: pa.Array, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+def _cast_rowwise(arr: pa.Array[Any], target: pa.DataType) -> tuple[pa.Array[Any], np.ndarray]:
     """Error path only: find which rows fail to cast, one by one."""
     out: list[object] = []
     bad = np.zeros(len(arr), dtype=bool)

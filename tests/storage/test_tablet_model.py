@@ -23,8 +23,14 @@ from kudusql.storage.tablet.tablet import Tablet
 from tests.support.model import ModelColumn, TabletModel
 
 OPS = [
-    "INSERT", "INSERT_IGNORE", "UPSERT", "UPSERT_IGNORE",
-    "UPDATE", "UPDATE_IGNORE", "DELETE", "DELETE_IGNORE",
+    "INSERT",
+    "INSERT_IGNORE",
+    "UPSERT",
+    "UPSERT_IGNORE",
+    "UPDATE",
+    "UPDATE_IGNORE",
+    "DELETE",
+    "DELETE_IGNORE",
 ]
 NONKEY = ["c", "d", "e"]
 
@@ -39,8 +45,13 @@ SCHEMA = Schema.build(
     ["a", "b"],
 )
 ARROW = {"a": pa.int32(), "b": pa.string(), "c": pa.int64(), "d": pa.string(), "e": pa.float64()}
-OPTIONS = TabletOptions(rows_per_page=4, rowset_target_bytes=300, sync=False,
-                        history_max_age_s=3600, block_cache_bytes=1 << 20)
+OPTIONS = TabletOptions(
+    rows_per_page=4,
+    rowset_target_bytes=300,
+    sync=False,
+    history_max_age_s=3600,
+    block_cache_bytes=1 << 20,
+)
 
 keys_a = st.integers(0, 2)
 keys_b = st.sampled_from(["", "a", "a\x00", "\x00"])
@@ -173,6 +184,12 @@ class TabletMachine(RuleBasedStateMachine):
         exp = {k: {c: v[c] for c in proj} for k, v in expected_state.items() if keep(k, v)}
         assert got == exp
         assert len(got_list) == len(got)
+
+    @rule(a=keys_a, b=keys_b, proj=st.lists(st.sampled_from(NONKEY), unique=True, max_size=3))
+    def point_lookup(self, a: int, b: str, proj: list[str]) -> None:
+        got = self.tablet.lookup((a, b), proj)
+        exp = self.model.rows.get((a, b))
+        assert got == (None if exp is None else {c: exp[c] for c in proj})
 
     @precondition(lambda self: len(getattr(self, "timestamps", [])) >= 1)
     @rule(data=st.data())

@@ -498,6 +498,13 @@ class CFileReader:
             return self.num_values
         return int(self.page_offsets[p]) + pos
 
+    def find_one(self, key: bytes) -> int:
+        """Ordinal of ``key`` in a sorted binary file, or -1 (the point-lookup path)."""
+        p, idx, pos = self._locate(key)
+        if p < 0 or idx is None or pos >= len(idx) or idx.value(pos) != key:
+            return -1
+        return int(self.page_offsets[p]) + pos
+
     def find_keys(
         self, keys: pa.Array[Any] | pa.ChunkedArray[Any] | list[bytes]
     ) -> npt.NDArray[np.int64]:

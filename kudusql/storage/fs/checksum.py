@@ -12,10 +12,14 @@ def crc32(data: bytes | bytearray | memoryview, start: int = 0) -> int:
     return zlib.crc32(data, start) & 0xFFFFFFFF
 
 
-def verify(data: bytes | bytearray | memoryview, expected: int, path: str, offset: int, what: str) -> None:
+def verify(
+    data: bytes | bytearray | memoryview, expected: int, path: str, offset: int, what: str
+) -> None:
     """Raise CorruptionError naming ``path`` and ``offset`` if the checksum differs."""
     actual = crc32(data)
     if actual != expected:
         raise CorruptionError(
-            path, offset, f"{what} checksum mismatch (stored {expected:#010x}, computed {actual:#010x})"
+            path,
+            offset,
+            f"{what} checksum mismatch (stored {expected:#010x}, computed {actual:#010x})",
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from kudusql.common.errors import OperationalError
@@ -32,10 +33,8 @@ def write_file_atomic(path: str, data: bytes, *, sync: bool = True) -> None:
         if sync:
             fsync_dir(os.path.dirname(os.path.abspath(path)))
     except OSError as e:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise OperationalError(f"could not write {path}: {e.strerror or e}") from e
 
 

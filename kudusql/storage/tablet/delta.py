@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +44,7 @@ class ColumnDelta:
     """The events (by position in their ``Deltas``) that set one column, and the values."""
 
     pos: np.ndarray
-    values: pa.Array
+    values: pa.Array[Any]
 
 
 @dataclass
@@ -97,7 +98,7 @@ class Deltas:
         for cid, cd in self.cols.items():
             newpos = inv[cd.pos]
             o = np.argsort(newpos, kind="stable")
-            cols[cid] = ColumnDelta(newpos[o], cd.values.take(pa.array(o)))
+            cols[cid] = ColumnDelta(newpos[o], cd.values.take(o))
         return Deltas(self.rowid[order], self.ts[order], self.seq[order], self.op[order], cols)
 
 
@@ -135,7 +136,7 @@ class Resolved:
 
     live_rowids: np.ndarray = field(default_factory=lambda: _EMPTY_I64)
     live: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    cols: dict[int, tuple[np.ndarray, pa.Array]] = field(default_factory=dict)
+    cols: dict[int, tuple[np.ndarray, pa.Array[Any]]] = field(default_factory=dict)
     touched: np.ndarray = field(default_factory=lambda: _EMPTY_I64)
 
     def is_empty(self) -> bool:
@@ -180,8 +181,8 @@ def _first_per_row(rowid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def apply_to_column(
-    col: pa.Array, start: int, resolved: Resolved, col_id: int
-) -> tuple[pa.Array, bool]:
+    col: pa.Array[Any], start: int, resolved: Resolved, col_id: int
+) -> tuple[pa.Array[Any], bool]:
     """Patch base values of rows [start, start+len(col)) with the resolved cells.
 
     Returns the column and whether anything changed.

@@ -52,7 +52,7 @@ def write_delta_file(
     chunks: list[bytes] = [_HEADER.pack(MAGIC, VERSION, 0)]
     offset = _HEADER.size
 
-    def add(arr: pa.Array) -> list[int]:
+    def add(arr: pa.Array[Any]) -> list[int]:
         nonlocal offset
         page = encode_page(arr, None, Compression.LZ4)
         chunks.append(page)
@@ -142,7 +142,7 @@ class DeltaFileReader:
             raise CorruptionError(path, foff, f"unreadable delta file footer: {e}") from e
         self._deltas: Deltas | None = None
 
-    def _page(self, loc: list[int], t: pa.DataType) -> pa.Array:
+    def _page(self, loc: list[int], t: pa.DataType) -> pa.Array[Any]:
         off, length = loc
         return decode_page(self._data[off : off + length], t, self.path, off)
 

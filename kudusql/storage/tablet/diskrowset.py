@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,9 @@ class RowSetMeta:
             [DeltaFileMeta.from_dict(x) for x in d["redo_files"]],
             d.get("last_durable_dms_id", -1),
         )
+
+
+_LATEST = (1 << 64) - 1  # a snapshot after every applied operation
 
 
 def rowset_dir(tablet_dir: str, rs_id: int) -> str:
@@ -227,15 +231,31 @@ class DiskRowSet:
 
     def find_rowid_one(self, key: bytes) -> int:
         m = self.meta
-        if key < m.min_key or key > m.max_key or not self.bloom().may_contain_one(key):
+        if key < m.min_key or key > m.max_key:
             return -1
-        kr = self.key_reader()
-        pos = kr.lower_bound(key)
-        if pos >= m.num_rows:
+        b = self._bloom or self.bloom()
+        if not b.may_contain_one(key):
             return -1
-        page = int(np.searchsorted(kr.page_offsets, pos, side="right") - 1)
-        arr = kr.read_page(page)
-        return pos if arr[pos - int(kr.page_offsets[page])].as_py() == key else -1
+        return self.key_reader().find_one(key)
+
+    def row_at(self, rowid: int, columns: Sequence[ColumnSchema]) -> dict[str, object]:
+        """One row's newest values (the point-lookup fast path; pages come from the cache)."""
+        offsets = self.page_offsets
+        page = int(np.searchsorted(offsets, rowid, side="right") - 1)
+        i = rowid - int(offsets[page])
+        redo = self.latest_redo()
+        out: dict[str, object] = {}
+        for c in columns:
+            entry = redo.cols.get(c.id) if redo is not None else None
+            if entry is not None:
+                rows, vals = entry
+                j = int(np.searchsorted(rows, rowid))
+                if j < len(rows) and rows[j] == rowid:
+                    out[c.name] = vals[j].as_py()
+                    continue
+            r = self.column_reader(c)
+            out[c.name] = r.read_page(page)[i].as_py() if r is not None else c.default
+        return out
 
     def rowid_range(self, lo: bytes | None, hi: bytes | None) -> tuple[int, int]:
         """Rows whose key is in [lo, hi)."""
@@ -276,14 +296,20 @@ class DiskRowSet:
             if dms is not None and len(dms):
                 max_redo = max(max_redo, dms.deltas().max_ts)
         if undo.is_empty() and snapshot > max_redo:
-            key = (len(self._redo), id(self.frozen_dms), self.dms.id, len(self.dms))
-            c = self._resolved_latest
-            if c is not None and c[0] == key:
-                return undo, c[1]
-            redo = resolve(concat_deltas(self.redo_parts()), snapshot, undo=False)
-            self._resolved_latest = (key, redo)
-            return undo, redo
+            return undo, self.latest_redo() or Resolved()
         return undo, resolve(concat_deltas(self.redo_parts_for(snapshot)), snapshot, undo=False)
+
+    def latest_redo(self) -> Resolved | None:
+        """The REDO resolution at the latest snapshot (cached), None without deltas."""
+        if not self._redo and self.frozen_dms is None and self.dms.is_empty():
+            return None
+        key = (len(self._redo), id(self.frozen_dms), self.dms.id, len(self.dms))
+        c = self._resolved_latest
+        if c is not None and c[0] == key:
+            return c[1]
+        redo = resolve(concat_deltas(self.redo_parts()), _LATEST, undo=False)
+        self._resolved_latest = (key, redo)
+        return redo
 
     def dead_at_latest(self) -> np.ndarray:
         """Bool per rowid: deleted as of now (ghost)."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from kudusql.common.keys import sort_order
 from kudusql.common.schema import Schema
 from kudusql.storage.tablet.delta import (
     ColumnDelta,
@@ -33,7 +34,6 @@ from kudusql.storage.tablet.delta import (
     resolve,
 )
 from kudusql.storage.tablet.memrowset import MemRowSetView
-from kudusql.storage.tablet.rowset_writer import sort_order
 
 _NEVER = (1 << 64) - 1
 
@@ -121,7 +121,6 @@ def _undo_records(
     )
     if not len(hist):
         return inserts
-    m = len(hist)
     undo_op = np.where(
         hist.op == MutationType.UPDATE,
         np.uint8(MutationType.UPDATE),

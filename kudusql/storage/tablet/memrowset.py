@@ -15,13 +15,14 @@ flushed or scanned in key order.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.schema import Schema
+from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
 
 
@@ -153,6 +154,29 @@ class MemRowSet:
         for k in chunks:
             self._index.update(zip(k.to_pylist(), range(start, start + len(k)), strict=True))
             start += len(k)
+
+    def row_at(self, slot: int, columns: Sequence[ColumnSchema]) -> dict[str, object]:
+        """One row's newest values (the point-lookup fast path)."""
+        with self._lock:
+            rows, muts = list(self._rows), list(self._mutations)
+        start = 0
+        for b in rows:
+            if slot < start + b.num_rows:
+                break
+            start += b.num_rows
+        out = {
+            c.name: b.column(self.schema.index_of(c.name))[slot - start].as_py() for c in columns
+        }
+        for d in muts:
+            hits = np.flatnonzero(d.rowid == slot)
+            for ev in hits.tolist():
+                for c in columns:
+                    cd = d.cols.get(c.id)
+                    if cd is not None:
+                        j = int(np.searchsorted(cd.pos, ev))
+                        if j < len(cd.pos) and cd.pos[j] == ev:
+                            out[c.name] = cd.values[j].as_py()
+        return out
 
     # -- reads --------------------------------------------------------------------------------
     def view(self) -> MemRowSetView:

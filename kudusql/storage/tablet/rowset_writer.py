@@ -13,7 +13,6 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 
 from kudusql.common.schema import Schema
@@ -98,11 +97,19 @@ def _write_one(
     rpp = opts.rows_per_page
     types = {c.id: c.type for c in schema.columns}
 
-    def write_column(name: str, arr: pa.ChunkedArray | pa.Array, atype: pa.DataType,
-                     enc: str | None, comp: str | None) -> int:
+    def write_column(
+        name: str,
+        arr: pa.ChunkedArray | pa.Array,
+        atype: pa.DataType,
+        enc: str | None,
+        comp: str | None,
+    ) -> int:
         w = CFileWriter(
-            os.path.join(d, name), atype, encoding=parse_encoding(enc),
-            compression=parse_compression(comp), sync=opts.sync,
+            os.path.join(d, name),
+            atype,
+            encoding=parse_encoding(enc),
+            compression=parse_compression(comp),
+            sync=opts.sync,
         )
         try:
             for s in range(0, n, rpp):
@@ -119,8 +126,9 @@ def _write_one(
         ("key.cfile", keys, pa.binary(), "plain", "lz4")
     ]
     for i, c in enumerate(schema.columns):
-        jobs.append((f"c{c.id}.cfile", rows.column(i), c.type.arrow_type(), c.encoding,
-                     c.compression))
+        jobs.append(
+            (f"c{c.id}.cfile", rows.column(i), c.type.arrow_type(), c.encoding, c.compression)
+        )
     if pool is not None:
         sizes = list(pool.map(lambda j: write_column(*j), jobs))
     else:
@@ -148,22 +156,3 @@ def _write_one(
         fsync_dir(d)
         fsync_dir(os.path.dirname(d))
     return meta
-
-
-def is_sorted_unique(keys: pa.Array) -> bool:
-    """True if the encoded keys are strictly increasing (a cheap check that saves a sort)."""
-    import pyarrow.compute as pc
-
-    if len(keys) < 2:
-        return True
-    gt = pc.greater(keys.slice(1), keys.slice(0, len(keys) - 1))
-    return bool(pc.all(gt).as_py())
-
-
-def sort_order(keys: pa.Array) -> np.ndarray:
-    """Permutation that sorts encoded keys in memcmp order."""
-    import pyarrow.compute as pc
-
-    if is_sorted_unique(keys):
-        return np.arange(len(keys), dtype=np.int64)
-    return np.asarray(pc.sort_indices(keys).to_numpy(), dtype=np.int64)

@@ -77,7 +77,9 @@ class ScanPlan:
         return sorted(self.predicates, key=lambda p: _PRED_ORDER[p.kind])
 
 
-def scan_memrowset(mrs: MemRowSet, plan: ScanPlan) -> Iterator[tuple[pa.RecordBatch, pa.Array | None]]:
+def scan_memrowset(
+    mrs: MemRowSet, plan: ScanPlan
+) -> Iterator[tuple[pa.RecordBatch, pa.Array | None]]:
     """Batches of live rows of a MemRowSet at the plan's snapshot, with their keys."""
     view = mrs.view()
     n = view.num_slots
@@ -155,7 +157,9 @@ def _changed_in_window(
     return out
 
 
-def scan_diskrowset(drs: DiskRowSet, plan: ScanPlan) -> Iterator[tuple[pa.RecordBatch, pa.Array | None]]:
+def scan_diskrowset(
+    drs: DiskRowSet, plan: ScanPlan
+) -> Iterator[tuple[pa.RecordBatch, pa.Array | None]]:
     """Batches of live rows of a DiskRowSet at the plan's snapshot, page by page."""
     if drs.num_rows == 0 or not drs.may_contain_range(plan.key_lo, plan.key_hi):
         plan.count("rowsets_pruned")
@@ -169,9 +173,12 @@ def scan_diskrowset(drs: DiskRowSet, plan: ScanPlan) -> Iterator[tuple[pa.Record
     diff = None
     if plan.diff_start is not None:
         u0, r0 = drs.resolve(plan.diff_start)
-        every = concat_deltas(
-drs.all_delta_parts())
-        diff = (u0, r0, _changed_in_window(every, None, plan.diff_start, plan.snapshot, drs.num_rows))
+        every = concat_deltas(drs.all_delta_parts())
+        diff = (
+            u0,
+            r0,
+            _changed_in_window(every, None, plan.diff_start, plan.snapshot, drs.num_rows),
+        )
     offsets = drs.page_offsets
     first_page = int(np.searchsorted(offsets, start, side="right") - 1)
     preds = plan.sorted_predicates()
@@ -201,7 +208,9 @@ drs.all_delta_parts())
         plan.count("pages_scanned")
         cache: dict[int, pa.Array] = {}
 
-        def column(c: ColumnSchema, a: int = a, b: int = b, cache: dict[int, pa.Array] = cache) -> pa.Array:
+        def column(
+            c: ColumnSchema, a: int = a, b: int = b, cache: dict[int, pa.Array] = cache
+        ) -> pa.Array:
             got = cache.get(c.id)
             if got is None:
                 got = drs.read_column_range(c, a, b)

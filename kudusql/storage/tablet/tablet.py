@@ -27,8 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import DataError, IntegrityError, ProgrammingError
+from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, describe, from_micros, to_micros
+from kudusql.common.keys import encode_key
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
@@ -108,6 +109,7 @@ class Tablet:
         self._rowsets = RowSets(self._new_mrs(), (), drs)
         self._pool = ThreadPoolExecutor(max(1, options.threads), thread_name_prefix="tablet")
         self._closed = False
+        self._key_types = [c.type for c in self.schema.key_columns]
         self._remove_orphans()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -293,7 +295,7 @@ class Tablet:
         valid = err == E_OK
         occ = occurrence_rounds(pb.keys, valid)
         next_slot = rs.mrs.num_slots
-        new_slots: list[tuple[int, int]] = []  # (slot, batch row)
+        new_slots: list[np.ndarray] = []  # batch rows that become new MemRowSet rows, in slot order
         overlay: dict[bytes, tuple[int, int, int, int]] = {}  # key -> kind, rs, row, mrs slot
         dup_keys: set[bytes] = set()
         if valid.any() and occ.max() > 0:
@@ -314,7 +316,13 @@ class Tablet:
                 slot = np.array([s[3] for s in st], dtype=np.int64)
                 exists = kind != K_NONE
             o = ops[rows]
-            ins, ups, upd, dele, ign = INSERTING[o], UPSERTING[o], UPDATING[o], DELETING[o], IGNORING[o]
+            ins, ups, upd, dele, ign = (
+                INSERTING[o],
+                UPSERTING[o],
+                UPDATING[o],
+                DELETING[o],
+                IGNORING[o],
+            )
             act = np.zeros(len(rows), dtype=np.int8)
             e = np.zeros(len(rows), dtype=np.int8)
             e[ins & exists & ~ign] = E_PRESENT
@@ -341,7 +349,7 @@ class Tablet:
             ins_rows = np.flatnonzero(act == A_INSERT)
             new_ids = np.arange(next_slot, next_slot + len(ins_rows), dtype=np.int64)
             next_slot += len(ins_rows)
-            new_slots.extend(zip(new_ids.tolist(), rows[ins_rows].tolist(), strict=True))
+            new_slots.append(rows[ins_rows])
             tk[ins_rows] = K_MRS
             tr[ins_rows] = new_ids
             reins = act == A_REINSERT
@@ -356,10 +364,14 @@ class Tablet:
                 self._update_overlay(overlay, dup_keys, rkeys, act, e, kind, rsi, row, slot, tk, tr)
         if atomic and (err != E_OK).any():
             errors = self._row_errors(pb, err)
-            raise IntegrityError(
-                f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-            ) if any(x.status in ("AlreadyPresent", "NotFound") for x in errors) else DataError(
-                f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+            raise (
+                IntegrityError(
+                    f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+                )
+                if any(x.status in ("AlreadyPresent", "NotFound") for x in errors)
+                else DataError(
+                    f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+                )
             )
         ts = self.mvcc.start_op(timestamp)
         try:
@@ -413,18 +425,23 @@ class Tablet:
         trs: np.ndarray,
         trow: np.ndarray,
         drop_imm: np.ndarray,
-        new_slots: list[tuple[int, int]],
+        new_slots: list[np.ndarray],
     ) -> None:
         schema = self.schema
-        if new_slots:
-            batch_rows = np.array([r for _, r in sorted(new_slots)], dtype=np.int64)
+        batch_rows = np.concatenate(new_slots) if new_slots else np.zeros(0, np.int64)
+        if len(batch_rows):
+            everything = len(batch_rows) == pb.n and bool(np.all(batch_rows == np.arange(pb.n)))
             idx = pa.array(batch_rows)
             cols = []
             for i, c in enumerate(schema.columns):
                 arr = pb.columns.get(i)
-                cols.append(arr.take(idx) if arr is not None else default_column(c, len(batch_rows)))
+                if arr is None:
+                    cols.append(default_column(c, len(batch_rows)))
+                else:
+                    cols.append(arr if everything else arr.take(idx))
             batch = pa.RecordBatch.from_arrays(cols, schema=schema.arrow_schema())
-            rs.mrs.insert(batch, pb.keys.take(idx), ts, seq_base + batch_rows)
+            keys = pb.keys if everything else pb.keys.take(idx)
+            rs.mrs.insert(batch, keys, ts, seq_base + batch_rows)
         mut = np.isin(action, (A_REINSERT, A_UPDATE, A_DELETE))
         if not mut.any():
             return
@@ -471,7 +488,9 @@ class Tablet:
             else:
                 sets = op == MutationType.REINSERT
                 if sets.any():
-                    cols[c.id] = ColumnDelta(np.flatnonzero(sets), default_column(c, int(sets.sum())))
+                    cols[c.id] = ColumnDelta(
+                        np.flatnonzero(sets), default_column(c, int(sets.sum()))
+                    )
         return Deltas(
             trow[rows].astype(np.int64),
             np.full(len(rows), ts, dtype=np.uint64),
@@ -507,8 +526,15 @@ class Tablet:
             fi = prepare_flush(view, self.schema)
             first_id = self.meta.next_rowset_id
             metas = write_rowsets(
-                self.path, first_id, self.schema, fi.rows, fi.keys, fi.undo, fi.redo,
-                self._write_opts(), self._pool,
+                self.path,
+                first_id,
+                self.schema,
+                fi.rows,
+                fi.keys,
+                fi.undo,
+                fi.redo,
+                self._write_opts(),
+                self._pool,
             )
             with self._write_lock:
                 new = [DiskRowSet(self.path, m, self.cache) for m in metas]
@@ -538,7 +564,9 @@ class Tablet:
             m = which == i
             if m.any():
                 part = late.select(m)
-                d.apply_mutations(Deltas(rowids[m] - starts[i], part.ts, part.seq, part.op, part.cols))
+                d.apply_mutations(
+                    Deltas(rowids[m] - starts[i], part.ts, part.seq, part.op, part.cols)
+                )
 
     def flush_deltas(self) -> int:
         """Flush every non-empty DeltaMemStore to a REDO DeltaFile; returns how many."""
@@ -552,7 +580,10 @@ class Tablet:
                 name = f"redo{frozen.id}.delta"
                 types = {c.id: c.type for c in self.schema.columns}
                 st = write_delta_file(
-                    os.path.join(drs.dir, name), "redo", frozen.deltas(), types,
+                    os.path.join(drs.dir, name),
+                    "redo",
+                    frozen.deltas(),
+                    types,
                     sync=self.options.sync,
                 )
                 with self._write_lock:
@@ -611,7 +642,9 @@ class Tablet:
         ordered: bool,
     ) -> ScanPlan:
         schema = self.schema
-        projection = list(schema.columns) if columns is None else [schema.column(c) for c in columns]
+        projection = (
+            list(schema.columns) if columns is None else [schema.column(c) for c in columns]
+        )
         preds = [p.bind(schema) for p in predicates]
         if snapshot is None:
             snapshot = self.mvcc.latest_snapshot()
@@ -619,8 +652,15 @@ class Tablet:
             self._check_snapshot(snapshot)
         lo, hi = key_bounds(schema, preds)
         return ScanPlan(
-            schema, projection, preds, snapshot, lo, hi, self.options.scan_batch_rows,
-            diff_start=diff_start, need_keys=ordered,
+            schema,
+            projection,
+            preds,
+            snapshot,
+            lo,
+            hi,
+            self.options.scan_batch_rows,
+            diff_start=diff_start,
+            need_keys=ordered,
         )
 
     def _reader(self, plan: ScanPlan, ordered: bool, dedupe: bool = False) -> pa.RecordBatchReader:
@@ -662,21 +702,52 @@ class Tablet:
             if b.num_rows:
                 yield b
 
-    def scan_stats(self, columns: Sequence[str] | None = None,
-                   predicates: Sequence[ColumnPredicate] = (),
-                   snapshot: int | None = None) -> tuple[pa.Table, dict[str, int]]:
+    def scan_stats(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        snapshot: int | None = None,
+    ) -> tuple[pa.Table, dict[str, int]]:
         """Run a scan and return its rows with pruning statistics (for EXPLAIN and tests)."""
         plan = self._plan(columns, predicates, snapshot, None, False)
         table = self._reader(plan, False).read_all()
         return table, dict(plan.stats)
 
-    def lookup(self, key: Sequence[object], columns: Sequence[str] | None = None,
-               snapshot: int | None = None) -> dict[str, object] | None:
-        """The live row with primary key ``key`` (a tuple of key values), or None."""
-        preds = [ColumnPredicate.eq(c.name, v) for c, v in zip(self.schema.key_columns, key,
-                                                               strict=True)]
-        t = self.scan(columns, preds, snapshot=snapshot).read_all()
-        return t.slice(0, 1).to_pylist()[0] if t.num_rows else None
+    def lookup(
+        self,
+        key: Sequence[object],
+        columns: Sequence[str] | None = None,
+        snapshot: int | None = None,
+    ) -> dict[str, object] | None:
+        """The live row with primary key ``key`` (a tuple of key values), or None.
+
+        At the latest snapshot this is a fast path that touches one row of one rowset
+        (dict probe in the MemRowSet; min/max key, bloom filter and key index in the
+        DiskRowSets); at an explicit snapshot it is a scan with key equality predicates.
+        """
+        if snapshot is not None:
+            preds = [
+                ColumnPredicate.eq(c.name, v)
+                for c, v in zip(self.schema.key_columns, key, strict=True)
+            ]
+            t = self.scan(columns, preds, snapshot=snapshot).read_all()
+            return t.slice(0, 1).to_pylist()[0] if t.num_rows else None
+        schema = self.schema
+        proj = schema.columns if columns is None else [schema.column(c) for c in columns]
+        try:
+            enc = encode_key(key, self._key_types)
+        except Error as e:
+            raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
+        rs = self._rowsets
+        for m in (rs.mrs, *rs.frozen):
+            slot = m.lookup_one(enc)
+            if slot >= 0 and m.alive_at_latest(np.array([slot]))[0]:
+                return m.row_at(slot, proj)
+        for d in rs.drs:
+            rid = d.find_rowid_one(enc)
+            if rid >= 0 and not d.dead_at_latest()[rid]:
+                return d.row_at(rid, proj)
+        return None
 
     # -- introspection --------------------------------------------------------------------------
     def count_rows(self, snapshot: int | None = None) -> int:
@@ -688,19 +759,19 @@ class Tablet:
         out: list[dict[str, Any]] = [
             {"kind": "memrowset", "id": rs.mrs.id, "rows": rs.mrs.num_slots, "bytes": rs.mrs.bytes}
         ]
-        for d in rs.drs:
-            out.append(
-                {
-                    "kind": "diskrowset",
-                    "id": d.id,
-                    "rows": d.num_rows,
-                    "live_rows": d.live_count(),
-                    "min_key": d.meta.min_key.hex(),
-                    "max_key": d.meta.max_key.hex(),
-                    "base_bytes": d.meta.base_bytes,
-                    **d.delta_stats(),
-                }
-            )
+        out.extend(
+            {
+                "kind": "diskrowset",
+                "id": d.id,
+                "rows": d.num_rows,
+                "live_rows": d.live_count(),
+                "min_key": d.meta.min_key.hex(),
+                "max_key": d.meta.max_key.hex(),
+                "base_bytes": d.meta.base_bytes,
+                **d.delta_stats(),
+            }
+            for d in rs.drs
+        )
         return out
 
     def memrowset_bytes(self) -> int:

@@ -14,6 +14,7 @@ effect of the rows before it, exactly as if the batch were applied row by row.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.errors import ProgrammingError
-from kudusql.common.keys import encode_keys
+from kudusql.common.keys import encode_keys, equal_to_previous, sort_order, strictly_increasing
 from kudusql.common.schema import Schema
 from kudusql.common.types import cast_array
 
@@ -70,8 +71,12 @@ for _o in (WriteOp.UPDATE, WriteOp.UPDATE_IGNORE):
     _UPDATING[_o] = True
 for _o in (WriteOp.DELETE, WriteOp.DELETE_IGNORE):
     _DELETING[_o] = True
-for _o in (WriteOp.INSERT_IGNORE, WriteOp.UPDATE_IGNORE, WriteOp.DELETE_IGNORE,
-           WriteOp.UPSERT_IGNORE):
+for _o in (
+    WriteOp.INSERT_IGNORE,
+    WriteOp.UPDATE_IGNORE,
+    WriteOp.DELETE_IGNORE,
+    WriteOp.UPSERT_IGNORE,
+):
     _IGNORING[_o] = True
 
 
@@ -127,8 +132,8 @@ class PreparedBatch:
 
     n: int
     ops: np.ndarray  # uint8 per row
-    columns: dict[int, pa.Array]  # schema index -> cast column (all rows)
-    keys: pa.Array  # encoded keys (binary; empty b"" where the row is invalid)
+    columns: dict[int, pa.Array[Any]]  # schema index -> cast column (all rows)
+    keys: pa.Array[Any]  # encoded keys (binary; empty b"" where the row is invalid)
     err: np.ndarray  # int8 error code per row
     detail: dict[int, str]  # row -> message detail for E_BAD_VALUE etc.
     source: pa.Table  # the caller's data (for error reports)
@@ -154,18 +159,18 @@ def prepare(schema: Schema, data: pa.Table, ops: np.ndarray) -> PreparedBatch:
             for i in np.flatnonzero(newly)[:1000]:
                 detail[int(i)] = msg(int(i)) if callable(msg) else msg
 
-    columns: dict[int, pa.Array] = {}
+    columns: dict[int, pa.Array[Any]] = {}
     for name in data.column_names:
         if not schema.has_column(name):
             fail(np.ones(n, dtype=bool), E_UNKNOWN_COLUMN, f"unknown column {name!r}")
             continue
         i = schema.index_of(name)
         col = schema.columns[i]
-        arr, bad = cast_array(data.column(name), col.type)
+        cast_col, bad = cast_array(data.column(name), col.type)
         if bad is not None:
             src = data.column(name)
-            fail(bad, E_BAD_VALUE, lambda r, c=col, s=src: _bad_value_msg(c.name, c.type, s, r))
-        columns[i] = arr
+            fail(bad, E_BAD_VALUE, functools.partial(_bad_value_msg, col.name, col.type, src))
+        columns[i] = cast_col
 
     nk = schema.num_key_columns
     inserting = _INSERTING[ops] | _UPSERTING[ops]
@@ -174,9 +179,15 @@ def prepare(schema: Schema, data: pa.Table, ops: np.ndarray) -> PreparedBatch:
         arr = columns.get(i)
         if i < nk:
             if arr is None:
-                fail(np.ones(n, dtype=bool), E_NO_KEY, f"No value provided for key column {col.name!r}")
+                fail(
+                    np.ones(n, dtype=bool),
+                    E_NO_KEY,
+                    f"No value provided for key column {col.name!r}",
+                )
             elif arr.null_count:
-                fail(_nulls(arr), E_NULL_KEY, f"NULL values not allowed for key column {col.name!r}")
+                fail(
+                    _nulls(arr), E_NULL_KEY, f"NULL values not allowed for key column {col.name!r}"
+                )
             continue
         if arr is None:
             if not col.nullable and col.default is None:
@@ -228,11 +239,11 @@ def _placeholder(t: pa.DataType) -> Any:
     return 0
 
 
-def _nulls(arr: pa.Array) -> np.ndarray:
+def _nulls(arr: pa.Array[Any]) -> np.ndarray:
     return np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _bad_value_msg(name: str, t: object, src: pa.ChunkedArray, row: int) -> str:
+def _bad_value_msg(name: str, t: object, src: pa.ChunkedArray[Any], row: int) -> str:
     v = src[row].as_py()
     if isinstance(v, (str, bytes)) and len(v) > 64 * 1024:
         return f"value too large for column {name!r} ({len(v)} bytes; the limit is 65536)"
@@ -250,22 +261,20 @@ def error_message(code: int, detail: str | None) -> tuple[str, str]:
     return "InvalidArgument", detail or "invalid row"
 
 
-def occurrence_rounds(keys: pa.Array, valid: np.ndarray) -> np.ndarray:
+def occurrence_rounds(keys: pa.Array[Any], valid: np.ndarray) -> np.ndarray:
     """For each valid row, how many earlier valid rows of the batch share its key."""
     n = len(keys)
     occ = np.zeros(n, dtype=np.int64)
     idx = np.flatnonzero(valid)
     if len(idx) < 2:
         return occ
-    vkeys = keys if len(idx) == n else keys.take(pa.array(idx))
-    if pc.count_distinct(vkeys).as_py() == len(idx):
+    vkeys = keys if len(idx) == n else keys.take(idx)
+    if strictly_increasing(vkeys):
         return occ
-    order = np.asarray(pc.sort_indices(vkeys).to_numpy(), dtype=np.int64)  # stable
-    sk = vkeys.take(pa.array(order))
-    same = np.zeros(len(order), dtype=bool)
-    same[1:] = np.asarray(
-        pc.equal(sk.slice(1), sk.slice(0, len(sk) - 1)).to_numpy(zero_copy_only=False), dtype=bool
-    )
+    order = sort_order(vkeys)
+    same = equal_to_previous(vkeys, order)
+    if not same.any():
+        return occ
     # rank within runs of equal keys
     run_start = np.flatnonzero(~same)
     run_id = np.cumsum(~same) - 1

@@ -1,0 +1,43 @@
+"""Helpers to build small tablets for tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from kudusql.common.options import TabletOptions
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.common.types import DataType
+from kudusql.storage.tablet.tablet import Tablet
+
+SMALL = TabletOptions(rows_per_page=4, sync=False, history_max_age_s=3600)
+
+
+def schema(*cols: tuple[str, str] | tuple[str, str, dict[str, Any]], key: list[str]) -> Schema:
+    out = []
+    for c in cols:
+        name, typ = c[0], c[1]
+        extra: dict[str, Any] = {"nullable": name not in key}
+        if len(c) > 2:
+            extra.update(c[2])  # type: ignore[misc]
+        out.append(ColumnSchema(name, DataType.parse(typ), **extra))
+    return Schema.build(out, key)
+
+
+def table(**cols: list[Any]) -> pa.Table:
+    return pa.table(cols)
+
+
+def rows(t: Tablet, **kw: Any) -> list[dict[str, Any]]:
+    return t.scan(ordered=True, **kw).read_all().to_pylist()
+
+
+def new_tablet(tmp_path: Any, sch: Schema, options: TabletOptions = SMALL) -> Tablet:
+    return Tablet.create(str(tmp_path / "tablet"), sch, options)
+
+
+def reopen(t: Tablet) -> Tablet:
+    path, options = t.path, t.options
+    t.close()
+    return Tablet.open(path, options)
