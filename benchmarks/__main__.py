@@ -28,7 +28,10 @@ def parse_args(argv: list[str] | None) -> tuple[list[str], Config]:
         description="kudusql benchmarks, each against a rival on the same data.",
     )
     p.add_argument(
-        "names", nargs="*", metavar="name", help=f"benchmarks to run (default all): {', '.join(BENCHMARKS)}"
+        "names",
+        nargs="*",
+        metavar="name",
+        help=f"benchmarks to run (default all): {', '.join(BENCHMARKS)}",
     )
     p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
     p.add_argument(

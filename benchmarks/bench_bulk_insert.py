@@ -98,9 +98,7 @@ def run(cfg: Config) -> Result:
                 rival.append(duck_load(db / "x.duckdb", table))
         if cfg.profile:
             log("kudusql load under cProfile")
-            res.profiles["insert+flush"] = profile(
-                lambda: kudu_load(fresh_dir(d, "tablet"), table)
-            )
+            res.profiles["insert+flush"] = profile(lambda: kudu_load(fresh_dir(d, "tablet"), table))
     res.add("insert + flush", ours, rival, goal=Goal(max_ratio=2.0))
     res.add("  of which insert", ins, None)
     res.add("  of which flush", fl, None)

@@ -31,7 +31,9 @@ OPTIONS = TabletOptions(sync=True, flush_threshold_bytes=1 << 50)
 def check_same(ours: pa.Table, rival: pa.Table, what: str) -> None:
     """Row counts, and exact sums of the numeric columns, must agree."""
     if ours.num_rows != rival.num_rows:
-        raise RuntimeError(f"{what}: kudusql returned {ours.num_rows} rows, Parquet {rival.num_rows}")
+        raise RuntimeError(
+            f"{what}: kudusql returned {ours.num_rows} rows, Parquet {rival.num_rows}"
+        )
     for c in NUMERIC:
         if c in ours.column_names:
             a, b = pa.compute.sum(ours[c]).as_py(), pa.compute.sum(rival[c]).as_py()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.common import Config, Goal, Result, log, repeat, timed, workdir
+from benchmarks.common import Config, Goal, Result, log, profile, repeat, timed, workdir
 from benchmarks.data import LINEITEM_KEY, describe, kudu_schema, lineitem_rows, sf_label
 from kudusql.common.options import TabletOptions
 from kudusql.storage.tablet.tablet import Tablet
@@ -134,6 +134,8 @@ def run(cfg: Config) -> Result:
                 cold = repeat(scan, cfg.reps, setup=t.cache.clear)
                 scan()
                 warm = repeat(scan, cfg.reps)
+                if cfg.profile:
+                    res.profiles[f"warm scan, {label}"] = profile(scan)
                 return cold, warm
 
             clean_cold, clean_warm = measure("clean", expected_clean)
@@ -157,11 +159,6 @@ def run(cfg: Config) -> Result:
             res.info["flush_deltas_s"] = round(t_fd, 2)
             res.info["redo_files_written"] = nfiles
             file_cold, file_warm = measure("deltas in REDO files", expected_updated)
-            if cfg.profile:
-                from benchmarks.common import profile
-
-                t.cache.clear()
-                res.profiles["cold scan, REDO delta files"] = profile(scan)
         finally:
             t.close()
 

@@ -17,6 +17,7 @@ import pstats
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -206,7 +207,18 @@ def machine_info() -> dict[str, Any]:
     import numpy
     import pyarrow
 
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except OSError:
+        head = ""
     return {
+        "git_head": head or None,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),

@@ -74,19 +74,14 @@ def load_lineitem(sf: float) -> pa.Table:
 
 def kudu_schema(arrow_schema: pa.Schema, key: tuple[str, ...]) -> Schema:
     """A kudusql schema for ``arrow_schema``: ``key`` columns first, NOT NULL."""
-    fields = sorted(arrow_schema, key=lambda f: (f.name not in key, key.index(f.name)
-                                                  if f.name in key else 0))
+    fields = sorted(
+        arrow_schema, key=lambda f: (f.name not in key, key.index(f.name) if f.name in key else 0)
+    )
     cols = [
         ColumnSchema(f.name, DataType.from_arrow(f.type), nullable=f.name not in key)
         for f in fields
     ]
     return Schema.build(cols, list(key))
-
-
-def key_first(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
-    """``table`` with its ``key`` columns moved to the front (schema order of the tablet)."""
-    rest = [n for n in table.column_names if n not in key]
-    return table.select([*key, *rest])
 
 
 def lineitem_rows(sf: float, rows: int | None) -> pa.Table:
@@ -98,4 +93,5 @@ def lineitem_rows(sf: float, rows: int | None) -> pa.Table:
 
 
 def describe(table: pa.Table) -> str:
-    return f"{table.num_rows:,} rows x {table.num_columns} columns, {table.nbytes / 2**20:,.0f} MiB in Arrow"
+    mib = table.nbytes / 2**20
+    return f"{table.num_rows:,} rows x {table.num_columns} columns, {mib:,.0f} MiB in Arrow"

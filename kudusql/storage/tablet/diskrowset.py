@@ -188,13 +188,13 @@ class DiskRowSet:
     def page_offsets(self) -> np.ndarray:
         return self.key_reader().page_offsets
 
-    def read_column_range(self, col: ColumnSchema, start: int, stop: int) -> pa.Array:
+    def read_column_range(self, col: ColumnSchema, start: int, stop: int) -> pa.Array[Any]:
         """Base values of rows [start, stop); a column the rowset lacks reads its default."""
         r = self.column_reader(col)
         if r is None:
             return default_column(col, max(0, stop - start))
         ca = r.read_range(start, stop)
-        return ca.combine_chunks() if ca.num_chunks != 1 else ca.chunk(0)
+        return ca.chunks[0] if ca.num_chunks == 1 else ca.combine_chunks()
 
     # -- keys -------------------------------------------------------------------------------
     def may_contain_range(self, lo: bytes | None, hi: bytes | None) -> bool:
@@ -203,7 +203,7 @@ class DiskRowSet:
             return False
         return not (hi is not None and self.meta.min_key >= hi)
 
-    def find_rowids(self, keys: pa.Array) -> np.ndarray:
+    def find_rowids(self, keys: pa.Array[Any]) -> np.ndarray:
         """Rowid of each encoded key in the base data (alive or ghost), -1 if absent."""
         n = len(keys)
         out = np.full(n, -1, dtype=np.int64)
@@ -216,7 +216,7 @@ class DiskRowSet:
         cand = np.flatnonzero(np.asarray(inr.to_numpy(zero_copy_only=False), dtype=bool))
         if not len(cand):
             return out
-        ckeys = keys.take(pa.array(cand))
+        ckeys = keys.take(cand)
         if len(cand) <= self._HASH_JOIN_FRACTION * self.meta.num_rows:
             maybe = self.bloom().may_contain(ckeys)
             cand, ckeys = cand[maybe], ckeys.filter(pa.array(maybe))
@@ -226,7 +226,7 @@ class DiskRowSet:
         else:
             all_keys = self.key_reader().read_all()
             idx = pc.index_in(ckeys, value_set=all_keys)
-            out[cand] = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), np.int64)
+            out[cand] = np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
         return out
 
     def find_rowid_one(self, key: bytes) -> int:
@@ -381,12 +381,12 @@ class DeltaFileReaderLazy:
         return r.deltas()
 
 
-def default_column(col: ColumnSchema, n: int) -> pa.Array:
+def default_column(col: ColumnSchema, n: int) -> pa.Array[Any]:
     """``n`` copies of a column's default (NULL when it has none)."""
     t = col.type.arrow_type()
     if col.default is None:
-        return pa.nulls(n, t)
-    return pa.repeat(pa.scalar(col.default, t), n)
+        return pa.nulls(n, t)  # type: ignore[call-overload,no-any-return]
+    return pa.repeat(pa.scalar(col.default, t), n)  # type: ignore[call-overload,no-any-return]
 
 
 def project_schema(schema: Schema, names: list[str] | None) -> list[ColumnSchema]:

@@ -18,6 +18,7 @@ that mutations arriving during the flush can be moved to the new rowset.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +42,7 @@ _NEVER = (1 << 64) - 1
 @dataclass
 class FlushInput:
     rows: pa.Table  # sorted by key
-    keys: pa.Array
+    keys: pa.Array[Any]
     undo: Deltas  # rowid = position in rows
     redo: Deltas
     slot_to_rowid: np.ndarray  # -1 for dropped slots
@@ -75,13 +76,10 @@ def prepare_flush(view: MemRowSetView, schema: Schema) -> FlushInput:
 
     # 3. Base values: the newest version (for ghosts: the version before the final delete).
     final = resolve(hist, _NEVER, undo=False)
-    columns = list(view.rows.columns)
+    columns: list[pa.Array[Any] | pa.ChunkedArray[Any]] = list(view.rows.columns)
     for i, c in enumerate(schema.columns):
         if i >= schema.num_key_columns and c.id in final.cols:
-            col = columns[i]
-            if isinstance(col, pa.ChunkedArray):
-                col = col.combine_chunks()
-            columns[i], _ = apply_to_column(col, 0, final, c.id)
+            columns[i], _ = apply_to_column(_single(columns[i]), 0, final, c.id)
     base = pa.Table.from_arrays(columns, schema=view.rows.schema)
 
     # 4. UNDO records.
@@ -89,14 +87,14 @@ def prepare_flush(view: MemRowSetView, schema: Schema) -> FlushInput:
 
     # 5. Sort kept slots by key and renumber.
     kept = np.flatnonzero(keep)
-    keys_kept = view.keys.take(pa.array(kept)) if len(kept) < n else view.keys
+    keys_kept = view.keys.take(kept) if len(kept) < n else view.keys
     order = sort_order(keys_kept)
     sorted_slots = kept[order]
     slot_to_rowid = np.full(n, -1, dtype=np.int64)
     slot_to_rowid[sorted_slots] = np.arange(len(sorted_slots), dtype=np.int64)
     identity = len(kept) == n and bool(np.all(order == np.arange(n)))
-    rows = base if identity else base.take(pa.array(sorted_slots))
-    keys = view.keys if identity else view.keys.take(pa.array(sorted_slots))
+    rows = base if identity else base.take(sorted_slots)
+    keys = view.keys if identity else view.keys.take(sorted_slots)
 
     def remap(x: Deltas) -> Deltas:
         if not len(x):
@@ -150,6 +148,12 @@ def _undo_records(
         if not len(q_pos):
             continue
         idx = last_setter_before(s_rows, s_seq, hist.rowid[q_pos], hist.seq[q_pos])
-        cols[cid] = ColumnDelta(q_pos, s_vals.take(pa.array(idx)))
+        cols[cid] = ColumnDelta(q_pos, s_vals.take(idx))
     events = Deltas(hist.rowid, hist.ts, hist.seq, undo_op, cols)
     return concat_deltas([inserts, events]).sorted_by_seq()
+
+
+def _single(col: pa.Array[Any] | pa.ChunkedArray[Any]) -> pa.Array[Any]:
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunks[0] if col.num_chunks == 1 else col.combine_chunks()
+    return col

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,7 @@ class MemRowSetView:
     """A consistent, immutable picture of a MemRowSet up to some moment."""
 
     rows: pa.Table
-    keys: pa.Array
+    keys: pa.Array[Any]
     insert_ts: np.ndarray
     insert_seq: np.ndarray
     deltas: Deltas
@@ -52,7 +53,7 @@ class MemRowSet:
         self.schema = schema
         self._lock = threading.Lock()
         self._rows: list[pa.RecordBatch] = []
-        self._keys: list[pa.Array] = []
+        self._keys: list[pa.Array[Any]] = []
         self._insert_ts: list[np.ndarray] = []
         self._insert_seq: list[np.ndarray] = []
         self._mutations: list[Deltas] = []
@@ -77,13 +78,15 @@ class MemRowSet:
         return self._num_slots == 0
 
     def alive_at_latest(self, slots: np.ndarray) -> np.ndarray:
-        return self._alive[slots]
+        return np.asarray(self._alive[slots], dtype=bool)
 
     def live_count(self) -> int:
         return int(self._alive[: self._num_slots].sum())
 
     # -- writes (called under the tablet's write lock) --------------------------------------
-    def insert(self, rows: pa.RecordBatch, keys: pa.Array, ts: int, seqs: np.ndarray) -> np.ndarray:
+    def insert(
+        self, rows: pa.RecordBatch, keys: pa.Array[Any], ts: int, seqs: np.ndarray
+    ) -> np.ndarray:
         """Append new rows (full schema); returns their slots."""
         n = rows.num_rows
         first = self._num_slots
@@ -127,7 +130,7 @@ class MemRowSet:
         self.bytes += deltas.nbytes()
 
     # -- probes -------------------------------------------------------------------------------
-    def lookup(self, keys: pa.Array) -> np.ndarray:
+    def lookup(self, keys: pa.Array[Any]) -> np.ndarray:
         """Slot of each key (alive or not), -1 if the MemRowSet never held it."""
         n = len(keys)
         if self._num_slots == 0 or n == 0:
@@ -138,7 +141,8 @@ class MemRowSet:
             return _fill_idx(idx)
         self._index_pending()
         get = self._index.get
-        return np.fromiter((get(k, -1) for k in keys.to_pylist()), dtype=np.int64, count=n)
+        pylist: list[bytes] = keys.to_pylist()  # type: ignore[assignment]
+        return np.fromiter((get(k, -1) for k in pylist), dtype=np.int64, count=n)
 
     def lookup_one(self, key: bytes) -> int:
         if self._num_slots == 0:
@@ -152,7 +156,8 @@ class MemRowSet:
             start = sum(len(k) for k in self._keys[: self._indexed_chunks])
             self._indexed_chunks = len(self._keys)
         for k in chunks:
-            self._index.update(zip(k.to_pylist(), range(start, start + len(k)), strict=True))
+            ks: list[bytes] = k.to_pylist()  # type: ignore[assignment]
+            self._index.update(zip(ks, range(start, start + len(k)), strict=True))
             start += len(k)
 
     def row_at(self, slot: int, columns: Sequence[ColumnSchema]) -> dict[str, object]:
@@ -215,5 +220,5 @@ class MemRowSet:
         return v
 
 
-def _fill_idx(idx: pa.Array) -> np.ndarray:
-    return np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+def _fill_idx(idx: pa.Array[Any]) -> np.ndarray:
+    return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)

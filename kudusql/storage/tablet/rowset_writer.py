@@ -12,6 +12,7 @@ import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -37,7 +38,7 @@ def write_rowsets(
     first_id: int,
     schema: Schema,
     rows: pa.Table,
-    keys: pa.Array,
+    keys: pa.Array[Any],
     undo: Deltas,
     redo: Deltas,
     opts: RowSetWriteOptions,
@@ -83,7 +84,7 @@ def _write_one(
     rs_id: int,
     schema: Schema,
     rows: pa.Table,
-    keys: pa.Array,
+    keys: pa.Array[Any],
     undo: Deltas,
     redo: Deltas,
     opts: RowSetWriteOptions,
@@ -99,7 +100,7 @@ def _write_one(
 
     def write_column(
         name: str,
-        arr: pa.ChunkedArray | pa.Array,
+        arr: pa.ChunkedArray[Any] | pa.Array[Any],
         atype: pa.DataType,
         enc: str | None,
         comp: str | None,
@@ -122,9 +123,9 @@ def _write_one(
             w.abort()
             raise
 
-    jobs: list[tuple[str, pa.ChunkedArray | pa.Array, pa.DataType, str | None, str | None]] = [
-        ("key.cfile", keys, pa.binary(), "plain", "lz4")
-    ]
+    jobs: list[
+        tuple[str, pa.ChunkedArray[Any] | pa.Array[Any], pa.DataType, str | None, str | None]
+    ] = [("key.cfile", keys, pa.binary(), "plain", "lz4")]
     for i, c in enumerate(schema.columns):
         jobs.append(
             (f"c{c.id}.cfile", rows.column(i), c.type.arrow_type(), c.encoding, c.compression)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -79,7 +80,7 @@ class ScanPlan:
 
 def scan_memrowset(
     mrs: MemRowSet, plan: ScanPlan
-) -> Iterator[tuple[pa.RecordBatch, pa.Array | None]]:
+) -> Iterator[tuple[pa.RecordBatch, pa.Array[Any] | None]]:
     """Batches of live rows of a MemRowSet at the plan's snapshot, with their keys."""
     view = mrs.view()
     n = view.num_slots
@@ -100,11 +101,11 @@ def scan_memrowset(
         keep = keep & _key_range_mask(view.keys, plan.key_lo, plan.key_hi)
     if not keep.any():
         return
-    idx = pa.array(np.flatnonzero(keep))
+    idx = np.flatnonzero(keep)
     schema = plan.schema
-    cache: dict[int, pa.Array] = {}
+    cache: dict[int, pa.Array[Any]] = {}
 
-    def column(c: ColumnSchema) -> pa.Array:
+    def column(c: ColumnSchema) -> pa.Array[Any]:
         got = cache.get(c.id)
         if got is None:
             i = schema.index_of(c.name)
@@ -119,7 +120,7 @@ def scan_memrowset(
         sel &= p.evaluate(column(schema.column(p.column)))
         if not sel.any():
             return
-    fidx = pa.array(np.flatnonzero(sel))
+    fidx = np.flatnonzero(sel)
     cols = [column(c).take(fidx) for c in plan.projection]
     if plan.diff_start is not None:
         dead = ~keep_alive_end(alive, np.flatnonzero(keep))
@@ -129,10 +130,10 @@ def scan_memrowset(
 
 
 def keep_alive_end(alive_end: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    return alive_end[rows]
+    return np.asarray(alive_end[rows], dtype=bool)
 
 
-def _key_range_mask(keys: pa.Array, lo: bytes | None, hi: bytes | None) -> np.ndarray:
+def _key_range_mask(keys: pa.Array[Any], lo: bytes | None, hi: bytes | None) -> np.ndarray:
     m = None
     if lo is not None:
         m = pc.greater_equal(keys, pa.scalar(lo, pa.binary()))
@@ -159,7 +160,7 @@ def _changed_in_window(
 
 def scan_diskrowset(
     drs: DiskRowSet, plan: ScanPlan
-) -> Iterator[tuple[pa.RecordBatch, pa.Array | None]]:
+) -> Iterator[tuple[pa.RecordBatch, pa.Array[Any] | None]]:
     """Batches of live rows of a DiskRowSet at the plan's snapshot, page by page."""
     if drs.num_rows == 0 or not drs.may_contain_range(plan.key_lo, plan.key_hi):
         plan.count("rowsets_pruned")
@@ -206,11 +207,11 @@ def scan_diskrowset(
             plan.count("pages_pruned")
             continue
         plan.count("pages_scanned")
-        cache: dict[int, pa.Array] = {}
+        cache: dict[int, pa.Array[Any]] = {}
 
         def column(
-            c: ColumnSchema, a: int = a, b: int = b, cache: dict[int, pa.Array] = cache
-        ) -> pa.Array:
+            c: ColumnSchema, a: int = a, b: int = b, cache: dict[int, pa.Array[Any]] = cache
+        ) -> pa.Array[Any]:
             got = cache.get(c.id)
             if got is None:
                 got = drs.read_column_range(c, a, b)

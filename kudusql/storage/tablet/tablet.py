@@ -215,7 +215,9 @@ class Tablet:
                 ops = ops.astype(np.uint8)
             else:
                 names = opcol.to_pylist()
-                uniq = {v: WriteOp.parse(v) for v in set(names)}
+                uniq = {v: WriteOp.parse(v) for v in set(names) if v is not None}
+                if len(uniq) != len(set(names)):
+                    raise ProgrammingError(f"{op_column} holds a NULL operation")
                 ops = np.fromiter((uniq[v] for v in names), dtype=np.uint8, count=n)
         elif op is not None:
             ops = np.full(n, WriteOp.parse(op), dtype=np.uint8)
@@ -238,7 +240,7 @@ class Tablet:
         return self.write(data, WriteOp.DELETE, **kw)
 
     def _locate(
-        self, rs: RowSets, keys: pa.Array
+        self, rs: RowSets, keys: pa.Array[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Where each key lives now: (kind, rowset index, row, active-MRS slot, exists)."""
         m = len(keys)
@@ -256,7 +258,7 @@ class Tablet:
             todo = np.flatnonzero(kind == K_NONE)
             if not len(todo):
                 break
-            fs = fm.lookup(keys.take(pa.array(todo)))
+            fs = fm.lookup(keys.take(todo))
             hit = fs >= 0
             if hit.any():
                 live = np.zeros(len(todo), dtype=bool)
@@ -268,7 +270,7 @@ class Tablet:
             todo = np.flatnonzero(kind == K_NONE)
             if not len(todo):
                 break
-            sub = keys if len(todo) == m else keys.take(pa.array(todo))
+            sub = keys if len(todo) == m else keys.take(todo)
             rids = drs.find_rowids(sub)
             hit = rids >= 0
             if hit.any():
@@ -299,17 +301,17 @@ class Tablet:
         overlay: dict[bytes, tuple[int, int, int, int]] = {}  # key -> kind, rs, row, mrs slot
         dup_keys: set[bytes] = set()
         if valid.any() and occ.max() > 0:
-            dup_keys = set(pb.keys.take(pa.array(np.flatnonzero(occ > 0))).to_pylist())
+            dup_keys = set(pb.keys.take(np.flatnonzero(occ > 0)).to_pylist())  # type: ignore[arg-type]
         max_round = int(occ[valid].max()) if valid.any() else -1
         for r in range(max_round + 1):
             rows = np.flatnonzero(valid & (occ == r))
             if not len(rows):
                 continue
-            rkeys = pb.keys.take(pa.array(rows)) if len(rows) < n else pb.keys
+            rkeys = pb.keys.take(rows) if len(rows) < n else pb.keys
             if r == 0:
                 kind, rsi, row, slot, exists = self._locate(rs, rkeys)
             else:
-                st = [overlay[k] for k in rkeys.to_pylist()]
+                st = [overlay[k] for k in rkeys.to_pylist()]  # type: ignore[index]
                 kind = np.array([s[0] for s in st], dtype=np.int8)
                 rsi = np.array([s[1] for s in st], dtype=np.int64)
                 row = np.array([s[2] for s in st], dtype=np.int64)
@@ -390,7 +392,7 @@ class Tablet:
     def _update_overlay(
         overlay: dict[bytes, tuple[int, int, int, int]],
         dup_keys: set[bytes],
-        rkeys: pa.Array,
+        rkeys: pa.Array[Any],
         act: np.ndarray,
         e: np.ndarray,
         kind: np.ndarray,
@@ -431,7 +433,7 @@ class Tablet:
         batch_rows = np.concatenate(new_slots) if new_slots else np.zeros(0, np.int64)
         if len(batch_rows):
             everything = len(batch_rows) == pb.n and bool(np.all(batch_rows == np.arange(pb.n)))
-            idx = pa.array(batch_rows)
+            idx = batch_rows
             cols = []
             for i, c in enumerate(schema.columns):
                 arr = pb.columns.get(i)
@@ -484,7 +486,7 @@ class Tablet:
                     (op == MutationType.UPDATE) & ~(drop_imm[rows] & c.immutable)
                 )
                 if sets.any():
-                    cols[c.id] = ColumnDelta(np.flatnonzero(sets), arr.take(pa.array(rows[sets])))
+                    cols[c.id] = ColumnDelta(np.flatnonzero(sets), arr.take(rows[sets]))
             else:
                 sets = op == MutationType.REINSERT
                 if sets.any():
@@ -671,9 +673,11 @@ class Tablet:
         rs = self._rowsets
         if not ordered:
             return pa.RecordBatchReader.from_batches(plan.out_schema, self._iter(rs, plan))
-        batches, keys = [], []
+        batches: list[pa.RecordBatch] = []
+        keys: list[pa.Array[Any]] = []
         for b, k in self._iter_with_keys(rs, plan):
             if b.num_rows:
+                assert k is not None
                 batches.append(b)
                 keys.append(k)
         if not batches:
@@ -690,7 +694,7 @@ class Tablet:
 
     def _iter_with_keys(
         self, rs: RowSets, plan: ScanPlan
-    ) -> Iterator[tuple[pa.RecordBatch, pa.Array | None]]:
+    ) -> Iterator[tuple[pa.RecordBatch, pa.Array[Any] | None]]:
         yield from scan_memrowset(rs.mrs, plan)
         for f in rs.frozen:
             yield from scan_memrowset(f, plan)
@@ -783,7 +787,7 @@ class Tablet:
             time.sleep(0.01)
 
 
-def _dedupe_diff(table: pa.Table, keys: pa.Array) -> pa.Table:
+def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:
     """A key can appear twice in a diff scan (a deleted ghost and its reinsertion):
     keep the live copy."""
     n = len(keys)
