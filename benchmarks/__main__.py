@@ -41,9 +41,16 @@ def parse_args(argv: list[str] | None) -> tuple[list[str], Config]:
         help="row count: first N lineitem rows (bulk_insert, scan), table size "
         "(point_lookup, default 1M), N synthetic rows instead of lineitem (scan_deltas)",
     )
-    p.add_argument("--reps", type=int, default=3, help="timed repetitions (default 3)")
     p.add_argument(
-        "--profile", action="store_true", help="also cProfile one run (bulk_insert, scan)"
+        "--reps",
+        type=int,
+        default=None,
+        help="timed repetitions (default: 3 for bulk_insert, 5 for the scans)",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="also cProfile one run of each (saved in the JSON too)",
     )
     p.add_argument("--tmpdir", default=None, help="where temporary tablets go")
     a = p.parse_args(argv)
@@ -51,7 +58,7 @@ def parse_args(argv: list[str] | None) -> tuple[list[str], Config]:
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         p.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
-    if a.reps < 1:
+    if a.reps is not None and a.reps < 1:
         p.error("--reps must be >= 1")
     cfg = Config(sf=a.sf, rows=a.rows, reps=a.reps, profile=a.profile, tmpdir=a.tmpdir)
     return names, cfg

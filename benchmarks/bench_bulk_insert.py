@@ -82,16 +82,17 @@ def run(cfg: Config) -> Result:
     ours, ins, fl = [], [], []
     rival = []
     rss: dict[str, str] = {}
+    reps = cfg.repetitions(3)
     with workdir(cfg, NAME) as d:
-        for i in range(cfg.reps):
-            log(f"kudusql load {i + 1}/{cfg.reps}")
+        for i in range(reps):
+            log(f"kudusql load {i + 1}/{reps}")
             with peak_rss(rss, "ours_peak_rss_mib"):
                 total, a, b, nrs = kudu_load(fresh_dir(d, "tablet"), table)
             ours.append(total)
             ins.append(a)
             fl.append(b)
             res.info["rowsets_written"] = nrs
-            log(f"DuckDB load {i + 1}/{cfg.reps}")
+            log(f"DuckDB load {i + 1}/{reps}")
             db = fresh_dir(d, "duck")
             db.mkdir()
             with peak_rss(rss, "rival_peak_rss_mib"):

@@ -49,6 +49,7 @@ def run(cfg: Config) -> Result:
         f"pyarrow {pa.__version__} parquet.read_table (file written with defaults: snappy)",
     )
     rss: dict[str, str] = {}
+    reps = cfg.repetitions(5)
     with workdir(cfg, NAME) as d:
         pq_path = d / "lineitem.parquet"
         log("writing Parquet file")
@@ -77,18 +78,18 @@ def run(cfg: Config) -> Result:
                     return pq.read_table(pq_path, columns=cols)
 
                 check_same(ours(), rival(), label)
-                rival_runs = repeat(rival, cfg.reps)
+                rival_runs = repeat(rival, reps)
                 with peak_rss(rss, f"ours_peak_rss_{label.replace(' ', '_')}"):
-                    cold = repeat(ours, cfg.reps, setup=t.cache.clear)
+                    cold = repeat(ours, reps, setup=t.cache.clear)
                 t.cache.clear()
                 ours()
                 hits, misses = t.cache.hits, t.cache.misses
-                warm = repeat(ours, cfg.reps)
+                warm = repeat(ours, reps)
                 lookups = t.cache.hits + t.cache.misses - hits - misses
                 hit_rate = (t.cache.hits - hits) / lookups if lookups else 0.0
                 big.cache.clear()
                 big.scan(cols).read_all()
-                warm_big = repeat(lambda c=cols: big.scan(c).read_all(), cfg.reps)
+                warm_big = repeat(lambda c=cols: big.scan(c).read_all(), reps)
                 res.add(f"{label}, cold cache", cold, rival_runs, goal=Goal(max_ratio=1.0))
                 res.add(
                     f"{label}, warm (default cache, {hit_rate:.0%} hits)",

@@ -37,13 +37,16 @@ class Config:
     sf: float = 1.0
     #: Row count override (meaning depends on the benchmark; None = its default).
     rows: int | None = None
-    #: Timed repetitions of each measurement (best and median are reported).
-    reps: int = 3
+    #: Timed repetitions of each measurement (None = the benchmark's default).
+    reps: int | None = None
     #: Run cProfile over one extra repetition and keep the top entries.
     profile: bool = False
     #: Directory for temporary tablets and databases (None = the system default).
     tmpdir: str | None = None
     seed: int = 42
+
+    def repetitions(self, default: int) -> int:
+        return self.reps if self.reps is not None else default
 
 
 @dataclass
@@ -302,6 +305,13 @@ def peak_rss(into: dict[str, Any], key: str) -> Iterator[None]:
         into[key] = f"{peak:,.0f} MiB (+{peak - base:,.0f} over the {base:,.0f} MiB before)"
 
 
+_WAITS = {
+    "<method 'acquire' of '_thread.lock' objects>",
+    "<method 'get' of '_queue.SimpleQueue' objects>",
+    "<method 'acquire' of '_thread.RLock' objects>",
+}
+
+
 def profile(fn: Callable[[], Any], top: int = 15) -> str:
     """Run ``fn`` under cProfile; return the ``top`` entries by cumulative time.
 
@@ -333,6 +343,13 @@ def profile(fn: Callable[[], Any], top: int = 15) -> str:
     for key in ("cumulative", "tottime"):
         buf.seek(0)
         buf.truncate()
+        if key == "tottime":
+            # Threads blocked on each other are not work: leave the waits out of this list.
+            waits = [f for f in stats.stats if f[2] in _WAITS]  # type: ignore[attr-defined]
+            for f in waits:
+                del stats.stats[f]  # type: ignore[attr-defined]
+            if waits:
+                parts.append("(waits on locks and queues left out below)")
         stats.sort_stats(key).print_stats(top)
         text = buf.getvalue()
         # Drop the preamble up to the column header.

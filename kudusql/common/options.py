@@ -31,6 +31,17 @@ class TabletOptions:
     threads: int = 2
     #: Rows per RecordBatch a scan returns (at most).
     scan_batch_rows: int = 65536
+    #: INSERT batches at least this large skip the WAL and the MemRowSet and are written
+    #: straight to DiskRowSets (the superblock swap commits them).
+    bulk_load_rows: int = 100_000
+    #: WAL fsync policy: "none" (OS cache, Kudu's default), "batch" (group commit before
+    #: acknowledging) or "always" (every append).
+    wal_fsync: str = "none"
+    #: WAL segments roll at this size.
+    wal_segment_bytes: int = 8 * 1024 * 1024
+    #: Obsolete files (WAL segments) are deleted only after this long, so a read-only
+    #: process that loaded an older state can still read them.
+    file_grace_s: float = 60.0
 
     def with_(self, **kw: Any) -> TabletOptions:
         names = {f.name for f in fields(self)}

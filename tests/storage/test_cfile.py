@@ -451,3 +451,44 @@ def test_open_readers_hold_no_file_descriptors(tmp_path: Path) -> None:
     assert len(os.listdir("/proc/self/fd")) - before < 5
     os.unlink(tmp_path / "fd")  # like compaction deleting an input rowset
     assert readers[7].read_all().to_pylist() == list(range(1000))
+
+
+def test_zone_maps_exact_for_dict_and_decimal_pages(tmp_path: Path) -> None:
+    """Zone maps from the DICT dictionary / the decimal fast path equal pc.min_max."""
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(11)
+    words = ["", "a", "a\x00", "ab", "b", "\xff", "zz", "Z"]
+    str_pages = [
+        pa.array([words[i] if i >= 0 else None for i in rng.integers(-1, len(words), 500)]),
+        pa.array(["x"] * 40 + [None] * 3 + [""]),
+        pa.array([None, None], type=pa.string()),
+        pa.array([f"{v:020d}" for v in rng.integers(0, 10**6, 9000)]),
+    ]
+    big = 2**64
+    dec_vals: list[Any] = [D(int(v)) / 100 for v in rng.integers(-(10**15), 10**15, 300)] + [
+        D(big * 3 + 5) / 100,
+        D(-big * 3 + 1) / 100,
+        D(-1) / 100,
+        D(big - 1) / 100,
+        None,
+    ]
+    dec_pages = [
+        pa.array(dec_vals, type=pa.decimal128(38, 2)),
+        pa.array([D(-big) / 100, D(-big + 1) / 100, None], type=pa.decimal128(38, 2)),
+        pa.array([None], type=pa.decimal128(38, 2)),
+    ]
+    for t, pages in ((pa.string(), str_pages), (pa.decimal128(38, 2), dec_pages)):
+        for enc in (None, Encoding.DICT, Encoding.PLAIN):
+            path = tmp_path / f"z-{t}-{enc}"
+            write(path, t, [p.slice(1) for p in pages], encoding=enc)
+            r = CFileReader(str(path), t)
+            for i, p in enumerate(pages):
+                p = p.slice(1)
+                mm = pc.min_max(p)
+                assert r.page_mins[i].as_py() == mm["min"].as_py(), (t, enc, i)
+                assert r.page_maxs[i].as_py() == mm["max"].as_py(), (t, enc, i)
+            assert_same(
+                r.read_all().combine_chunks(), pa.concat_arrays([p.slice(1) for p in pages])
+            )
+            r.close()

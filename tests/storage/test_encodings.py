@@ -319,3 +319,99 @@ def test_hypothesis_binary(
 def test_hypothesis_bool(vals: list[bool | None], enc: Encoding | None, cut: int) -> None:
     arr = pa.array(vals, pa.bool_()).slice(min(cut, len(vals)))
     assert_same(decode_page(encode_page(arr, enc, Compression.NONE), arr.type, "f", 0), arr)
+
+
+# --------------------------------------------------------------------------- fast writer paths
+
+
+def _reference_bitpack(delta: np.ndarray, b: int) -> bytes:
+    """The BITPACK stream by definition: bit i*b+k = bit k of delta i (LSB-first bytes)."""
+    groups = (len(delta) + 7) // 8
+    padded = np.zeros(groups * 8, dtype=np.uint64)
+    padded[: len(delta)] = delta
+    bits = (padded[:, None] >> np.arange(b, dtype=np.uint64)) & np.uint64(1)
+    return np.packbits(bits.astype(np.uint8).reshape(-1), bitorder="little").tobytes()
+
+
+@pytest.mark.parametrize("b", [*range(1, 65)])
+def test_bitpack_stream_matches_definition(b: int) -> None:
+    from kudusql.storage.cfile.encodings import encode_bitpack
+
+    rng = np.random.default_rng(b)
+    for n in (2, 7, 8, 9, 63, 64, 65, 1000):
+        hi = (1 << b) - 1
+        delta = rng.integers(0, hi, n, dtype=np.uint64, endpoint=True)
+        delta[0], delta[-1] = hi, 0  # the full width is used
+        lo = -(1 << 63) if b == 64 else -(1 << 62)
+        vals = (delta + np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
+        body = b"".join(bytes(memoryview(c)) for c in encode_bitpack(vals))
+        lo64, width, zero = struct.unpack_from("<QII", body, 0)
+        assert (lo64, zero) == (lo & 0xFFFFFFFFFFFFFFFF, 0)
+        stored = 64 if b > 56 else b
+        assert width == stored
+        assert body[16:-8] == _reference_bitpack(delta, stored)
+        assert body[-8:] == b"\x00" * 8
+        arr = pa.array(vals)
+        page = encode_page(arr, Encoding.BITPACK, Compression.NONE)
+        assert_same(decode_page(page, arr.type, "f", 0), arr)
+
+
+NARROW_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16(), pa.uint32(),
+                pa.uint64(), pa.date32(), pa.timestamp("us")]  # fmt: skip
+
+
+@pytest.mark.parametrize("t", NARROW_TYPES)
+def test_bitpack_narrow_types_with_nulls(t: pa.DataType) -> None:
+    rng = np.random.default_rng(7)
+    if pa.types.is_integer(t):
+        dtype = np.dtype(t.to_pandas_dtype())
+    else:
+        dtype = np.dtype(f"i{t.bit_width // 8}")
+    info = np.iinfo(dtype)
+    for lo, hi in ((info.min, info.max), (info.min, info.min + 255), (0, 300), (-5, 70000)):
+        lo, hi = max(lo, info.min), min(hi, info.max)
+        vals = rng.integers(lo, hi, 777, dtype=dtype, endpoint=True)
+        mask = rng.random(777) < 0.1
+        arr = pa.array(vals, mask=mask).view(t)
+        for enc in (Encoding.BITPACK, None):
+            for sl in (arr, arr.slice(3, 500)):
+                assert_same(decode_page(encode_page(sl, enc, Compression.NONE), t, "f", 0), sl)
+
+
+def test_dict_sample_skips_high_cardinality() -> None:
+    from kudusql.storage.cfile.encodings import dict_unlikely
+
+    rng = np.random.default_rng(3)
+    n = 32768
+    unique = pa.array([f"comment {i} {rng.integers(1 << 40)}" for i in range(n)])
+    assert dict_unlikely(unique)
+    assert header(encode_page(unique, None, Compression.NONE))[0] == Encoding.PLAIN
+    few = pa.array([["AIR", "MAIL", "SHIP", "TRUCK"][i % 4] for i in range(n)])
+    assert not dict_unlikely(few)
+    assert header(encode_page(few, None, Compression.NONE))[0] == Encoding.DICT
+    # every value four times, in clustered runs: the sample looks mostly distinct but
+    # DICT still wins, so it must be decided exactly
+    rep = pa.array([f"a fairly long repeated value number {i // 4:08d}" for i in range(n)])
+    assert not dict_unlikely(rep)
+    assert header(encode_page(rep, None, Compression.NONE))[0] == Encoding.DICT
+    shuffled = rep.take(pa.array(rng.permutation(n)))
+    assert header(encode_page(shuffled, None, Compression.NONE))[0] == Encoding.DICT
+    assert not dict_unlikely(unique.slice(0, 1000))  # small pages: always exact
+    nulls = pa.array([None] * (n - 10) + [f"v{i}" for i in range(10)])
+    assert not dict_unlikely(nulls)
+    for arr in (unique, few, rep, shuffled, nulls):
+        assert_same(decode_page(encode_page(arr, None, Compression.LZ4), arr.type, "f", 0), arr)
+
+
+def test_encode_page_dict_returns_dictionary() -> None:
+    from kudusql.storage.cfile.page import encode_page_dict
+
+    arr = pa.array(["b", None, "a", "b", "c", None] * 100)
+    page, dictionary = encode_page_dict(arr, None, Compression.NONE)
+    assert header(page)[0] == Encoding.DICT
+    assert dictionary is not None and sorted(dictionary.to_pylist()) == ["a", "b", "c"]
+    assert page == encode_page(arr, None, Compression.NONE)
+    page, dictionary = encode_page_dict(arr, Encoding.DICT, Compression.LZ4)
+    assert dictionary is not None and sorted(dictionary.to_pylist()) == ["a", "b", "c"]
+    _, none = encode_page_dict(arr, Encoding.PLAIN, Compression.NONE)
+    assert none is None

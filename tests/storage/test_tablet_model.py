@@ -51,6 +51,8 @@ OPTIONS = TabletOptions(
     sync=False,
     history_max_age_s=3600,
     block_cache_bytes=1 << 20,
+    bulk_load_rows=3,  # all-INSERT batches of 3+ rows take the bulk-load path
+    file_grace_s=0,
 )
 
 keys_a = st.integers(0, 2)
@@ -112,7 +114,17 @@ class TabletMachine(RuleBasedStateMachine):
         write.hypothesis_stateful_rule.function
     )
 
-    @rule(kind=st.sampled_from(["flush", "flush_deltas", "reopen", "flush_all"]))
+    @rule(
+        batch=st.lists(
+            st.tuples(st.sampled_from(["INSERT", "INSERT_IGNORE"]), row_st), min_size=3, max_size=8
+        ),
+        present=present_st,
+    )
+    def bulk_insert(self, batch: list[tuple[str, dict[str, Any]]], present: list[str]) -> None:
+        """All-INSERT batches of 3+ rows take the bulk-load path (straight to rowsets)."""
+        self.write(batch, present)
+
+    @rule(kind=st.sampled_from(["flush", "flush_deltas", "reopen", "flush_all", "crash"]))
     def maintenance(self, kind: str) -> None:
         if kind in ("flush", "flush_all"):
             self.tablet.flush()
@@ -120,6 +132,9 @@ class TabletMachine(RuleBasedStateMachine):
             self.tablet.flush_deltas()
         if kind == "reopen":
             self.tablet.close()
+            self.tablet = Tablet.open(self.dir, OPTIONS)
+        if kind == "crash":  # drop all in-memory state without flushing, reopen from disk
+            self.tablet.abandon()
             self.tablet = Tablet.open(self.dir, OPTIONS)
 
     @invariant()

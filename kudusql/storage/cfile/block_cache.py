@@ -37,15 +37,22 @@ class BlockCache:
         return len(self._entries)
 
     def get(self, key: CacheKey) -> pa.Array[Any] | None:
-        """The cached page for ``key`` (marking it most recently used), or None."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
+        """The cached page for ``key`` (marking it most recently used), or None.
+
+        Lock-free on purpose (point lookups call it once per column): each OrderedDict
+        operation is atomic under the GIL, and a page evicted between the two calls is
+        simply a hit that no longer refreshes its position.
+        """
+        entry = self._entries.get(key)
+        if entry is None:
+            self.misses += 1
+            return None
+        try:  # noqa: SIM105 - contextlib.suppress costs more than the lookup itself
             self._entries.move_to_end(key)
-            self.hits += 1
-            return entry[0]
+        except KeyError:
+            pass
+        self.hits += 1
+        return entry[0]
 
     def put(self, key: CacheKey, value: pa.Array[Any]) -> None:
         """Cache ``value`` under ``key``, evicting least recently used pages to fit."""

@@ -26,8 +26,15 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
 from kudusql.storage.cfile.block_cache import BlockCache
-from kudusql.storage.cfile.encodings import Compression, Encoding, type_info, var_parts
-from kudusql.storage.cfile.page import PAGE_OVERHEAD, decode_page, encode_page
+from kudusql.storage.cfile.encodings import (
+    Compression,
+    Encoding,
+    fixed_values,
+    type_info,
+    var_parts,
+)
+from kudusql.storage.cfile.page import PAGE_OVERHEAD, decode_page, encode_page_dict
+from kudusql.storage.fs import faults
 from kudusql.storage.fs.checksum import crc32, verify
 
 MAGIC = b"KSQLCFIL"
@@ -65,16 +72,48 @@ def _index_schema(t: pa.DataType) -> pa.Schema:
                       pa.field("min", t), pa.field("max", t)])  # fmt: skip
 
 
-def _page_stats(arr: pa.Array[Any]) -> tuple[int, pa.Scalar[Any] | None, pa.Scalar[Any] | None]:
-    """(NaN count, min, max) of a page; min/max ignore nulls and NaNs (None if none left)."""
+def _page_stats(
+    arr: pa.Array[Any], dictionary: pa.Array[Any] | None = None
+) -> tuple[int, pa.Scalar[Any] | None, pa.Scalar[Any] | None]:
+    """(NaN count, min, max) of a page; min/max ignore nulls and NaNs (None if none left).
+
+    ``dictionary``, when given, holds exactly the distinct non-NULL values of ``arr`` (a
+    DICT page's dictionary): min/max over it are the page's, at a fraction of the cost.
+    """
     t = arr.type
     nans = 0
     if pa.types.is_floating(t):
         nans = int(pc.sum(pc.cast(pc.is_nan(arr), pa.int64())).as_py() or 0)
     if len(arr) - arr.null_count - nans <= 0:
         return nans, None, None
-    mm = pc.min_max(arr)
+    if pa.types.is_decimal(t) and t.bit_width == 128:
+        return nans, *_decimal128_min_max(arr)
+    mm = pc.min_max(dictionary if dictionary is not None else arr)
     return nans, mm["min"], mm["max"]
+
+
+_DEC128 = np.dtype([("lo", "<u8"), ("hi", "<i8")])
+
+
+def _decimal128_min_max(arr: pa.Array[Any]) -> tuple[pa.Scalar[Any], pa.Scalar[Any]]:
+    """Exact (min, max) of a decimal128 page with at least one non-NULL value.
+
+    A decimal128 is a 128-bit two's complement integer: order by the signed high word,
+    then the unsigned low word. Several times faster than pc.min_max on these types.
+    """
+    t = arr.type
+    vals = np.frombuffer(fixed_values(arr, type_info(t)), dtype=_DEC128)
+    if arr.null_count:
+        vals = vals[arr.is_valid().to_numpy(zero_copy_only=False)]
+    hi = vals["hi"]
+    lo = vals["lo"]
+    out: list[pa.Scalar[Any]] = []
+    for h in (hi.min(), hi.max()):
+        sel = lo[hi == h]
+        low = sel.min() if len(out) == 0 else sel.max()
+        raw = struct.pack("<Qq", int(low), int(h))
+        out.append(pa.Array.from_buffers(t, 1, [None, pa.py_buffer(raw)])[0])
+    return out[0], out[1]
 
 
 def _chunked(chunks: list[pa.Array[Any]], t: pa.DataType) -> pa.ChunkedArray[Any]:
@@ -112,7 +151,11 @@ class CFileWriter:
         header = bytearray(FILE_HEADER.pack(MAGIC, FORMAT_VERSION, 0))
         struct.pack_into("<I", header, 12, crc32(header[:12]))
         self._pos = 0
-        self._write(bytes(header))
+        try:
+            self._write(bytes(header))
+        except BaseException:
+            self.abort()
+            raise
 
     @property
     def num_pages(self) -> int:
@@ -124,6 +167,7 @@ class CFileWriter:
 
     def _write(self, data: bytes) -> None:
         try:
+            faults.check("write", self.path)
             self._f.write(data)
         except OSError as e:
             raise OperationalError(f"could not write {self.path}: {e.strerror or e}") from e
@@ -144,10 +188,10 @@ class CFileWriter:
             raise ProgrammingError(
                 f"page of type {arr.type} appended to a CFile of type {self.arrow_type}"
             )
-        page = encode_page(arr, self.encoding, self.compression)
+        page, dictionary = encode_page_dict(arr, self.encoding, self.compression)
         self._align()
         n = len(arr)
-        nans, lo, hi = _page_stats(arr)
+        nans, lo, hi = _page_stats(arr, dictionary)
         c = self._cols
         c["offset"].append(self._pos)
         c["length"].append(len(page))
@@ -198,6 +242,7 @@ class CFileWriter:
         try:
             self._f.flush()
             if self.sync:
+                faults.check("fsync", self.path)
                 os.fsync(self._f.fileno())
             self._f.close()
         except OSError as e:

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kudusql.common.errors import ProgrammingError
 
@@ -328,6 +329,82 @@ def dict_sizes(arr: pa.Array[Any]) -> tuple[int, int, pa.DictionaryArray[Any, An
     return plain, size, denc
 
 
+# DICT pre-check on a sample: pages above this many values are sampled first.
+DICT_SAMPLE = 2048
+# Sample positions per page size: a fixed-seed uniform sample without replacement, so
+# the choice (and hence the file) is deterministic, and clustered duplicates (runs of a
+# repeated value) are seen as often as scattered ones - a strided or stratified sample
+# would land in a different run every time and take them for distinct values.
+_SAMPLE_IDX: dict[int, pa.Array[Any]] = {}
+_SAMPLE_SEED = 0x6B756475
+
+
+def _sample_positions(n: int) -> pa.Array[Any]:
+    idx = _SAMPLE_IDX.get(n)
+    if idx is None:
+        rng = np.random.default_rng(_SAMPLE_SEED)
+        pos = np.sort(rng.choice(n, DICT_SAMPLE, replace=False)).astype(np.int64)
+        idx = pa.array(pos)
+        if len(_SAMPLE_IDX) >= 64:
+            _SAMPLE_IDX.clear()
+        _SAMPLE_IDX[n] = idx
+    return idx
+
+
+# Skip DICT without dictionary-encoding the page when the estimated DICT size is above
+# this fraction of PLAIN (above the 0.7 acceptance ratio, so borderline pages are still
+# decided exactly).
+_DICT_SKIP_RATIO = 0.85
+
+
+def _estimate_distinct(sample_distinct: int, sample_size: int, n: int) -> float:
+    """Distinct values in ``n`` rows estimated from a uniform sample (inf: all distinct).
+
+    Models the page as k equally frequent values: a sample of s rows then shows
+    k * (1 - exp(-s/k)) distinct values on average; solve that for k (it increases with k).
+    """
+    d, s = sample_distinct, sample_size
+    if d >= s:
+        return float("inf")
+    lo, hi = float(d), float(n)
+    if hi * -np.expm1(-s / hi) <= d:
+        return hi
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if mid * -np.expm1(-s / mid) < d:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def dict_unlikely(arr: pa.Array[Any]) -> bool:
+    """Whether a sample shows DICT cannot pay off for this string/binary page.
+
+    Dictionary-encoding a whole page costs far more than encoding it PLAIN, so the
+    automatic choice first counts distinct values on a fixed random sample of
+    DICT_SAMPLE rows, estimates the page's distinct count and the DICT size from it,
+    and skips the exact computation (dict_sizes) when DICT is clearly too big.
+    Small pages are never skipped.
+    """
+    n = len(arr)
+    if n <= 2 * DICT_SAMPLE:
+        return False
+    sample = arr.take(_sample_positions(n))
+    valid = len(sample) - sample.null_count
+    if valid < DICT_SAMPLE // 2:
+        return False  # mostly NULL: decide exactly
+    distinct = int(pc.count_distinct(sample).as_py())
+    k = _estimate_distinct(distinct, valid, n)
+    if k == float("inf"):
+        return True
+    _, data = var_parts(arr)
+    plain = 4 * (n + 1) + len(data)
+    avg = len(data) / n
+    est = 8 + 4 * (k + 1) + k * avg + n * _narrow_width(int(k))
+    return est > _DICT_SKIP_RATIO * plain
+
+
 def encode_dict(
     arr: pa.Array[Any], denc: pa.DictionaryArray[Any, Any] | None = None
 ) -> list[Bytesish]:
@@ -411,23 +488,96 @@ def bitpack_size(n: int, b: int) -> int:
     return _BP_HDR.size + ((n + 7) // 8) * b + 8
 
 
-def encode_bitpack(vals: np.ndarray) -> list[Bytesish]:
-    """BITPACK: u64 min, u32 b, u32 0; ceil(n/8)*b bytes of LSB-first bits; 8 zero bytes."""
+_PackPlan = tuple[
+    npt.NDArray[np.uint64], npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp],
+    npt.NDArray[np.uint64],
+]  # fmt: skip
+_PACK_PLANS: dict[int, _PackPlan] = {}
+
+
+def _pack_plan(b: int) -> _PackPlan:
+    """How 64 values of ``b`` bits land in ``b`` little-endian u64 words (cached per b).
+
+    Value j starts at stream bit j*b: word ``(j*b) >> 6``, shift ``(j*b) & 63``. Every
+    word holds the start of at least one value (b <= 64), so OR-reducing the shifted
+    values over each word's run of j gives the low parts; a value that straddles a word
+    boundary (shift + b > 64) spills its top bits into the next word.
+    """
+    plan = _PACK_PLANS.get(b)
+    if plan is None:
+        j = np.arange(64)
+        start = j * b
+        word = start >> 6
+        shift = (start & 63).astype(U64)
+        first = np.searchsorted(word, np.arange(b)).astype(np.intp)  # first value per word
+        prev = first[1:] - 1  # the last value starting in word w-1, for w >= 1
+        spills = (start[prev] & 63) + b > 64
+        spill_j = prev[spills].astype(np.intp)
+        spill_w = (np.flatnonzero(spills) + 1).astype(np.intp)
+        spill_shift = (64 - (start[spill_j] & 63)).astype(U64)
+        plan = (shift.reshape(1, 64), first, spill_j, spill_w, spill_shift.reshape(1, -1))
+        _PACK_PLANS[b] = plan
+    return plan
+
+
+def _pack_bits(delta: npt.NDArray[np.uint64], b: int, nbytes: int) -> bytes:
+    """The LSB-first ``b``-bit stream of ``delta`` (each < 2**b), cut to ``nbytes``.
+
+    Vectorized over blocks of 64 values (64 values of b bits = b u64 words): one shift
+    of the (blocks, 64) matrix, one OR-reduceat per word and one fix-up for values that
+    straddle two words - no per-bit expansion of the input.
+    """
+    n = len(delta)
+    blocks = (n + 63) // 64
+    if n != blocks * 64:
+        padded = np.zeros(blocks * 64, dtype=U64)
+        padded[:n] = delta
+        delta = padded
+    shift, first, spill_j, spill_w, spill_shift = _pack_plan(b)
+    mat = delta.reshape(blocks, 64)
+    words = np.bitwise_or.reduceat(mat << shift, first, axis=1)  # (blocks, b)
+    if len(spill_j):
+        words[:, spill_w] |= mat[:, spill_j] >> spill_shift
+    return words.tobytes()[:nbytes]
+
+
+def _byte_deltas(vals: np.ndarray, lo64: int, width: int, count: int) -> bytes:
+    """``(v - min) mod 2**(8*width)`` as ``count`` little-endian u<width> (zero padded).
+
+    The deltas fit in ``width`` bytes, so truncating the values and the minimum to that
+    width before subtracting (wrapping) gives the same result without widening to 64 bits.
+    """
+    udt = _uint_dtype(width)
+    src = vals.view(_uint_dtype(vals.dtype.itemsize))
+    out = np.zeros(count, dtype=udt)
+    np.subtract(src[: len(vals)], udt.type(lo64 & ((1 << (8 * width)) - 1)), out=out[: len(vals)],
+                casting="unsafe")  # fmt: skip
+    return out.tobytes()
+
+
+def encode_bitpack(vals: np.ndarray, lo_bits: tuple[int, int] | None = None) -> list[Bytesish]:
+    """BITPACK: u64 min, u32 b, u32 0; ceil(n/8)*b bytes of LSB-first bits; 8 zero bytes.
+
+    ``lo_bits`` is ``bit_width_of_range(vals)`` when the caller already computed it.
+    """
     n = len(vals)
-    lo64, b = bit_width_of_range(vals)
+    lo64, b = lo_bits if lo_bits is not None else bit_width_of_range(vals)
     b = stored_bit_width(b)
     groups = (n + 7) // 8
-    delta = np.zeros(groups * 8, dtype=U64)
-    if n:
-        delta[:n] = _to_u64(vals) - np.uint64(lo64)
-    if b == 0:
+    packed: Bytesish
+    if b == 0 or n == 0:
         packed = b""
-    elif b in (8, 16, 32, 64):
-        packed = delta.astype(_uint_dtype(b // 8)).tobytes()
+    elif b in (8, 16, 32, 64) and b // 8 <= vals.dtype.itemsize:
+        packed = _byte_deltas(vals, lo64, b // 8, groups * 8)
     else:
-        shifts = np.arange(b, dtype=U64)
-        bits = ((delta[:, None] >> shifts) & np.uint64(1)).astype(U8)
-        packed = np.packbits(bits.reshape(-1), bitorder="little").tobytes()
+        delta = _to_u64(vals)
+        delta -= np.uint64(lo64)
+        if b in (8, 16, 32, 64):  # pragma: no cover - b never exceeds the value width
+            padded = np.zeros(groups * 8, dtype=U64)
+            padded[:n] = delta
+            packed = padded.astype(_uint_dtype(b // 8)).tobytes()
+        else:
+            packed = _pack_bits(delta, b, groups * b)
     return [_BP_HDR.pack(lo64, b, 0), packed, _zeros(8)]
 
 

@@ -36,6 +36,7 @@ from kudusql.storage.cfile.encodings import (
     decode_plain,
     decode_rle,
     dict_sizes,
+    dict_unlikely,
     encode_bitpack,
     encode_dict,
     encode_plain,
@@ -88,45 +89,52 @@ def _valid_mask(arr: pa.Array[Any]) -> np.ndarray | None:
 
 def _encode_values(
     arr: pa.Array[Any], info: TypeInfo, requested: Encoding | None
-) -> tuple[Encoding, list[Bytesish]]:
-    """Encode the values of ``arr`` (validity excluded): (encoding used, byte chunks)."""
+) -> tuple[Encoding, list[Bytesish], pa.Array[Any] | None]:
+    """Encode the values of ``arr`` (validity excluded).
+
+    Returns (encoding used, byte chunks, the dictionary when DICT was used). The
+    automatic choice estimates sizes from cheap statistics (runs, min/max bit width,
+    a distinct-count sample for strings) and encodes only the winner.
+    """
     n = len(arr)
     if requested is not None and not applicable(requested, info):
         requested = Encoding.PLAIN
     if requested is Encoding.PLAIN or n == 0:
-        return Encoding.PLAIN, encode_plain(arr, info)
+        return Encoding.PLAIN, encode_plain(arr, info), None
     if info.kind is Kind.VAR:
         if requested is Encoding.DICT:
-            return Encoding.DICT, encode_dict(arr)
-        plain, dsize, denc = dict_sizes(arr)
-        if dsize < _AUTO_DICT_RATIO * plain:
-            return Encoding.DICT, encode_dict(arr, denc)
-        return Encoding.PLAIN, encode_plain(arr, info)
+            denc = arr.dictionary_encode()
+            return Encoding.DICT, encode_dict(arr, denc), denc.dictionary
+        if not dict_unlikely(arr):
+            plain, dsize, maybe = dict_sizes(arr)
+            if maybe is not None and dsize < _AUTO_DICT_RATIO * plain:
+                return Encoding.DICT, encode_dict(arr, maybe), maybe.dictionary
+        return Encoding.PLAIN, encode_plain(arr, info), None
     if info.kind is Kind.BOOL:
         bvals = bool_values(arr)
         if requested is Encoding.RLE:
-            return Encoding.RLE, encode_rle(bvals)
+            return Encoding.RLE, encode_rle(bvals), None
         runs = count_runs(bvals)
         if 8 + pad8(runs) + 4 * runs < _AUTO_BOOL_RATIO * ((n + 7) // 8):
-            return Encoding.RLE, encode_rle(bvals)
-        return Encoding.PLAIN, encode_plain(arr, info)
+            return Encoding.RLE, encode_rle(bvals), None
+        return Encoding.PLAIN, encode_plain(arr, info), None
     if info.int_dtype is None:  # floats, decimals
-        return Encoding.PLAIN, encode_plain(arr, info)
+        return Encoding.PLAIN, encode_plain(arr, info), None
     vals = int_values(arr, info, _valid_mask(arr))
     if requested is Encoding.RLE:
-        return Encoding.RLE, encode_rle(vals)
+        return Encoding.RLE, encode_rle(vals), None
+    lo_bits = bit_width_of_range(vals)
     if requested is Encoding.BITPACK:
-        return Encoding.BITPACK, encode_bitpack(vals)
+        return Encoding.BITPACK, encode_bitpack(vals, lo_bits), None
     plain = n * info.width
+    bp = bitpack_size(n, lo_bits[1])
     runs = count_runs(vals)
     rle = 8 + pad8(runs * info.width) + runs * (1 if n < 256 else 2)
-    _, bits = bit_width_of_range(vals)
-    bp = bitpack_size(n, bits)
     if min(rle, bp) < _AUTO_INT_RATIO * plain:
         if rle <= bp:
-            return Encoding.RLE, encode_rle(vals)
-        return Encoding.BITPACK, encode_bitpack(vals)
-    return Encoding.PLAIN, encode_plain(arr, info)
+            return Encoding.RLE, encode_rle(vals), None
+        return Encoding.BITPACK, encode_bitpack(vals, lo_bits), None
+    return Encoding.PLAIN, encode_plain(arr, info), None
 
 
 def encode_page(arr: pa.Array[Any], encoding: Encoding | None, compression: Compression) -> bytes:
@@ -134,6 +142,17 @@ def encode_page(arr: pa.Array[Any], encoding: Encoding | None, compression: Comp
 
     ``encoding`` None chooses per page by encoded size; an encoding that does not apply
     to the type falls back to PLAIN. Arrays with a non-zero offset are handled.
+    """
+    return encode_page_dict(arr, encoding, compression)[0]
+
+
+def encode_page_dict(
+    arr: pa.Array[Any], encoding: Encoding | None, compression: Compression
+) -> tuple[bytes, pa.Array[Any] | None]:
+    """encode_page plus the page's dictionary (its distinct non-NULL values) if DICT.
+
+    The writer computes string zone maps from the (small) dictionary instead of the
+    whole page.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -153,7 +172,7 @@ def encode_page(arr: pa.Array[Any], encoding: Encoding | None, compression: Comp
         nb = (n + 7) // 8
         if nb & 7:
             chunks.append(b"\x00" * (8 - (nb & 7)))
-    enc, value_chunks = _encode_values(arr, info, encoding)
+    enc, value_chunks, dictionary = _encode_values(arr, info, encoding)
     chunks.extend(value_chunks)
     body = b"".join(chunks)
     usize = len(body)
@@ -171,7 +190,7 @@ def encode_page(arr: pa.Array[Any], encoding: Encoding | None, compression: Comp
             comp = compression
     header = PAGE_HEADER.pack(int(enc), int(comp), flags, 0, n, null_count, usize, len(stored), 0)
     crc = zlib.crc32(stored, zlib.crc32(header)) & 0xFFFFFFFF
-    return b"".join((header, stored, crc.to_bytes(4, "little")))
+    return b"".join((header, stored, crc.to_bytes(4, "little"))), dictionary
 
 
 def page_header(data: pa.Buffer) -> tuple[int, int, int, int, int, int, int]:

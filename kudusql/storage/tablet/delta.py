@@ -200,7 +200,38 @@ def apply_to_column(
     repl = values.slice(int(i0), int(i1 - i0))
     if repl.type != col.type:
         repl = repl.cast(col.type)
+    fast = _replace_fixed_width(col, rows[i0:i1] - start, repl)
+    if fast is not None:
+        return fast, True
     return pc.replace_with_mask(col, pa.array(mask), repl), True
+
+
+def _replace_fixed_width(
+    col: pa.Array[Any], positions: np.ndarray, repl: pa.Array[Any]
+) -> pa.Array[Any] | None:
+    """Scatter ``repl`` into a copy of a fixed-width column with numpy (no NULLs on either
+    side); None when the fast path does not apply. ``replace_with_mask`` is ~10x slower
+    on wide types such as decimal128."""
+    t = col.type
+    if col.null_count or repl.null_count or pa.types.is_boolean(t):
+        return None
+    try:
+        width = t.bit_width // 8
+    except ValueError:
+        return None
+    if width not in (1, 2, 4, 8, 16):
+        return None
+    n = len(col)
+    cb, rb = col.buffers()[1], repl.buffers()[1]
+    if cb is None or rb is None:
+        return None
+    cbytes: np.ndarray = np.frombuffer(memoryview(cb), dtype=np.uint8)
+    rbytes: np.ndarray = np.frombuffer(memoryview(rb), dtype=np.uint8)
+    base = cbytes[col.offset * width : (col.offset + n) * width]
+    new = rbytes[repl.offset * width : (repl.offset + len(repl)) * width]
+    out = base.copy().reshape(n, width)
+    out[positions] = new.reshape(-1, width)
+    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(out.data)])
 
 
 def apply_liveness(alive: np.ndarray, start: int, resolved: Resolved) -> None:

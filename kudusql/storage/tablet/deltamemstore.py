@@ -23,6 +23,7 @@ class DeltaMemStore:
         self.count = 0
         self.bytes = 0
         self.min_ts: int | None = None
+        self.min_seq: int | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -41,6 +42,7 @@ class DeltaMemStore:
             self.bytes += deltas.nbytes()
             if self.min_ts is None:
                 self.min_ts = int(deltas.ts[0])
+                self.min_seq = int(deltas.seq[0])
 
     def deltas(self) -> Deltas:
         """Everything appended so far, in apply order."""

@@ -345,6 +345,14 @@ class DiskRowSet:
         self.frozen_dms = None
         self._resolved_latest = None
 
+    def uninstall_redo_file(self, name: str, last_durable: int, frozen: DeltaMemStore) -> None:
+        """Undo ``install_redo_file`` when the superblock could not be saved."""
+        self.meta.redo_files = [f for f in self.meta.redo_files if f.name != name]
+        self.meta.last_durable_dms_id = last_durable
+        self._redo = [f for f in self._redo if f.meta.name != name]
+        self.frozen_dms = frozen
+        self._resolved_latest = None
+
     def delta_stats(self) -> dict[str, int]:
         return {
             "undo_files": len(self._undo),

@@ -64,6 +64,7 @@ class MemRowSet:
         self._view: MemRowSetView | None = None
         self.min_ts: int | None = None
         self.max_seq = -1
+        self.min_seq: int | None = None
         self.bytes = 0
 
     # -- state ------------------------------------------------------------------------------
@@ -105,6 +106,8 @@ class MemRowSet:
             self._view = None
         if self.min_ts is None:
             self.min_ts = ts
+        if n and self.min_seq is None:
+            self.min_seq = int(seqs[0])
         self.max_seq = max(self.max_seq, int(seqs[-1]) if n else -1)
         self.bytes += rows.nbytes + keys.nbytes + 16 * n
         return np.arange(first, need, dtype=np.int64)
@@ -126,6 +129,8 @@ class MemRowSet:
             self._view = None
         if self.min_ts is None:
             self.min_ts = int(deltas.ts[0])
+        if self.min_seq is None:
+            self.min_seq = int(deltas.seq[0])
         self.max_seq = max(self.max_seq, int(deltas.seq[-1]))
         self.bytes += deltas.nbytes()
 

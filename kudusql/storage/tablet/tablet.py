@@ -1,18 +1,27 @@
 """Tablet: one horizontal partition of a table, Kudu's unit of storage.
 
 A tablet owns a MemRowSet for new rows, a list of DiskRowSets (each with its
-DeltaMemStore and Delta files), an MVCC manager and its superblock. It applies write
-batches with Kudu's row semantics (one timestamp per batch, per-row errors, an
-optional atomic mode), flushes the MemRowSet and DeltaMemStores while writes go on,
-and serves scans at any snapshot still inside the history it keeps.
+DeltaMemStore and Delta files), an MVCC manager, its superblock and its write-ahead
+log. It applies write batches with Kudu's row semantics (one timestamp per batch,
+per-row errors, an optional atomic mode), logs each decided batch before applying it,
+flushes the MemRowSet and DeltaMemStores while writes go on, and serves scans at any
+snapshot still inside the history it keeps.
 
-Concurrency: one writer at a time (the write lock); flushes hold the lock only to
-freeze a store and to swap the result in; readers never lock, they capture the
-current set of rowsets and filter everything by timestamp.
+Concurrency: one writer process (the directory lock) and one writer thread at a time
+(the write lock); flushes hold the lock only to freeze a store and to swap the result
+in; readers never lock, they capture the current set of rowsets and filter everything
+by timestamp. A read-only tablet (another process) loads the durable files and replays
+the log without changing anything on disk.
+
+Failures: a failed WAL append leaves nothing applied; a failed fsync of the log after a
+batch was applied in memory marks the tablet failed, and the next write first rebuilds
+it from disk (superblock + WAL), as a restart would. A failed flush leaves the frozen
+MemRowSet in place, to be flushed by the next attempt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -20,65 +29,63 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
+from kudusql.common.errors import (
+    DataError,
+    Error,
+    IntegrityError,
+    OperationalError,
+    ProgrammingError,
+)
 from kudusql.common.hybrid_time import HybridClock, describe, from_micros, to_micros
 from kudusql.common.keys import encode_key
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache
+from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
-from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType
+from kudusql.storage.tablet.bootstrap import ReplayStats, replay
+from kudusql.storage.tablet.bulk_load import write_bulk_rowsets
+from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
-from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, default_column, rowset_dir
+from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, rowset_dir
 from kudusql.storage.tablet.flush import prepare_flush
 from kudusql.storage.tablet.key_bounds import key_bounds
 from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.metadata import TabletMeta
 from kudusql.storage.tablet.mvcc import MvccManager
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowsets
+from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memrowset
 from kudusql.storage.tablet.write_ops import (
-    DELETING,
-    E_IMMUTABLE,
-    E_NOT_FOUND,
     E_OK,
-    E_PRESENT,
-    IGNORING,
-    INSERTING,
-    UPDATING,
-    UPSERTING,
     PreparedBatch,
-    RowError,
     WriteOp,
     WriteResult,
-    error_message,
-    occurrence_rounds,
     prepare,
 )
+from kudusql.storage.tablet.write_path import (
+    A_DELETE,
+    A_IGNORED,
+    A_REINSERT,
+    A_UPDATE,
+    Decisions,
+    decide,
+    row_errors,
+    to_log_record,
+)
+from kudusql.storage.tablet.write_path import apply as apply_decisions
+from kudusql.storage.wal import AppendTicket, FsyncPolicy, Log, read_log
 
 log = logging.getLogger(__name__)
 
-# Actions decided per row.
-A_NONE, A_INSERT, A_REINSERT, A_UPDATE, A_DELETE, A_IGNORED = range(6)
-# Where a live key is.
-K_NONE, K_MRS, K_DRS, K_FROZEN = range(4)
-
-
-@dataclass(frozen=True)
-class RowSets:
-    """The rowsets a reader captured: replaced as a whole, never changed in place."""
-
-    mrs: MemRowSet
-    frozen: tuple[MemRowSet, ...]
-    drs: tuple[DiskRowSet, ...]
+WAL_DIR = "wal"
 
 
 class Tablet:
@@ -87,30 +94,76 @@ class Tablet:
     def __init__(
         self,
         path: str,
-        meta: TabletMeta,
         options: TabletOptions,
         *,
+        read_only: bool = False,
         clock: HybridClock | None = None,
         cache: BlockCache | None = None,
     ) -> None:
         self.path = path
         self.options = options
-        self.meta = meta
-        self.schema = meta.schema
+        self.read_only = read_only
         self.clock = clock or HybridClock()
-        self.clock.observe(meta.max_ts)
         self.mvcc = MvccManager(self.clock)
         self.cache = cache if cache is not None else BlockCache(options.block_cache_bytes)
         self._write_lock = threading.RLock()
         self._maint_lock = threading.Lock()
-        self._next_seq = meta.next_seq
-        self._next_mrs_id = meta.last_durable_mrs_id + 1
-        drs = tuple(DiskRowSet(path, m, self.cache) for m in meta.rowsets)
-        self._rowsets = RowSets(self._new_mrs(), (), drs)
         self._pool = ThreadPoolExecutor(max(1, options.threads), thread_name_prefix="tablet")
         self._closed = False
+        self._failed: str | None = None
+        self._lock: DirLock | None = None
+        self._log: Log | None = None
+        self._durable_history: list[tuple[float, int]] = []
+        if not read_only:
+            self._lock = DirLock(path)
+            self._lock.acquire()
+        try:
+            self.replay_stats = self._load()
+        except BaseException:
+            self._release()
+            raise
+
+    def _load(self) -> ReplayStats:
+        """(Re)build every in-memory structure from the superblock and the WAL."""
+        meta = metadata.load(self.path)
+        self.meta = meta
+        self.schema = meta.schema
         self._key_types = [c.type for c in self.schema.key_columns]
-        self._remove_orphans()
+        self.clock.observe(meta.max_ts)
+        self._next_seq = meta.next_seq
+        self._next_mrs_id = meta.last_durable_mrs_id + 1
+        if not self.read_only:
+            self._remove_orphans()
+        drs = tuple(DiskRowSet(self.path, m, self.cache) for m in meta.rowsets)
+        self._rowsets = RowSets(self._new_mrs(), (), drs)
+        wal_dir = os.path.join(self.path, WAL_DIR)
+        t0 = time.perf_counter()
+        st = replay(
+            read_log(wal_dir, repair=not self.read_only),
+            self._rowsets,
+            self.schema,
+            meta.last_durable_mrs_id,
+        )
+        if st.records:
+            log.info(
+                "tablet %s: replayed %d WAL records (%d rows, %d skipped as durable) in %.2f s",
+                self.path,
+                st.records,
+                st.rows_replayed,
+                st.rows_skipped,
+                time.perf_counter() - t0,
+            )
+        self.clock.observe(st.max_ts)
+        self.meta.max_ts = max(meta.max_ts, st.max_ts)
+        self._next_seq = max(self._next_seq, st.next_seq)
+        if not self.read_only:
+            self._log = Log(
+                wal_dir,
+                fsync=FsyncPolicy.parse(self.options.wal_fsync),
+                segment_size=self.options.wal_segment_bytes,
+            )
+        self._failed = None
+        return st
 
     # -- lifecycle ----------------------------------------------------------------------------
     @classmethod
@@ -121,23 +174,56 @@ class Tablet:
         if os.path.exists(os.path.join(path, metadata.META_FILE)):
             raise ProgrammingError(f"a tablet already exists at {path}")
         os.makedirs(os.path.join(path, "rowsets"), exist_ok=True)
-        meta = TabletMeta(schema)
-        metadata.save(path, meta, sync=options.sync)
-        return cls(path, meta, options, **kw)
+        metadata.save(path, TabletMeta(schema), sync=options.sync)
+        return cls(path, options, **kw)
 
     @classmethod
-    def open(cls, path: str, options: TabletOptions | None = None, **kw: Any) -> Tablet:
-        return cls(path, metadata.load(path), options or TabletOptions(), **kw)
+    def open(
+        cls,
+        path: str,
+        options: TabletOptions | None = None,
+        *,
+        read_only: bool = False,
+        **kw: Any,
+    ) -> Tablet:
+        """Open an existing tablet; ``read_only`` opens a frozen view another process may
+        share with the writer."""
+        return cls(path, options or TabletOptions(), read_only=read_only, **kw)
 
-    def close(self, *, flush: bool = True) -> None:
-        """Flush what is in memory (there is no WAL yet to replay it) and release."""
+    def close(self, *, flush: bool = False) -> None:
+        """Sync the log and release the tablet (``flush=True`` also flushes memory)."""
         if self._closed:
             return
-        if flush:
-            self.flush()
-            self.flush_deltas()
+        try:
+            if flush and not self.read_only and self._failed is None:
+                self.flush()
+                self.flush_deltas()
+        finally:
+            self._closed = True
+            self._pool.shutdown(wait=True)
+            self._release()
+
+    def abandon(self) -> None:
+        """Drop the tablet as a crash would: no flush, no log sync, lock released.
+
+        For tests; what survives is what a SIGKILL leaves (the files as written so far).
+        """
         self._closed = True
         self._pool.shutdown(wait=True)
+        lg, self._log = self._log, None
+        if lg is not None:
+            lg.abandon()
+        if self._lock is not None:
+            self._lock.release()
+
+    def _release(self) -> None:
+        lg, self._log = self._log, None
+        try:
+            if lg is not None:
+                lg.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     def __enter__(self) -> Tablet:
         return self
@@ -199,33 +285,45 @@ class Tablet:
         """Apply a batch: one operation for every row (``op``) or per row (``op_column``).
 
         Good rows commit together at one timestamp; bad rows are returned as per-row
-        errors. With ``atomic=True`` the batch applies entirely or raises.
+        errors. With ``atomic=True`` the batch applies entirely or raises. The batch is
+        in the WAL (and, with the ``batch`` or ``always`` fsync policy, on disk) before
+        this returns and before any reader can see it.
         """
+        if self.read_only:
+            raise OperationalError(f"tablet {self.path} is open read-only")
+        if self._closed:
+            raise ProgrammingError(f"tablet {self.path} is closed")
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
-        n = data.num_rows
+        ops = _operations(data, op, op_column)
         if op_column is not None:
-            opcol = data.column(op_column)
             data = data.drop_columns([op_column])
-            if pa.types.is_integer(opcol.type):
-                ops = np.asarray(opcol.to_numpy(), dtype=np.int64)
-                bad = [int(v) for v in np.unique(ops) if int(v) not in WriteOp._value2member_map_]
-                if bad:
-                    raise ProgrammingError(f"unknown write operation code(s) {bad}")
-                ops = ops.astype(np.uint8)
-            else:
-                names = opcol.to_pylist()
-                uniq = {v: WriteOp.parse(v) for v in set(names) if v is not None}
-                if len(uniq) != len(set(names)):
-                    raise ProgrammingError(f"{op_column} holds a NULL operation")
-                ops = np.fromiter((uniq[v] for v in names), dtype=np.uint8, count=n)
-        elif op is not None:
-            ops = np.full(n, WriteOp.parse(op), dtype=np.uint8)
-        else:
-            raise ProgrammingError("write() needs an operation or an op_column")
-        pb = prepare(self.schema, data, ops)
-        with self._write_lock:
-            return self._write_locked(pb, atomic, timestamp)
+        pb = prepare(self.schema, data, ops, self._pool)
+        bulk = pb.n >= self.options.bulk_load_rows and bool(
+            np.all((ops == WriteOp.INSERT) | (ops == WriteOp.INSERT_IGNORE))
+        )
+        with contextlib.ExitStack() as locks:
+            if bulk:  # writes rowsets: serialize with flushes (same lock order as flush)
+                locks.enter_context(self._maint_lock)
+            locks.enter_context(self._write_lock)
+            if self._failed is not None:
+                self._recover()
+            result, ticket = self._write_locked(pb, atomic, timestamp, bulk)
+        ts = result.timestamp
+        try:
+            if ticket is not None:
+                ticket.wait_durable()
+            if self._failed is not None:
+                raise OperationalError(self._failed)
+        except OperationalError as e:
+            self._failed = f"write-ahead log failed: {e}"
+            self.mvcc.abort_op(ts)
+            raise OperationalError(
+                f"{e}; the write may not be durable. The tablet reloads itself from disk "
+                "before the next write."
+            ) from e
+        self.mvcc.finish_op(ts)
+        return result
 
     def insert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
         return self.write(data, WriteOp.INSERT, **kw)
@@ -239,290 +337,110 @@ class Tablet:
     def delete(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
         return self.write(data, WriteOp.DELETE, **kw)
 
-    def _locate(
-        self, rs: RowSets, keys: pa.Array[Any]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Where each key lives now: (kind, rowset index, row, active-MRS slot, exists)."""
-        m = len(keys)
-        kind = np.zeros(m, dtype=np.int8)
-        rsi = np.full(m, -1, dtype=np.int64)
-        row = np.full(m, -1, dtype=np.int64)
-        slot = rs.mrs.lookup(keys) if m else np.zeros(0, dtype=np.int64)
-        found = slot >= 0
-        if found.any():
-            live = np.zeros(m, dtype=bool)
-            live[found] = rs.mrs.alive_at_latest(slot[found])
-            kind[live] = K_MRS
-            row[live] = slot[live]
-        for fi, fm in enumerate(rs.frozen):
-            todo = np.flatnonzero(kind == K_NONE)
-            if not len(todo):
-                break
-            fs = fm.lookup(keys.take(todo))
-            hit = fs >= 0
-            if hit.any():
-                live = np.zeros(len(todo), dtype=bool)
-                live[hit] = fm.alive_at_latest(fs[hit])
-                kind[todo[live]] = K_FROZEN
-                rsi[todo[live]] = fi
-                row[todo[live]] = fs[live]
-        for di, drs in enumerate(rs.drs):
-            todo = np.flatnonzero(kind == K_NONE)
-            if not len(todo):
-                break
-            sub = keys if len(todo) == m else keys.take(todo)
-            rids = drs.find_rowids(sub)
-            hit = rids >= 0
-            if hit.any():
-                live = np.zeros(len(todo), dtype=bool)
-                live[hit] = ~drs.dead_at_latest()[rids[hit]]
-                kind[todo[live]] = K_DRS
-                rsi[todo[live]] = di
-                row[todo[live]] = rids[live]
-        return kind, rsi, row, slot, kind != K_NONE
-
-    def _write_locked(self, pb: PreparedBatch, atomic: bool, timestamp: int | None) -> WriteResult:
+    def _write_locked(
+        self, pb: PreparedBatch, atomic: bool, timestamp: int | None, bulk: bool = False
+    ) -> tuple[WriteResult, AppendTicket | None]:
         rs = self._rowsets
-        n = pb.n
-        ops = pb.ops
-        err = pb.err.copy()
-        action = np.zeros(n, dtype=np.int8)
-        tkind = np.zeros(n, dtype=np.int8)
-        trs = np.full(n, -1, dtype=np.int64)
-        trow = np.full(n, -1, dtype=np.int64)
-        drop_imm = np.zeros(n, dtype=bool)
-        nk = self.schema.num_key_columns
-        present_nonkey = [i for i in pb.columns if i >= nk]
-        imm_present = any(self.schema.columns[i].immutable for i in present_nonkey)
-        valid = err == E_OK
-        occ = occurrence_rounds(pb.keys, valid)
-        next_slot = rs.mrs.num_slots
-        new_slots: list[np.ndarray] = []  # batch rows that become new MemRowSet rows, in slot order
-        overlay: dict[bytes, tuple[int, int, int, int]] = {}  # key -> kind, rs, row, mrs slot
-        dup_keys: set[bytes] = set()
-        if valid.any() and occ.max() > 0:
-            dup_keys = set(pb.keys.take(np.flatnonzero(occ > 0)).to_pylist())  # type: ignore[arg-type]
-        max_round = int(occ[valid].max()) if valid.any() else -1
-        for r in range(max_round + 1):
-            rows = np.flatnonzero(valid & (occ == r))
-            if not len(rows):
-                continue
-            rkeys = pb.keys.take(rows) if len(rows) < n else pb.keys
-            if r == 0:
-                kind, rsi, row, slot, exists = self._locate(rs, rkeys)
-            else:
-                st = [overlay[k] for k in rkeys.to_pylist()]  # type: ignore[index]
-                kind = np.array([s[0] for s in st], dtype=np.int8)
-                rsi = np.array([s[1] for s in st], dtype=np.int64)
-                row = np.array([s[2] for s in st], dtype=np.int64)
-                slot = np.array([s[3] for s in st], dtype=np.int64)
-                exists = kind != K_NONE
-            o = ops[rows]
-            ins, ups, upd, dele, ign = (
-                INSERTING[o],
-                UPSERTING[o],
-                UPDATING[o],
-                DELETING[o],
-                IGNORING[o],
-            )
-            act = np.zeros(len(rows), dtype=np.int8)
-            e = np.zeros(len(rows), dtype=np.int8)
-            e[ins & exists & ~ign] = E_PRESENT
-            act[ins & exists & ign] = A_IGNORED
-            e[(upd | dele) & ~exists & ~ign] = E_NOT_FOUND
-            act[(upd | dele) & ~exists & ign] = A_IGNORED
-            to_insert = (ins | ups) & ~exists
-            act[to_insert & (slot >= 0)] = A_REINSERT
-            act[to_insert & (slot < 0)] = A_INSERT
-            to_update = (ups | upd) & exists
-            if not present_nonkey:
-                act[to_update] = A_NONE  # a PK-only upsert of a present key: a no-op
-            else:
-                act[to_update] = A_UPDATE
-                if imm_present:
-                    strict = to_update & ((o == WriteOp.UPSERT) | (o == WriteOp.UPDATE))
-                    e[strict] = E_IMMUTABLE
-                    act[strict] = A_NONE
-                    drop_imm[rows[to_update & ~strict]] = True
-            act[dele & exists] = A_DELETE
-            # targets
-            tk = kind.copy()
-            tr = row.copy()
-            ins_rows = np.flatnonzero(act == A_INSERT)
-            new_ids = np.arange(next_slot, next_slot + len(ins_rows), dtype=np.int64)
-            next_slot += len(ins_rows)
-            new_slots.append(rows[ins_rows])
-            tk[ins_rows] = K_MRS
-            tr[ins_rows] = new_ids
-            reins = act == A_REINSERT
-            tk[reins] = K_MRS
-            tr[reins] = slot[reins]
-            err[rows] = np.where(e != E_OK, e, err[rows])
-            action[rows] = act
-            tkind[rows] = tk
-            trs[rows] = rsi
-            trow[rows] = tr
-            if dup_keys:
-                self._update_overlay(overlay, dup_keys, rkeys, act, e, kind, rsi, row, slot, tk, tr)
-        if atomic and (err != E_OK).any():
-            errors = self._row_errors(pb, err)
-            raise (
-                IntegrityError(
-                    f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-                )
-                if any(x.status in ("AlreadyPresent", "NotFound") for x in errors)
-                else DataError(
-                    f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-                )
-            )
+        d = decide(rs, self.schema, pb)
+        errors = row_errors(self.schema, pb, d.err)
+        if atomic and errors:
+            msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+            if any(x.status in ("AlreadyPresent", "NotFound") for x in errors):
+                raise IntegrityError(msg)
+            raise DataError(msg)
         ts = self.mvcc.start_op(timestamp)
+        seq_base = self._next_seq
+        if bulk and not np.isin(d.action, (A_REINSERT, A_UPDATE, A_DELETE)).any():
+            try:
+                self._bulk_load(pb, d, ts, seq_base)
+            except BaseException:
+                self.mvcc.abort_op(ts)
+                raise
+            self._next_seq += pb.n
+            self.meta.max_ts = max(self.meta.max_ts, ts)
+            self._save_meta()
+            applied = int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED)))
+            ignored = int(np.count_nonzero(d.action == A_IGNORED))
+            return WriteResult(ts, applied, ignored, errors), None
+        ticket = None
         try:
-            seq_base = self._next_seq
-            self._next_seq += n
-            self._apply(rs, pb, ts, seq_base, action, tkind, trs, trow, drop_imm, new_slots)
-        finally:
-            self.mvcc.finish_op(ts)
+            rec = to_log_record(rs, self.schema, pb, d, ts, seq_base)
+            if rec is not None:
+                assert self._log is not None
+                ticket = self._log.append(seq_base, ts, rec.encode())
+        except BaseException:
+            self.mvcc.abort_op(ts)
+            self._failed = "write-ahead log append failed"
+            raise
+        try:
+            apply_decisions(rs, self.schema, pb, d, ts, seq_base)
+        except BaseException:
+            self._failed = "applying a logged batch failed"
+            self.mvcc.abort_op(ts)
+            raise
+        self._next_seq += pb.n
         self.meta.max_ts = max(self.meta.max_ts, ts)
-        errors = self._row_errors(pb, err)
-        ignored = int(np.count_nonzero(action == A_IGNORED))
-        applied = int(np.count_nonzero((err == E_OK) & (action != A_IGNORED)))
-        return WriteResult(ts, applied, ignored, errors)
+        ignored = int(np.count_nonzero(d.action == A_IGNORED))
+        applied = int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED)))
+        return WriteResult(ts, applied, ignored, errors), ticket
 
-    @staticmethod
-    def _update_overlay(
-        overlay: dict[bytes, tuple[int, int, int, int]],
-        dup_keys: set[bytes],
-        rkeys: pa.Array[Any],
-        act: np.ndarray,
-        e: np.ndarray,
-        kind: np.ndarray,
-        rsi: np.ndarray,
-        row: np.ndarray,
-        slot: np.ndarray,
-        tk: np.ndarray,
-        tr: np.ndarray,
-    ) -> None:
-        """Record the state of keys that come back in a later round (rare: a Python loop
-        over repeated keys only)."""
-        for j, k in enumerate(rkeys.to_pylist()):
-            if k not in dup_keys:
-                continue
-            a = int(act[j])
-            if e[j] != E_OK or a in (A_NONE, A_IGNORED, A_UPDATE):
-                overlay[k] = (int(kind[j]), int(rsi[j]), int(row[j]), int(slot[j]))
-            elif a in (A_INSERT, A_REINSERT):
-                overlay[k] = (K_MRS, -1, int(tr[j]), int(tr[j]))
-            elif a == A_DELETE:
-                s = int(row[j]) if kind[j] == K_MRS else int(slot[j])
-                overlay[k] = (K_NONE, -1, -1, s)
-
-    def _apply(
-        self,
-        rs: RowSets,
-        pb: PreparedBatch,
-        ts: int,
-        seq_base: int,
-        action: np.ndarray,
-        tkind: np.ndarray,
-        trs: np.ndarray,
-        trow: np.ndarray,
-        drop_imm: np.ndarray,
-        new_slots: list[np.ndarray],
-    ) -> None:
-        schema = self.schema
-        batch_rows = np.concatenate(new_slots) if new_slots else np.zeros(0, np.int64)
-        if len(batch_rows):
-            everything = len(batch_rows) == pb.n and bool(np.all(batch_rows == np.arange(pb.n)))
-            idx = batch_rows
-            cols = []
-            for i, c in enumerate(schema.columns):
-                arr = pb.columns.get(i)
-                if arr is None:
-                    cols.append(default_column(c, len(batch_rows)))
-                else:
-                    cols.append(arr if everything else arr.take(idx))
-            batch = pa.RecordBatch.from_arrays(cols, schema=schema.arrow_schema())
-            keys = pb.keys if everything else pb.keys.take(idx)
-            rs.mrs.insert(batch, keys, ts, seq_base + batch_rows)
-        mut = np.isin(action, (A_REINSERT, A_UPDATE, A_DELETE))
-        if not mut.any():
+    def _bulk_load(self, pb: PreparedBatch, d: Decisions, ts: int, seq_base: int) -> None:
+        """Write the batch's new rows as DiskRowSets and publish them (see bulk_load)."""
+        if not len(d.new_rows):
             return
-        rows = np.flatnonzero(mut)
-        groups: dict[tuple[int, int], np.ndarray] = {}
-        key = tkind[rows].astype(np.int64) * (1 << 40) + (trs[rows] + 1)
-        for g in np.unique(key):
-            groups[(int(g >> 40), int(g & ((1 << 40) - 1)) - 1)] = rows[key == g]
-        for (k, ri), grows in groups.items():
-            d = self._build_deltas(pb, grows, action, trow, drop_imm, ts, seq_base)
-            if k == K_MRS:
-                rs.mrs.mutate(d)
-            elif k == K_FROZEN:
-                rs.frozen[ri].mutate(d)
-            else:
-                rs.drs[ri].apply_mutations(d)
-
-    def _build_deltas(
-        self,
-        pb: PreparedBatch,
-        rows: np.ndarray,
-        action: np.ndarray,
-        trow: np.ndarray,
-        drop_imm: np.ndarray,
-        ts: int,
-        seq_base: int,
-    ) -> Deltas:
-        a = action[rows]
-        op = np.where(
-            a == A_UPDATE,
-            np.uint8(MutationType.UPDATE),
-            np.where(a == A_DELETE, np.uint8(MutationType.DELETE), np.uint8(MutationType.REINSERT)),
-        ).astype(np.uint8)
-        cols: dict[int, ColumnDelta] = {}
-        for i in range(self.schema.num_key_columns, len(self.schema.columns)):
-            c = self.schema.columns[i]
-            arr = pb.columns.get(i)
-            if arr is not None:
-                sets = (op == MutationType.REINSERT) | (
-                    (op == MutationType.UPDATE) & ~(drop_imm[rows] & c.immutable)
-                )
-                if sets.any():
-                    cols[c.id] = ColumnDelta(np.flatnonzero(sets), arr.take(rows[sets]))
-            else:
-                sets = op == MutationType.REINSERT
-                if sets.any():
-                    cols[c.id] = ColumnDelta(
-                        np.flatnonzero(sets), default_column(c, int(sets.sum()))
-                    )
-        return Deltas(
-            trow[rows].astype(np.int64),
-            np.full(len(rows), ts, dtype=np.uint64),
-            (seq_base + rows).astype(np.int64),
-            op,
-            cols,
+        first_id = self.meta.next_rowset_id
+        metas = write_bulk_rowsets(
+            self.path,
+            first_id,
+            self.schema,
+            pb,
+            d.new_rows,
+            ts,
+            seq_base,
+            self._write_opts(),
+            self._pool,
         )
+        meta = self.meta
+        meta.rowsets.extend(metas)
+        meta.next_rowset_id = first_id + len(metas)
+        meta.max_ts = max(meta.max_ts, ts)
+        try:
+            self._save_meta()
+        except BaseException:
+            del meta.rowsets[len(meta.rowsets) - len(metas) :]
+            meta.next_rowset_id = first_id
+            raise
+        rs = self._rowsets
+        new = tuple(DiskRowSet(self.path, m, self.cache) for m in metas)
+        self._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
 
-    def _row_errors(self, pb: PreparedBatch, err: np.ndarray) -> list[RowError]:
-        bad = np.flatnonzero(err != E_OK)
-        if not len(bad):
-            return []
-        out = []
-        key_names = [c.name for c in self.schema.key_columns if c.name in pb.source.column_names]
-        for i in bad.tolist():
-            status, msg = error_message(int(err[i]), pb.detail.get(i))
-            key = tuple(pb.source.column(k)[i].as_py() for k in key_names) or None
-            out.append(RowError(i, WriteOp(int(pb.ops[i])), key, status, msg))
-        return out
+    def _recover(self) -> None:
+        """Rebuild the tablet from disk after a failure (as a restart would)."""
+        log.warning("tablet %s: reloading from disk after: %s", self.path, self._failed)
+        if self._log is not None:
+            with contextlib.suppress(OperationalError):
+                self._log.close()
+            self._log = None
+        self.mvcc = MvccManager(self.clock)
+        self.replay_stats = self._load()
 
     # -- flushes --------------------------------------------------------------------------------
     def flush(self) -> int:
-        """Flush the MemRowSet to DiskRowSets; returns the number of rowsets written."""
+        """Flush the MemRowSet to DiskRowSets; returns the number of rowsets written.
+
+        A MemRowSet left frozen by a failed flush is flushed first.
+        """
+        self._check_writable()
         with self._maint_lock:
             with self._write_lock:
                 rs = self._rowsets
-                if rs.mrs.is_empty():
+                if rs.frozen:
+                    frozen = rs.frozen[0]
+                elif rs.mrs.is_empty():
                     return 0
-                frozen = rs.mrs
-                self._rowsets = RowSets(self._new_mrs(), (*rs.frozen, frozen), rs.drs)
+                else:
+                    frozen = rs.mrs
+                    self._rowsets = RowSets(self._new_mrs(), (*rs.frozen, frozen), rs.drs)
                 view = frozen.view()
                 cutoff_seq = frozen.max_seq
             fi = prepare_flush(view, self.schema)
@@ -541,21 +459,32 @@ class Tablet:
             with self._write_lock:
                 new = [DiskRowSet(self.path, m, self.cache) for m in metas]
                 # Mutations that reached the frozen MemRowSet during the flush move to the
-                # new rowsets' DeltaMemStores.
+                # new rowsets, and are written out at once: their WAL records name the
+                # frozen MemRowSet, which is durable from the moment the superblock says so.
                 late = frozen.view().deltas
                 if len(late):
                     late = late.select(late.seq > cutoff_seq)
                 if len(late):
                     self._migrate(late, fi.slot_to_rowid, new)
+                    for d in new:
+                        if not d.dms.is_empty():
+                            self._flush_dms(d, d.freeze_dms())
+                meta = self.meta
+                saved = (meta.next_rowset_id, meta.last_durable_mrs_id, len(meta.rowsets))
+                meta.rowsets.extend(metas)
+                meta.next_rowset_id = first_id + len(metas)
+                meta.last_durable_mrs_id = frozen.id
+                try:
+                    self._save_meta()
+                except BaseException:
+                    meta.next_rowset_id, meta.last_durable_mrs_id = saved[0], saved[1]
+                    del meta.rowsets[saved[2] :]
+                    raise
                 rs = self._rowsets
-                self.meta.rowsets.extend(m for m in metas)
-                self.meta.next_rowset_id = first_id + len(metas)
-                self.meta.last_durable_mrs_id = frozen.id
-                self.meta.next_seq = self._next_seq
                 self._rowsets = RowSets(
                     rs.mrs, tuple(f for f in rs.frozen if f is not frozen), (*rs.drs, *new)
                 )
-                self._save_meta()
+            self._gc_log()
             return len(metas)
 
     def _migrate(self, late: Deltas, slot_to_rowid: np.ndarray, new: list[DiskRowSet]) -> None:
@@ -572,27 +501,72 @@ class Tablet:
 
     def flush_deltas(self) -> int:
         """Flush every non-empty DeltaMemStore to a REDO DeltaFile; returns how many."""
+        self._check_writable()
         done = 0
         with self._maint_lock:
             for drs in self._rowsets.drs:
                 with self._write_lock:
-                    if drs.dms.is_empty():
-                        continue
-                    frozen = drs.freeze_dms()
-                name = f"redo{frozen.id}.delta"
-                types = {c.id: c.type for c in self.schema.columns}
-                st = write_delta_file(
-                    os.path.join(drs.dir, name),
-                    "redo",
-                    frozen.deltas(),
-                    types,
-                    sync=self.options.sync,
-                )
-                with self._write_lock:
-                    drs.install_redo_file(DeltaFileMeta(name, st), frozen.id)
-                    self._save_meta()
+                    frozen = drs.frozen_dms  # left by a failed attempt
+                    if frozen is None:
+                        if drs.dms.is_empty():
+                            continue
+                        frozen = drs.freeze_dms()
+                self._flush_dms(drs, frozen)
                 done += 1
+            self._gc_log()
         return done
+
+    def _flush_dms(self, drs: DiskRowSet, frozen: Any) -> None:
+        name = f"redo{frozen.id}.delta"
+        types = {c.id: c.type for c in self.schema.columns}
+        st = write_delta_file(
+            os.path.join(drs.dir, name), "redo", frozen.deltas(), types, sync=self.options.sync
+        )
+        with self._write_lock:
+            previous = drs.meta.last_durable_dms_id
+            drs.install_redo_file(DeltaFileMeta(name, st), frozen.id)
+            try:
+                self._save_meta()
+            except BaseException:
+                drs.uninstall_redo_file(name, previous, frozen)
+                raise
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise OperationalError(f"tablet {self.path} is open read-only")
+        if self._closed:
+            raise ProgrammingError(f"tablet {self.path} is closed")
+
+    def durable_seq(self) -> int:
+        """Every logged event with a sequence number <= this is in a durable file."""
+        rs = self._rowsets
+        firsts = [m.min_seq for m in (rs.mrs, *rs.frozen) if m.min_seq is not None]
+        firsts.extend(
+            dms.min_seq
+            for d in rs.drs
+            for dms in (d.frozen_dms, d.dms)
+            if dms is not None and dms.min_seq is not None
+        )
+        return (min(firsts) if firsts else self._next_seq) - 1
+
+    def _gc_log(self) -> None:
+        """Delete WAL segments whose records have all been durable for the grace period
+        (a read-only process may still be replaying them)."""
+        lg = self._log
+        if lg is None:
+            return
+        now = time.monotonic()
+        self._durable_history.append((now, self.durable_seq()))
+        grace = self.options.file_grace_s
+        ripe = [s for t, s in self._durable_history if now - t >= grace]
+        if not ripe:
+            return
+        self._durable_history = [(t, s) for t, s in self._durable_history if now - t < grace]
+        self._durable_history.insert(0, (now - grace, ripe[-1]))
+        lg.gc(ripe[-1])
+
+    def wal_size(self) -> int:
+        return self._log.size_bytes if self._log is not None else 0
 
     def _write_opts(self) -> RowSetWriteOptions:
         o = self.options
@@ -702,9 +676,31 @@ class Tablet:
             yield from scan_diskrowset(d, plan)
 
     def _iter(self, rs: RowSets, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
-        for b, _ in self._iter_with_keys(rs, plan):
-            if b.num_rows:
-                yield b
+        """Unordered scan: MemRowSets first, then DiskRowSets decoded in parallel on the
+        tablet's thread pool (decompression and numpy release the GIL), at most
+        ``threads`` rowsets ahead of the consumer, results in rowset order."""
+        for m in (rs.mrs, *rs.frozen):
+            for b, _ in scan_memrowset(m, plan):
+                if b.num_rows:
+                    yield b
+
+        def scan_one(d: DiskRowSet) -> list[pa.RecordBatch]:
+            return [b for b, _ in scan_diskrowset(d, plan) if b.num_rows]
+
+        drs = list(rs.drs)
+        if len(drs) <= 1 or self.options.threads <= 1 or self._closed:
+            for d in drs:
+                yield from scan_one(d)
+            return
+        ahead = self.options.threads
+        pending = [self._pool.submit(scan_one, d) for d in drs[:ahead]]
+        nxt = ahead
+        while pending:
+            batches = pending.pop(0).result()
+            if nxt < len(drs):
+                pending.append(self._pool.submit(scan_one, drs[nxt]))
+                nxt += 1
+            yield from batches
 
     def scan_stats(
         self,
@@ -814,3 +810,26 @@ def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:
     final[for_keep[first_idx]] = True
     del first_kept
     return table.filter(pa.array(final))
+
+
+def _operations(
+    data: pa.Table, op: WriteOp | str | int | None, op_column: str | None
+) -> np.ndarray:
+    """The operation code of every row: one for all, or from an operation column."""
+    n = data.num_rows
+    if op_column is not None:
+        opcol = data.column(op_column)
+        if pa.types.is_integer(opcol.type):
+            ops = np.asarray(opcol.to_numpy(), dtype=np.int64)
+            bad = [int(v) for v in np.unique(ops) if int(v) not in WriteOp._value2member_map_]
+            if bad:
+                raise ProgrammingError(f"unknown write operation code(s) {bad}")
+            return ops.astype(np.uint8)
+        names = opcol.to_pylist()
+        uniq = {v: WriteOp.parse(v) for v in set(names) if v is not None}
+        if len(uniq) != len(set(names)):
+            raise ProgrammingError(f"{op_column} holds a NULL operation")
+        return np.fromiter((uniq[v] for v in names), dtype=np.uint8, count=n)
+    if op is None:
+        raise ProgrammingError("write() needs an operation or an op_column")
+    return np.full(n, WriteOp.parse(op), dtype=np.uint8)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,7 +146,11 @@ class PreparedBatch:
     _nk: int = 0
 
 
-def prepare(schema: Schema, data: pa.Table, ops: np.ndarray) -> PreparedBatch:
+def prepare(
+    schema: Schema, data: pa.Table, ops: np.ndarray, pool: Executor | None = None
+) -> PreparedBatch:
+    """Validate and cast a batch; columns are cast in parallel on ``pool`` when the batch
+    is large (Arrow casts release the GIL)."""
     n = data.num_rows
     err = np.zeros(n, dtype=np.int8)
     detail: dict[int, str] = {}
@@ -160,13 +165,21 @@ def prepare(schema: Schema, data: pa.Table, ops: np.ndarray) -> PreparedBatch:
                 detail[int(i)] = msg(int(i)) if callable(msg) else msg
 
     columns: dict[int, pa.Array[Any]] = {}
+    known = [name for name in data.column_names if schema.has_column(name)]
     for name in data.column_names:
         if not schema.has_column(name):
             fail(np.ones(n, dtype=bool), E_UNKNOWN_COLUMN, f"unknown column {name!r}")
-            continue
+
+    def cast_one(name: str) -> tuple[pa.Array[Any], np.ndarray | None]:
+        return cast_array(data.column(name), schema.column(name).type)
+
+    if pool is not None and n >= 100_000 and len(known) > 1:
+        casts = list(pool.map(cast_one, known))
+    else:
+        casts = [cast_one(name) for name in known]
+    for name, (cast_col, bad) in zip(known, casts, strict=True):
         i = schema.index_of(name)
         col = schema.columns[i]
-        cast_col, bad = cast_array(data.column(name), col.type)
         if bad is not None:
             src = data.column(name)
             fail(bad, E_BAD_VALUE, functools.partial(_bad_value_msg, col.name, col.type, src))
