@@ -19,6 +19,7 @@ BENCHMARKS = {
     "scan": "benchmarks.bench_scan",
     "point_lookup": "benchmarks.bench_point_lookup",
     "scan_deltas": "benchmarks.bench_scan_deltas",
+    "wal": "benchmarks.bench_wal",
 }
 
 
@@ -39,7 +40,8 @@ def parse_args(argv: list[str] | None) -> tuple[list[str], Config]:
         type=int,
         default=None,
         help="row count: first N lineitem rows (bulk_insert, scan), table size "
-        "(point_lookup, default 1M), N synthetic rows instead of lineitem (scan_deltas)",
+        "(point_lookup, default 1M), N synthetic rows instead of lineitem (scan_deltas), "
+        "timed single-row inserts (wal, default 10,000)",
     )
     p.add_argument(
         "--reps",

@@ -66,7 +66,8 @@ def run(cfg: Config) -> Result:
             sum(f.stat().st_size for f in (d / "tablet").rglob("*") if f.is_file()) / 2**20, 1
         )
         t = Tablet.open(tdir, OPTIONS)
-        big = Tablet.open(tdir, OPTIONS.with_(block_cache_bytes=1 << 40))
+        # A second handle on the same files, read-only (the writer holds the lock).
+        big = Tablet.open(tdir, OPTIONS.with_(block_cache_bytes=1 << 40), read_only=True)
         try:
             for label, cols in (("all columns", None), ("4 numeric", NUMERIC)):
                 log(f"scan {label}")

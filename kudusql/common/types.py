@@ -205,6 +205,10 @@ class DataType:
         return arr[0].as_py()
 
 
+# Built once: converting a Python int to an Arrow scalar probes for pandas on every call.
+_MAX_CELL_SCALAR = pa.scalar(MAX_CELL_BYTES, pa.int32())
+
+
 def cast_array(
     arr: pa.Array[Any] | pa.ChunkedArray[Any], dtype: DataType
 ) -> tuple[pa.Array[Any], np.ndarray | None]:
@@ -229,7 +233,7 @@ def cast_array(
     if dtype.is_varlen and len(out):
         # The stubs only accept the concrete binary/string array classes.
         lengths: pa.Array[Any] = pc.binary_length(out)  # type: ignore[call-overload]
-        too_big = pc.greater(lengths, pa.scalar(MAX_CELL_BYTES))
+        too_big = pc.greater(lengths, _MAX_CELL_SCALAR)
         if pc.any(too_big).as_py():
             mask = too_big.to_numpy(zero_copy_only=False).astype(bool)
             mask &= ~np.asarray(pc.is_null(lengths))

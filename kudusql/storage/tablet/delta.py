@@ -195,14 +195,15 @@ def apply_to_column(
     i0, i1 = np.searchsorted(rows, [start, start + n])
     if i1 <= i0:
         return col, False
-    mask = np.zeros(n, dtype=bool)
-    mask[rows[i0:i1] - start] = True
     repl = values.slice(int(i0), int(i1 - i0))
     if repl.type != col.type:
         repl = repl.cast(col.type)
-    fast = _replace_fixed_width(col, rows[i0:i1] - start, repl)
+    positions = rows[i0:i1] - start
+    fast = _replace_fixed_width(col, positions, repl)
     if fast is not None:
         return fast, True
+    mask = np.zeros(n, dtype=bool)
+    mask[positions] = True
     return pc.replace_with_mask(col, pa.array(mask), repl), True
 
 

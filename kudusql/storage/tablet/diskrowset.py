@@ -31,7 +31,14 @@ import pyarrow.compute as pc
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.storage.cfile import BlockCache, CFileReader
 from kudusql.storage.cfile.bloom import BloomFilter
-from kudusql.storage.tablet.delta import Deltas, MutationType, Resolved, concat_deltas, resolve
+from kudusql.storage.tablet.delta import (
+    Deltas,
+    MutationType,
+    Resolved,
+    apply_to_column,
+    concat_deltas,
+    resolve,
+)
 from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats
 from kudusql.storage.tablet.deltamemstore import DeltaMemStore
 
@@ -310,6 +317,30 @@ class DiskRowSet:
         redo = resolve(concat_deltas(self.redo_parts()), _LATEST, undo=False)
         self._resolved_latest = (key, redo)
         return redo
+
+    def latest_version(self, redo: Resolved) -> str | None:
+        """A cache tag for pages patched with ``redo`` when it is the cached latest
+        resolution (the same deltas give the same patched page), else None."""
+        c = self._resolved_latest
+        if c is None or c[1] is not redo:
+            return None
+        return f"@{self.id}:{c[0][0]}:{c[0][1]}:{c[0][2]}:{c[0][3]}"
+
+    def patched_page(
+        self, col: ColumnSchema, page: int, redo: Resolved, version: str
+    ) -> pa.Array[Any] | None:
+        """A whole page of ``col`` with the latest deltas applied, cached in the block
+        cache under the deltas' version, so repeated scans skip the patching."""
+        r = self.column_reader(col)
+        if r is None or self.cache is None:
+            return None
+        key = (r.uid + version, page)
+        got = self.cache.get(key)
+        if got is None:
+            a = int(r.page_offsets[page])
+            got, _ = apply_to_column(r.read_page(page), a, redo, col.id)
+            self.cache.put(key, got)
+        return got
 
     def dead_at_latest(self) -> np.ndarray:
         """Bool per rowid: deleted as of now (ghost)."""

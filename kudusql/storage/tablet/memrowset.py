@@ -61,6 +61,7 @@ class MemRowSet:
         self._num_slots = 0
         self._index: dict[bytes, int] = {}
         self._indexed_chunks = 0
+        self._indexed_slots = 0
         self._view: MemRowSetView | None = None
         self.min_ts: int | None = None
         self.max_seq = -1
@@ -157,9 +158,12 @@ class MemRowSet:
 
     def _index_pending(self) -> None:
         with self._lock:
+            if self._indexed_chunks == len(self._keys):
+                return
             chunks = self._keys[self._indexed_chunks :]
-            start = sum(len(k) for k in self._keys[: self._indexed_chunks])
+            start = self._indexed_slots
             self._indexed_chunks = len(self._keys)
+            self._indexed_slots = start + sum(len(k) for k in chunks)
         for k in chunks:
             ks: list[bytes] = k.to_pylist()  # type: ignore[assignment]
             self._index.update(zip(ks, range(start, start + len(k)), strict=True))
@@ -221,6 +225,7 @@ class MemRowSet:
                 self._indexed_chunks = 1 if self._indexed_chunks == len(keys) and keys else 0
                 if self._indexed_chunks == 0:
                     self._index.clear()
+                    self._indexed_slots = 0
                 self._view = v
         return v
 

@@ -171,6 +171,8 @@ def scan_diskrowset(
         return
     plan.count("rowsets_scanned")
     undo, redo = drs.resolve(plan.snapshot)
+    # Pages patched with the latest deltas are cached under the deltas' version.
+    version = drs.latest_version(redo) if undo.is_empty() else None
     diff = None
     if plan.diff_start is not None:
         u0, r0 = drs.resolve(plan.diff_start)
@@ -209,14 +211,24 @@ def scan_diskrowset(
         plan.count("pages_scanned")
         cache: dict[int, pa.Array[Any]] = {}
 
+        whole_page = a == int(offsets[p]) and b == int(offsets[p + 1])
+
         def column(
-            c: ColumnSchema, a: int = a, b: int = b, cache: dict[int, pa.Array[Any]] = cache
+            c: ColumnSchema,
+            a: int = a,
+            b: int = b,
+            p: int = p,
+            whole_page: bool = whole_page,
+            cache: dict[int, pa.Array[Any]] = cache,
         ) -> pa.Array[Any]:
             got = cache.get(c.id)
             if got is None:
-                got = drs.read_column_range(c, a, b)
-                got, _ = apply_to_column(got, a, undo, c.id)
-                got, _ = apply_to_column(got, a, redo, c.id)
+                if version is not None and whole_page and touched_in(redo, a, b, c.id):
+                    got = drs.patched_page(c, p, redo, version)
+                if got is None:
+                    got = drs.read_column_range(c, a, b)
+                    got, _ = apply_to_column(got, a, undo, c.id)
+                    got, _ = apply_to_column(got, a, redo, c.id)
                 cache[c.id] = got
             return got
 
