@@ -20,18 +20,8 @@ from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.tablet.tablet import Tablet
-from tests.support.model import ModelColumn, TabletModel
+from tests.support.model import OPS, ModelColumn, TabletModel
 
-OPS = [
-    "INSERT",
-    "INSERT_IGNORE",
-    "UPSERT",
-    "UPSERT_IGNORE",
-    "UPDATE",
-    "UPDATE_IGNORE",
-    "DELETE",
-    "DELETE_IGNORE",
-]
 NONKEY = ["c", "d", "e"]
 
 SCHEMA = Schema.build(

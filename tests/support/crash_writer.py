@@ -18,6 +18,7 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.tablet.tablet import Tablet
+from tests.support.model import OPS
 
 SCHEMA = Schema.build(
     [
@@ -34,16 +35,6 @@ OPTIONS = TabletOptions(
     file_grace_s=0.0,
     wal_segment_bytes=64 * 1024,
 )
-OPS = [
-    "INSERT",
-    "INSERT_IGNORE",
-    "UPSERT",
-    "UPSERT_IGNORE",
-    "UPDATE",
-    "UPDATE_IGNORE",
-    "DELETE",
-    "DELETE_IGNORE",
-]
 KEYS = 300
 
 

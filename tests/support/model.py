@@ -13,6 +13,16 @@ from typing import Any
 Key = tuple[Any, ...]
 Row = dict[str, Any]
 
+OPS = [
+    "INSERT",
+    "INSERT_IGNORE",
+    "UPSERT",
+    "UPSERT_IGNORE",
+    "UPDATE",
+    "UPDATE_IGNORE",
+    "DELETE",
+    "DELETE_IGNORE",
+]
 INSERT_OPS = {"INSERT", "INSERT_IGNORE"}
 UPSERT_OPS = {"UPSERT", "UPSERT_IGNORE"}
 UPDATE_OPS = {"UPDATE", "UPDATE_IGNORE"}

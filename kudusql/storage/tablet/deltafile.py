@@ -93,10 +93,11 @@ def write_delta_file(
     chunks.append(footer)
     chunks.append(_TRAILER.pack(offset, len(footer), crc32(footer), TRAILER_MAGIC))
     size = write_new_file(path, chunks, sync=sync)
-    return _stats_from(stats, size)
+    return stats_from_dict(stats, size)
 
 
-def _stats_from(d: dict[str, Any], size: int) -> DeltaStats:
+def stats_from_dict(d: dict[str, Any], size: int) -> DeltaStats:
+    """DeltaStats from a footer or superblock dict (the same keys in both)."""
     return DeltaStats(
         d["kind"],
         d["num_events"],
@@ -137,7 +138,7 @@ class DeltaFileReader:
         verify(footer, fcrc, path, foff, "delta file footer")
         try:
             self._footer = json.loads(footer)
-            self.stats = _stats_from(self._footer, len(data))
+            self.stats = stats_from_dict(self._footer, len(data))
         except (ValueError, KeyError, TypeError) as e:
             raise CorruptionError(path, foff, f"unreadable delta file footer: {e}") from e
         self._deltas: Deltas | None = None

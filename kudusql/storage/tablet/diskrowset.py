@@ -39,7 +39,7 @@ from kudusql.storage.tablet.delta import (
     concat_deltas,
     resolve,
 )
-from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats
+from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats, stats_from_dict
 from kudusql.storage.tablet.deltamemstore import DeltaMemStore
 
 
@@ -64,19 +64,7 @@ class DeltaFileMeta:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DeltaFileMeta:
-        return cls(
-            d["name"],
-            DeltaStats(
-                d["kind"],
-                d["num_events"],
-                d["min_ts"],
-                d["max_ts"],
-                d["delete_count"],
-                d["reinsert_count"],
-                {int(k): v for k, v in d["update_counts"].items()},
-                d["size"],
-            ),
-        )
+        return cls(d["name"], stats_from_dict(d, d["size"]))
 
 
 @dataclass

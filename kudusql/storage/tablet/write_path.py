@@ -339,7 +339,11 @@ def to_log_record(
         store[on_drs] = ids[trs[on_drs]]
         dms[on_drs] = dms_ids[trs[on_drs]]
         rowid[on_drs] = tr[on_drs]
-    cols = {schema.columns[i].id: arr.take(rows) for i, arr in pb.columns.items()}
+    everything = len(rows) == pb.n  # rows is sorted and unique, so it is 0..n-1
+    cols = {
+        schema.columns[i].id: arr if everything else arr.take(rows) for i, arr in pb.columns.items()
+    }
+    keys = pb.keys if everything else pb.keys.take(rows)
     return DecidedBatch(
         ts,
         seq_base,
@@ -351,6 +355,6 @@ def to_log_record(
         dms,
         rowid,
         d.drop_imm[rows],
-        pb.keys.take(rows),
+        keys,
         cols,
     )
