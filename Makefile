@@ -25,8 +25,10 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -m "not slow and not spark" -n 2 -q
 
+# Long suites: hundreds of writer SIGKILLs, and a 2,000-example storage state machine.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow -q
+	$(BIN)/python -m pytest -m slow -n 2 -q
+	KUDUSQL_SM_EXAMPLES=2000 $(BIN)/python -m pytest -q tests/storage/test_tablet_model.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     except Error as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:
+        print(f"error: cannot use {args.path}: {e.strerror or e}", file=sys.stderr)
+        return 1
     return 0
 
 
