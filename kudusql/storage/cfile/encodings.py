@@ -16,8 +16,8 @@ The byte layouts are specified in FORMAT.md. Null slots are described by the val
 bitmap (stored by page.py); encoders may store any value in a null slot.
 
 Decode speed of whole 64k-row pages through decode_page (CRC check + decompress +
-decode), measured on the 2-core dev box with ``python -c "from
-kudusql.storage.cfile.encodings import _bench; _bench()"``; MB/s of decoded Arrow bytes,
+decode), measured on the 2-core dev box with ``python -m benchmarks.page_decode``;
+MB/s of decoded Arrow bytes,
 best of three runs (the box was shared; busy runs were ~35% slower):
 
     case                      MB/s   Mvalues/s  us/page  stored/raw
@@ -712,66 +712,3 @@ def decode_bitpack(buf: pa.Buffer, pos: int, n: int, info: TypeInfo) -> pa.Buffe
 
 
 # --------------------------------------------------------------------------- benchmark
-
-
-def _bench() -> None:  # pragma: no cover - manual tool
-    import time
-
-    from kudusql.storage.cfile.page import decode_page, encode_page
-
-    rng = np.random.default_rng(1)
-    n = 65536
-    cases: list[tuple[str, pa.Array[Any], Encoding, Compression]] = [
-        ("int64 PLAIN none", pa.array(rng.integers(0, 10**6, n)), Encoding.PLAIN, Compression.NONE),
-        ("int64 PLAIN lz4", pa.array(rng.integers(0, 10**6, n)), Encoding.PLAIN, Compression.LZ4),
-        ("int64 PLAIN zstd", pa.array(rng.integers(0, 10**6, n)), Encoding.PLAIN, Compression.ZSTD),
-        (
-            "int64 BITPACK 20b",
-            pa.array(rng.integers(0, 10**6, n)),
-            Encoding.BITPACK,
-            Compression.NONE,
-        ),
-        ("int64 BITPACK 8b", pa.array(rng.integers(0, 200, n)), Encoding.BITPACK, Compression.NONE),
-        (
-            "int64 RLE runs~64",
-            pa.array(np.repeat(rng.integers(0, 10**9, n // 64), 64)),
-            Encoding.RLE,
-            Compression.NONE,
-        ),
-        (
-            "int32 BITPACK 13b",
-            pa.array(rng.integers(0, 8000, n).astype(np.int32)),
-            Encoding.BITPACK,
-            Compression.NONE,
-        ),
-        ("float64 PLAIN lz4", pa.array(rng.random(n).round(3)), Encoding.PLAIN, Compression.LZ4),
-        (
-            "bool RLE",
-            pa.array(np.repeat(rng.integers(0, 2, n // 16).astype(bool), 16)),
-            Encoding.RLE,
-            Compression.NONE,
-        ),
-        (
-            "string PLAIN lz4",
-            pa.array([f"customer#{i:011d}" for i in range(n)]),
-            Encoding.PLAIN,
-            Compression.LZ4,
-        ),
-        (
-            "string DICT lz4",
-            pa.array([f"value-{i % 100:014d}" for i in range(n)]),
-            Encoding.DICT,
-            Compression.LZ4,
-        ),
-    ]
-    for name, arr, enc, comp in cases:
-        page = pa.py_buffer(encode_page(arr, enc, comp))
-        reps = 50
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            out = decode_page(page, arr.type, "bench", 0)
-        dt = (time.perf_counter() - t0) / reps
-        print(
-            f"{name:22s} {out.nbytes / dt / 1e6:7.0f} MB/s {n / dt / 1e6:6.0f} Mvalues/s "
-            f"{dt * 1e6:6.0f} us/page  stored {page.size / arr.nbytes:5.0%}"
-        )
