@@ -351,14 +351,16 @@ class Tablet:
         ts = self.mvcc.start_op(timestamp)
         seq_base = self._next_seq
         if bulk and not np.isin(d.action, (A_REINSERT, A_UPDATE, A_DELETE)).any():
+            # The superblock that publishes the rowsets also records the new sequence
+            # number and timestamp, so nothing after a restart reuses them.
+            self._next_seq += pb.n
             try:
                 self._bulk_load(pb, d, ts, seq_base)
             except BaseException:
+                self._next_seq -= pb.n
                 self.mvcc.abort_op(ts)
                 raise
-            self._next_seq += pb.n
             self.meta.max_ts = max(self.meta.max_ts, ts)
-            self._save_meta()
             applied = int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED)))
             ignored = int(np.count_nonzero(d.action == A_IGNORED))
             return WriteResult(ts, applied, ignored, errors), None
@@ -387,6 +389,7 @@ class Tablet:
     def _bulk_load(self, pb: PreparedBatch, d: Decisions, ts: int, seq_base: int) -> None:
         """Write the batch's new rows as DiskRowSets and publish them (see bulk_load)."""
         if not len(d.new_rows):
+            self._save_meta()  # still record the sequence numbers the batch consumed
             return
         first_id = self.meta.next_rowset_id
         metas = write_bulk_rowsets(
