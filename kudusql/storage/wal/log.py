@@ -362,14 +362,19 @@ class Log:
                 return _DONE
             if policy is FsyncPolicy.BATCH:
                 return AppendTicket(self, self._written)
-            try:
-                faults.check("fsync", cur.path)
-                os.fsync(self._fd)
-            except OSError as e:
-                raise self._fail(cur.path, "fsync", e) from e
-            self._fsync_count += 1
-            self._durable = self._written
+            self._sync_current(cur.path, "fsync")
             return _DONE
+
+    def _sync_current(self, path: str, action: str) -> None:
+        """fsync the current segment; every record appended so far is then durable.
+        Lock held."""
+        try:
+            faults.check("fsync", path)
+            os.fsync(self._fd)
+        except OSError as e:
+            raise self._fail(path, action, e) from e
+        self._fsync_count += 1
+        self._durable = self._written
 
     def _wait_not_syncing(self) -> None:
         while self._syncing:
@@ -383,12 +388,9 @@ class Log:
         try:
             faults.check("write", cur.path)
             os.write(self._fd, encode_footer(cur.footer()))
-            faults.check("fsync", cur.path)
-            os.fsync(self._fd)
         except OSError as e:
             raise self._fail(cur.path, "close", e) from e
-        self._fsync_count += 1
-        self._durable = self._written
+        self._sync_current(cur.path, "close")
         self._cond.notify_all()
         cur.size += FOOTER_SIZE
         cur.closed = True
