@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 # DO NOT CHANGE: on-disk (timestamps are stored in deltas, rowset metadata and the WAL).
 LOGICAL_BITS = 12
@@ -32,23 +33,32 @@ def describe(ht: int) -> str:
     return f"P:{ht >> LOGICAL_BITS} L:{ht & LOGICAL_MASK}"
 
 
-class HybridClock:
-    """Hands out strictly increasing HybridTimes: max(last + 1, wall-clock micros << 12)."""
+def wall_micros() -> int:
+    return time.time_ns() // 1000
 
-    def __init__(self) -> None:
+
+class HybridClock:
+    """Hands out strictly increasing HybridTimes: max(last + 1, wall-clock micros << 12).
+
+    ``physical`` is the wall clock in microseconds since the epoch (tests pass one they
+    move forward, to age history past the ancient history mark).
+    """
+
+    def __init__(self, physical: Callable[[], int] = wall_micros) -> None:
         self._lock = threading.Lock()
         self._last = HT_INITIAL
+        self._physical = physical
 
     def now(self) -> int:
         """A new timestamp, greater than every one handed out or observed before."""
-        wall = from_micros(time.time_ns() // 1000)
+        wall = from_micros(self._physical())
         with self._lock:
             self._last = max(self._last + 1, wall)
             return self._last
 
     def peek(self) -> int:
         """The current time without consuming a timestamp (for snapshots)."""
-        wall = from_micros(time.time_ns() // 1000)
+        wall = from_micros(self._physical())
         with self._lock:
             return max(self._last, wall)
 

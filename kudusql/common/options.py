@@ -13,8 +13,17 @@ from kudusql.common.errors import ProgrammingError
 class TabletOptions:
     """Knobs of one tablet. Sizes in bytes, times in seconds."""
 
-    #: MemRowSet size that triggers a flush by the maintenance manager.
+    #: MemRowSet (or DeltaMemStore) size that makes a flush urgent for the maintenance
+    #: manager (Kudu's flush_threshold_mb).
     flush_threshold_bytes: int = 64 * 1024 * 1024
+    #: Age after which a smaller MemRowSet is flushed too (Kudu's flush_threshold_secs).
+    flush_threshold_s: float = 120.0
+    #: I/O budget of one merging compaction, in MiB (tablet_compaction_budget_mb).
+    compaction_budget_mb: float = 256.0
+    #: Minor delta compaction score = REDO files / this (capped at 1).
+    minor_compaction_max_files: int = 1000
+    #: Major delta compaction runs once REDO bytes reach this fraction of base bytes.
+    major_compaction_min_ratio: float = 0.1
     #: DiskRowSets roll at this size (Kudu's budgeted_compaction_target_rowset_size).
     rowset_target_bytes: int = 32 * 1024 * 1024
     #: Rows per CFile page; every column of a rowset shares page boundaries.
@@ -39,8 +48,9 @@ class TabletOptions:
     wal_fsync: str = "none"
     #: WAL segments roll at this size.
     wal_segment_bytes: int = 8 * 1024 * 1024
-    #: Obsolete files (WAL segments) are deleted only after this long, so a read-only
-    #: process that loaded an older state can still read them.
+    #: Obsolete files (WAL segments, rowset files replaced by compactions) are deleted only
+    #: after this long, so a read-only process that loaded an older state can still read
+    #: them (and, in this process, only once no running scan holds them).
     file_grace_s: float = 60.0
 
     def with_(self, **kw: Any) -> TabletOptions:

@@ -1,8 +1,11 @@
 """Model-based test: random write batches of all eight operations (with duplicate,
-missing and malformed rows) interleaved with flushes, delta flushes and reopen, checked
-after every step against a plain Python model: latest scans, scans at every earlier
-timestamp, ordered and unordered scans with random predicates and projections, and
-diff scans between random pairs of timestamps."""
+missing and malformed rows) interleaved with flushes, delta flushes, minor and major
+delta compactions, merging compactions (policy-chosen and random inputs), history GC,
+reopen and crashes, and a clock the test moves forward past the history it keeps;
+checked after every step against a plain Python model: latest scans, scans at every
+earlier timestamp still inside the history (and a clear error before it), ordered and
+unordered scans with random predicates and projections, and diff scans between random
+pairs of timestamps."""
 
 from __future__ import annotations
 
@@ -12,9 +15,12 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.hybrid_time import HybridClock, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import ColumnSchema, Schema
@@ -71,7 +77,9 @@ class TabletMachine(RuleBasedStateMachine):
     @initialize()
     def setup(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="kudusql-sm-")
-        self.tablet = Tablet.create(self.dir, SCHEMA, OPTIONS)
+        self.offset_us = 0
+        self.clock = HybridClock(lambda: wall_micros() + self.offset_us)
+        self.tablet = Tablet.create(self.dir, SCHEMA, OPTIONS, clock=self.clock)
         self.model = TabletModel(
             ["a", "b"],
             [ModelColumn("c"), ModelColumn("d", nullable=False, default="dflt"), ModelColumn("e")],
@@ -122,10 +130,47 @@ class TabletMachine(RuleBasedStateMachine):
             self.tablet.flush_deltas()
         if kind == "reopen":
             self.tablet.close()
-            self.tablet = Tablet.open(self.dir, OPTIONS)
+            self.tablet = Tablet.open(self.dir, OPTIONS, clock=self.clock)
         if kind == "crash":  # drop all in-memory state without flushing, reopen from disk
             self.tablet.abandon()
-            self.tablet = Tablet.open(self.dir, OPTIONS)
+            self.tablet = Tablet.open(self.dir, OPTIONS, clock=self.clock)
+
+    def _rowset_ids(self) -> list[int]:
+        return [r["id"] for r in self.tablet.rowsets_info() if r["kind"] == "diskrowset"]
+
+    @rule(data=st.data())
+    def compaction(self, data: st.DataObject) -> None:
+        kind = data.draw(
+            st.sampled_from(["minor", "major", "merge", "merge_policy", "gc", "all", "crash"])
+        )
+        t, ids = self.tablet, self._rowset_ids()
+        if kind in ("minor", "major") and ids:
+            rid = data.draw(st.sampled_from(ids))
+            (t.minor_delta_compaction if kind == "minor" else t.major_delta_compaction)(rid)
+        elif kind == "merge" and ids:
+            t.compact(data.draw(st.lists(st.sampled_from(ids), min_size=1, unique=True)))
+        elif kind == "merge_policy":
+            t.compact()
+        elif kind == "gc":
+            t.gc_undo()
+            t.gc_deleted_rowsets()
+        elif kind == "all":
+            t.run_maintenance()
+        elif kind == "crash" and ids:  # merge, then lose memory: the result must be durable
+            t.compact(ids)
+            t.abandon()
+            self.tablet = Tablet.open(self.dir, OPTIONS, clock=self.clock)
+
+    @rule(minutes=st.sampled_from([1, 30, 59, 61, 90, 180]))
+    def advance_clock(self, minutes: int) -> None:
+        """Move the wall clock forward; history older than history_max_age_s (an hour)
+        becomes ancient: scans before it fail, compactions and GC may drop it."""
+        self.offset_us += minutes * 60 * 1_000_000
+
+    def _held(self) -> list[int]:
+        """Snapshots of interest still inside the kept history."""
+        ahm = self.tablet.ancient_history_mark()
+        return [x for t in self.timestamps for x in (t, t + 1) if x >= ahm]
 
     @invariant()
     def latest_matches(self) -> None:
@@ -137,11 +182,18 @@ class TabletMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(getattr(self, "timestamps", None)))
     @rule()
     def time_travel(self) -> None:
-        """Every snapshot seen so far still answers as it did."""
-        for ts in self.timestamps:
-            for snap in (ts, ts + 1):
-                got = _rows(self.tablet.scan(snapshot=snap).read_all(), NONKEY)
-                assert got == self.model.state_at(snap), snap
+        """Every snapshot seen so far still answers as it did while it is inside the
+        kept history, and fails with a clear error once it is not."""
+        held = self._held()
+        for snap in held:
+            got = _rows(self.tablet.scan(snapshot=snap).read_all(), NONKEY)
+            assert got == self.model.state_at(snap), snap
+        ancient = [t for t in self.timestamps if t < self.tablet.ancient_history_mark()]
+        if ancient:
+            with pytest.raises(ProgrammingError, match="ancient history mark"):
+                self.tablet.scan(snapshot=ancient[-1])
+            with pytest.raises(ProgrammingError, match="ancient history mark"):
+                self.tablet.diff_scan(ancient[-1], self.tablet.latest_timestamp())
 
     @rule(
         data=st.data(),
@@ -175,8 +227,9 @@ class TabletMachine(RuleBasedStateMachine):
             keep = lambda k, r: k[0] == va and k[1] >= vb  # noqa: E731
         snap = None
         expected_state = self.model.rows
-        if self.timestamps and data.draw(st.booleans()):
-            snap = data.draw(st.sampled_from(self.timestamps)) + 1
+        held = self._held()
+        if held and data.draw(st.booleans()):
+            snap = data.draw(st.sampled_from(held))
             expected_state = self.model.state_at(snap)
         cols = ["a", "b", *proj]
         table = self.tablet.scan(cols, preds, snapshot=snap, ordered=ordered).read_all()
@@ -199,7 +252,7 @@ class TabletMachine(RuleBasedStateMachine):
     @precondition(lambda self: len(getattr(self, "timestamps", [])) >= 1)
     @rule(data=st.data())
     def diff_scan(self, data: st.DataObject) -> None:
-        cands = [*self.timestamps, *(t + 1 for t in self.timestamps)]
+        cands = self._held() or [self.tablet.latest_timestamp()]
         s = data.draw(st.sampled_from(cands))
         e = data.draw(st.sampled_from(cands))
         s, e = min(s, e), max(s, e)

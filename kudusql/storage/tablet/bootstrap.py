@@ -54,9 +54,17 @@ class _Values:
 
 
 def replay(
-    records: Iterable[LogRecord], rs: RowSets, schema: Schema, last_durable_mrs_id: int
+    records: Iterable[LogRecord],
+    rs: RowSets,
+    schema: Schema,
+    last_durable_mrs_id: int,
+    next_rowset_id: int,
 ) -> ReplayStats:
-    """Apply the non-durable part of every record to ``rs`` (its MemRowSet is empty)."""
+    """Apply the non-durable part of every record to ``rs`` (its MemRowSet is empty).
+
+    A record may name a DiskRowSet the superblock no longer lists: a compaction merged it
+    (after writing every mutation it had into its outputs) or history GC dropped it. Such
+    rows are durable (or moot) and skipped; an id never handed out is corruption."""
     st = ReplayStats()
     by_id = {d.id: i for i, d in enumerate(rs.drs)}
     index_of_id = {c.id: i for i, c in enumerate(schema.columns)}
@@ -72,6 +80,8 @@ def replay(
         trs = np.full(len(db.row), -1, dtype=np.int64)
         for j in np.flatnonzero(db.kind == KIND_DRS).tolist():
             i = by_id.get(int(db.store[j]))
+            if i is None and int(db.store[j]) < next_rowset_id:
+                continue  # compacted away or GC'd: keep[j] stays False
             if i is None:
                 raise CorruptionError(
                     rec.segment,

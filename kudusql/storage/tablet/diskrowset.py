@@ -80,6 +80,24 @@ class RowSetMeta:
     undo_files: list[DeltaFileMeta] = field(default_factory=list)
     redo_files: list[DeltaFileMeta] = field(default_factory=list)
     last_durable_dms_id: int = -1
+    #: Column files rewritten by a major delta compaction (others are ``c<id>.cfile``).
+    column_files: dict[int, str] = field(default_factory=dict)
+    #: Compactions of this rowset so far; names the files the next one writes.
+    gen: int = 0
+
+    def column_file(self, col_id: int) -> str:
+        return self.column_files.get(col_id) or f"c{col_id}.cfile"
+
+    def file_names(self) -> set[str]:
+        """Every file of the rowset directory this metadata references."""
+        names = {"key.cfile", "bloom"}
+        names.update(self.column_file(c) for c in self.column_ids)
+        names.update(f.name for f in self.undo_files)
+        names.update(f.name for f in self.redo_files)
+        return names
+
+    def copy(self) -> RowSetMeta:
+        return RowSetMeta.from_dict(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +110,8 @@ class RowSetMeta:
             "undo_files": [f.to_dict() for f in self.undo_files],
             "redo_files": [f.to_dict() for f in self.redo_files],
             "last_durable_dms_id": self.last_durable_dms_id,
+            "column_files": {str(k): v for k, v in self.column_files.items()},
+            "gen": self.gen,
         }
 
     @classmethod
@@ -106,6 +126,8 @@ class RowSetMeta:
             [DeltaFileMeta.from_dict(x) for x in d["undo_files"]],
             [DeltaFileMeta.from_dict(x) for x in d["redo_files"]],
             d.get("last_durable_dms_id", -1),
+            {int(k): v for k, v in d.get("column_files", {}).items()},
+            d.get("gen", 0),
         )
 
 
@@ -159,7 +181,7 @@ class DiskRowSet:
             with self._lock:
                 r = self._readers.get(col.id)
                 if r is None:
-                    path = os.path.join(self.dir, f"c{col.id}.cfile")
+                    path = os.path.join(self.dir, self.meta.column_file(col.id))
                     r = CFileReader(path, col.type.arrow_type(), self.cache)
                     self._readers[col.id] = r
         return r
@@ -312,7 +334,7 @@ class DiskRowSet:
         c = self._resolved_latest
         if c is None or c[1] is not redo:
             return None
-        return f"@{self.id}:{c[0][0]}:{c[0][1]}:{c[0][2]}:{c[0][3]}"
+        return f"@{self.id}.{self.meta.gen}:{c[0][0]}:{c[0][1]}:{c[0][2]}:{c[0][3]}"
 
     def patched_page(
         self, col: ColumnSchema, page: int, redo: Resolved, version: str
@@ -349,6 +371,37 @@ class DiskRowSet:
     def live_count(self) -> int:
         return int(self.meta.num_rows - self.dead_at_latest().sum())
 
+    def derive(self, meta: RowSetMeta) -> DiskRowSet:
+        """The same rowset after a compaction or GC rewrote some of its files: a new
+        object (scans that captured this one keep reading its files) that shares the
+        in-memory stores, so writes made through either are seen by both."""
+        new = DiskRowSet(os.path.dirname(os.path.dirname(self.dir)), meta, self.cache)
+        new.dms, new.frozen_dms, new._dead = self.dms, self.frozen_dms, self._dead
+        new._key_reader, new._bloom = self._key_reader, self._bloom
+        for cid, r in self._readers.items():
+            if meta.column_file(cid) == self.meta.column_file(cid):
+                new._readers[cid] = r
+        keep = {f.name for f in meta.undo_files} | {f.name for f in meta.redo_files}
+        reuse = {f.meta.name: f for f in (*self._undo, *self._redo) if f.meta.name in keep}
+        new._undo = [reuse.get(f.name) or DeltaFileReaderLazy(new.dir, f) for f in meta.undo_files]
+        new._redo = [reuse.get(f.name) or DeltaFileReaderLazy(new.dir, f) for f in meta.redo_files]
+        return new
+
+    def redo_file_deltas(self) -> Deltas:
+        """The events of the REDO DeltaFiles (not the DeltaMemStores), in apply order."""
+        return concat_deltas([f.deltas() for f in self._redo])
+
+    def undo_file_deltas(self) -> Deltas:
+        return concat_deltas([f.deltas() for f in self._undo])
+
+    def last_change_ts(self) -> int:
+        """Timestamp of the newest REDO event (0 if none): when the rowset last changed."""
+        ts = max([f.meta.stats.max_ts for f in self._redo], default=0)
+        for dms in (self.frozen_dms, self.dms):
+            if dms is not None and len(dms):
+                ts = max(ts, dms.deltas().max_ts)
+        return ts
+
     # -- delta flush --------------------------------------------------------------------------
     def freeze_dms(self) -> DeltaMemStore:
         frozen = self.dms
@@ -377,6 +430,9 @@ class DiskRowSet:
             "undo_files": len(self._undo),
             "redo_files": len(self._redo),
             "dms_events": len(self.dms),
+            "dms_bytes": self.dms.bytes,
+            "undo_events": sum(f.meta.stats.num_events for f in self._undo),
+            "redo_events": sum(f.meta.stats.num_events for f in self._redo),
             "undo_bytes": sum(f.meta.stats.size for f in self._undo),
             "redo_bytes": sum(f.meta.stats.size for f in self._redo),
         }

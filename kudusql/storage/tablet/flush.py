@@ -25,13 +25,12 @@ import pyarrow as pa
 
 from kudusql.common.keys import sort_order
 from kudusql.common.schema import Schema
+from kudusql.storage.tablet.compaction import split_final_deletes, undo_of_history
 from kudusql.storage.tablet.delta import (
-    ColumnDelta,
     Deltas,
     MutationType,
     apply_to_column,
     concat_deltas,
-    last_setter_before,
     resolve,
 )
 from kudusql.storage.tablet.memrowset import MemRowSetView
@@ -54,16 +53,7 @@ def prepare_flush(view: MemRowSetView, schema: Schema) -> FlushInput:
     nonkey = [c for c in schema.columns[schema.num_key_columns :]]
 
     # 1. Final DELETEs become REDO DELETEs; history is the rest.
-    is_live_ev = d.op != MutationType.UPDATE
-    final_delete = np.zeros(len(d), dtype=bool)
-    if is_live_ev.any():
-        lidx = np.flatnonzero(is_live_ev)
-        rev = d.rowid[lidx][::-1]
-        _, first_in_rev = np.unique(rev, return_index=True)
-        last_idx = lidx[len(lidx) - 1 - first_in_rev]
-        final_delete[last_idx[d.op[last_idx] == MutationType.DELETE]] = True
-    hist = d.select(~final_delete) if final_delete.any() else d
-    redo_del = d.select(final_delete) if final_delete.any() else Deltas()
+    hist, redo_del = split_final_deletes(d)
 
     # 2. Rows whose every event happened at their insert timestamp and which end deleted.
     keep = np.ones(n, dtype=bool)
@@ -83,7 +73,16 @@ def prepare_flush(view: MemRowSetView, schema: Schema) -> FlushInput:
     base = pa.Table.from_arrays(columns, schema=view.rows.schema)
 
     # 4. UNDO records.
-    undo = _undo_records(view, hist, nonkey_ids=[c.id for c in nonkey], schema=schema)
+    base_values = {c.id: _single(view.rows.column(schema.index_of(c.name))) for c in nonkey}
+    inserts = Deltas(
+        np.arange(n, dtype=np.int64),
+        view.insert_ts,
+        view.insert_seq,
+        np.full(n, MutationType.DELETE, dtype=np.uint8),
+        {},
+    )
+    events = undo_of_history(base_values, view.insert_seq, hist)
+    undo = concat_deltas([inserts, events]).sorted_by_seq()
 
     # 5. Sort kept slots by key and renumber.
     kept = np.flatnonzero(keep)
@@ -103,54 +102,6 @@ def prepare_flush(view: MemRowSetView, schema: Schema) -> FlushInput:
         return x.map_rowids(slot_to_rowid)
 
     return FlushInput(rows, keys, remap(undo), remap(redo_del), slot_to_rowid)
-
-
-def _undo_records(
-    view: MemRowSetView, hist: Deltas, nonkey_ids: list[int], schema: Schema
-) -> Deltas:
-    n = view.num_slots
-    slots = np.arange(n, dtype=np.int64)
-    inserts = Deltas(
-        slots,
-        view.insert_ts,
-        view.insert_seq,
-        np.full(n, MutationType.DELETE, dtype=np.uint8),
-        {},
-    )
-    if not len(hist):
-        return inserts
-    undo_op = np.where(
-        hist.op == MutationType.UPDATE,
-        np.uint8(MutationType.UPDATE),
-        np.where(
-            hist.op == MutationType.DELETE,
-            np.uint8(MutationType.REINSERT),
-            np.uint8(MutationType.DELETE),
-        ),
-    ).astype(np.uint8)
-    is_delete = hist.op == MutationType.DELETE
-    cols: dict[int, ColumnDelta] = {}
-    for cid in nonkey_ids:
-        i = next(j for j, c in enumerate(schema.columns) if c.id == cid)
-        base_col = view.rows.column(i).combine_chunks()
-        cd = hist.cols.get(cid)
-        # Setters of this column: the inserts, then the events that set it.
-        if cd is not None:
-            s_rows = np.concatenate([slots, hist.rowid[cd.pos]])
-            s_seq = np.concatenate([view.insert_seq, hist.seq[cd.pos]])
-            s_vals = pa.concat_arrays([base_col, cd.values.cast(base_col.type)])
-            upd_pos = cd.pos[hist.op[cd.pos] == MutationType.UPDATE]
-        else:
-            s_rows, s_seq, s_vals = slots, view.insert_seq, base_col
-            upd_pos = np.zeros(0, dtype=np.int64)
-        # Queries: UPDATEs that set the column (old value) and every DELETE (whole row).
-        q_pos = np.union1d(upd_pos, np.flatnonzero(is_delete))
-        if not len(q_pos):
-            continue
-        idx = last_setter_before(s_rows, s_seq, hist.rowid[q_pos], hist.seq[q_pos])
-        cols[cid] = ColumnDelta(q_pos, s_vals.take(idx))
-    events = Deltas(hist.rowid, hist.ts, hist.seq, undo_op, cols)
-    return concat_deltas([inserts, events]).sorted_by_seq()
 
 
 def _single(col: pa.Array[Any] | pa.ChunkedArray[Any]) -> pa.Array[Any]:

@@ -27,9 +27,10 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +40,7 @@ from kudusql.common.errors import (
     DataError,
     Error,
     IntegrityError,
+    InternalError,
     OperationalError,
     ProgrammingError,
 )
@@ -46,17 +48,37 @@ from kudusql.common.hybrid_time import HybridClock, describe, from_micros, to_mi
 from kudusql.common.keys import encode_key
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.common.schema import Schema
-from kudusql.storage.cfile import BlockCache
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.storage.cfile import BlockCache, CFileWriter, parse_compression, parse_encoding
+from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
 from kudusql.storage.tablet.bootstrap import ReplayStats, replay
 from kudusql.storage.tablet.bulk_load import write_bulk_rowsets
-from kudusql.storage.tablet.delta import Deltas
+from kudusql.storage.tablet.compaction import (
+    MergeInput,
+    merge_rowsets,
+    only_columns,
+    rebase,
+    split_final_deletes,
+)
+from kudusql.storage.tablet.compaction_policy import (
+    PolicyOptions,
+    RowSetInfo,
+    Selection,
+    select_rowsets,
+)
+from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
-from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, rowset_dir
+from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
 from kudusql.storage.tablet.flush import prepare_flush
 from kudusql.storage.tablet.key_bounds import key_bounds
+from kudusql.storage.tablet.maintenance import (
+    MaintenanceManager,
+    MaintenanceOp,
+    MaintenanceRecord,
+    flush_score,
+)
 from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.metadata import TabletMeta
 from kudusql.storage.tablet.mvcc import MvccManager
@@ -86,10 +108,14 @@ from kudusql.storage.wal import AppendTicket, FsyncPolicy, Log, read_log
 log = logging.getLogger(__name__)
 
 WAL_DIR = "wal"
+_T = TypeVar("_T")
 
 
 class Tablet:
     """One tablet directory: create with ``Tablet.create``, reopen with ``Tablet.open``."""
+
+    #: Maintenance records kept per tablet.
+    _LOG_KEEP = 1000
 
     def __init__(
         self,
@@ -114,6 +140,9 @@ class Tablet:
         self._lock: DirLock | None = None
         self._log: Log | None = None
         self._durable_history: list[tuple[float, int]] = []
+        self._obsolete: list[tuple[float, list[weakref.ref[DiskRowSet]], Sequence[str]]] = []
+        self.maintenance_log: list[MaintenanceRecord] = []
+        self.maintenance: MaintenanceManager | None = None
         if not read_only:
             self._lock = DirLock(path)
             self._lock.acquire()
@@ -143,6 +172,7 @@ class Tablet:
             self._rowsets,
             self.schema,
             meta.last_durable_mrs_id,
+            meta.next_rowset_id,
         )
         if st.records:
             log.info(
@@ -200,7 +230,10 @@ class Tablet:
                 self.flush_deltas()
         finally:
             self._closed = True
+            if self.maintenance is not None:
+                self.maintenance.unregister(self)
             self._pool.shutdown(wait=True)
+            self._delete_obsolete()
             self._release()
 
     def abandon(self) -> None:
@@ -209,6 +242,8 @@ class Tablet:
         For tests; what survives is what a SIGKILL leaves (the files as written so far).
         """
         self._closed = True
+        if self.maintenance is not None:
+            self.maintenance.unregister(self)
         self._pool.shutdown(wait=True)
         lg, self._log = self._log, None
         if lg is not None:
@@ -248,6 +283,14 @@ class Tablet:
             if full not in known:
                 log.warning("removing orphaned rowset directory %s", full)
                 shutil.rmtree(full, ignore_errors=True)
+        for m in self.meta.rowsets:  # files an interrupted or superseded compaction left
+            rdir = rowset_dir(self.path, m.id)
+            listed = m.file_names()
+            for name in os.listdir(rdir) if os.path.isdir(rdir) else ():
+                if name not in listed:
+                    log.info("removing obsolete file %s", os.path.join(rdir, name))
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(rdir, name))
 
     # -- time -----------------------------------------------------------------------------------
     def latest_timestamp(self) -> int:
@@ -293,6 +336,8 @@ class Tablet:
             raise OperationalError(f"tablet {self.path} is open read-only")
         if self._closed:
             raise ProgrammingError(f"tablet {self.path} is closed")
+        if self.maintenance is not None:
+            self.maintenance.throttle()
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         ops = _operations(data, op, op_column)
@@ -434,6 +479,7 @@ class Tablet:
         A MemRowSet left frozen by a failed flush is flushed first.
         """
         self._check_writable()
+        t0 = time.perf_counter()
         with self._maint_lock:
             with self._write_lock:
                 rs = self._rowsets
@@ -468,10 +514,7 @@ class Tablet:
                 if len(late):
                     late = late.select(late.seq > cutoff_seq)
                 if len(late):
-                    self._migrate(late, fi.slot_to_rowid, new)
-                    for d in new:
-                        if not d.dms.is_empty():
-                            self._flush_dms(d, d.freeze_dms())
+                    self._migrate(late.map_rowids(fi.slot_to_rowid), new)
                 meta = self.meta
                 saved = (meta.next_rowset_id, meta.last_durable_mrs_id, len(meta.rowsets))
                 meta.rowsets.extend(metas)
@@ -488,10 +531,16 @@ class Tablet:
                     rs.mrs, tuple(f for f in rs.frozen if f is not frozen), (*rs.drs, *new)
                 )
             self._gc_log()
+            written = sum(m.base_bytes + _delta_bytes(m) for m in metas)
+            self._record("flush_mrs", t0, 0, written, f"{len(metas)} rowsets")
             return len(metas)
 
-    def _migrate(self, late: Deltas, slot_to_rowid: np.ndarray, new: list[DiskRowSet]) -> None:
-        rowids = slot_to_rowid[late.rowid]
+    def _migrate(self, late: Deltas, new: Sequence[DiskRowSet]) -> None:
+        """Move mutations that reached a store being replaced (rowid = position in the
+        concatenated ``new`` rowsets) to the new rowsets and write them out at once: their
+        WAL records name the old store, which stops being replayed once the superblock
+        no longer lists it."""
+        rowids = late.rowid
         starts = np.cumsum([0] + [d.num_rows for d in new])
         which = np.searchsorted(starts, rowids, side="right") - 1
         for i, d in enumerate(new):
@@ -501,11 +550,13 @@ class Tablet:
                 d.apply_mutations(
                     Deltas(rowids[m] - starts[i], part.ts, part.seq, part.op, part.cols)
                 )
+                self._flush_dms(d, d.freeze_dms(), save=False)
 
     def flush_deltas(self) -> int:
         """Flush every non-empty DeltaMemStore to a REDO DeltaFile; returns how many."""
         self._check_writable()
         done = 0
+        t0 = time.perf_counter()
         with self._maint_lock:
             for drs in self._rowsets.drs:
                 with self._write_lock:
@@ -517,9 +568,11 @@ class Tablet:
                 self._flush_dms(drs, frozen)
                 done += 1
             self._gc_log()
+            if done:
+                self._record("flush_deltas", t0, 0, 0, f"{done} DeltaMemStores")
         return done
 
-    def _flush_dms(self, drs: DiskRowSet, frozen: Any) -> None:
+    def _flush_dms(self, drs: DiskRowSet, frozen: Any, *, save: bool = True) -> None:
         name = f"redo{frozen.id}.delta"
         types = {c.id: c.type for c in self.schema.columns}
         st = write_delta_file(
@@ -528,6 +581,8 @@ class Tablet:
         with self._write_lock:
             previous = drs.meta.last_durable_dms_id
             drs.install_redo_file(DeltaFileMeta(name, st), frozen.id)
+            if not save:  # the caller saves a superblock that lists the rowset
+                return
             try:
                 self._save_meta()
             except BaseException:
@@ -578,6 +633,467 @@ class Tablet:
     def _save_meta(self) -> None:
         self.meta.next_seq = self._next_seq
         metadata.save(self.path, self.meta, sync=self.options.sync)
+
+    # -- compactions and history GC (the transformations are in compaction.py) ---------------
+    def minor_delta_compaction(self, rowset_id: int) -> bool:
+        """Merge the REDO DeltaFiles of one DiskRowSet into one; False if it has < 2."""
+        return self._maintain(self._minor_delta_compaction, rowset_id)
+
+    def _minor_delta_compaction(self, rowset_id: int) -> bool:
+        drs = self._rowset(rowset_id)
+        if len(drs.meta.redo_files) < 2:
+            return False
+        t0 = time.perf_counter()
+        read = sum(f.stats.size for f in drs.meta.redo_files)
+        deltas = only_columns(drs.redo_file_deltas(), [c.id for c in self.schema.columns])
+        meta = drs.meta.copy()
+        gen = meta.gen
+        meta.redo_files = [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", deltas)]
+        meta.gen = gen + 1
+        self._finish_rewrite(drs, meta)
+        self._record("minor_delta_compaction", t0, read, meta.redo_files[0].stats.size)
+        return True
+
+    def major_delta_compaction(self, rowset_id: int) -> bool:
+        """Fold one DiskRowSet's REDO DeltaFiles into new base files of the columns they
+        update, keeping rowids; history becomes UNDO records (those older than the ancient
+        history mark are dropped). False if the rowset has no REDO files."""
+        return self._maintain(self._major_delta_compaction, rowset_id)
+
+    def _major_delta_compaction(self, rowset_id: int) -> bool:
+        drs = self._rowset(rowset_id)
+        if not drs.meta.redo_files:
+            return False
+        t0 = time.perf_counter()
+        ahm = self.ancient_history_mark()
+        schema = self.schema
+        redo = only_columns(drs.redo_file_deltas(), [c.id for c in schema.columns])
+        undo = only_columns(drs.undo_file_deltas(), [c.id for c in schema.columns])
+        hist, _ = split_final_deletes(redo)
+        nonkey = schema.columns[schema.num_key_columns :]
+        if (hist.op != MutationType.UPDATE).any():  # a DELETE undone needs every column
+            cols = list(nonkey)
+        else:
+            cols = [c for c in nonkey if c.id in redo.cols]
+        n = drs.num_rows
+        base = {c.id: drs.read_column_range(c, 0, n) for c in cols}
+        rb = rebase(base, undo, redo, ahm)
+        meta = drs.meta.copy()
+        gen = meta.gen
+        written = 0
+        for c in cols:
+            name = f"c{c.id}.g{gen}.cfile"
+            written += self._write_column(drs, name, c, rb.columns[c.id])
+            meta.column_files[c.id] = name
+        meta.undo_files = (
+            [self._write_deltas(drs, f"undo.g{gen}.delta", "undo", rb.undo)] if len(rb.undo) else []
+        )
+        meta.redo_files = (
+            [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", rb.final_deletes)]
+            if len(rb.final_deletes)
+            else []
+        )
+        meta.gen = gen + 1
+        meta.base_bytes = sum(
+            os.path.getsize(os.path.join(drs.dir, meta.column_file(c.id)))
+            for c in schema.columns
+            if c.id in meta.column_ids
+        )
+        read = sum(f.stats.size for f in (*drs.meta.redo_files, *drs.meta.undo_files))
+        readers = [drs.column_reader(c) for c in cols]
+        read += sum(r.file_size for r in readers if r is not None)
+        written += sum(f.stats.size for f in (*meta.undo_files, *meta.redo_files))
+        self._finish_rewrite(drs, meta)
+        self._record("major_delta_compaction", t0, read, written)
+        return True
+
+    def compact(self, rowset_ids: Sequence[int] | None = None) -> int:
+        """Merging compaction: merge DiskRowSets by key into new ones (rolling at the
+        target size), dropping rows deleted before the ancient history mark and folding
+        deleted copies of a key into one row. Without ``rowset_ids`` the budgeted
+        height-minimizing policy picks the inputs. Returns how many rowsets it merged.
+
+        Writes go on meanwhile: mutations of the inputs that arrive during the merge move
+        to the outputs when they are swapped in (under the write lock).
+        """
+        return self._maintain(self._compact, rowset_ids)
+
+    def _compact(self, rowset_ids: Sequence[int] | None) -> int:
+        if rowset_ids is None:
+            inputs = [self._rowset(i) for i in self._policy_selection()]
+        else:
+            inputs = [self._rowset(i) for i in dict.fromkeys(rowset_ids)]
+        if not inputs or (rowset_ids is None and len(inputs) < 2):
+            return 0
+        t0 = time.perf_counter()
+        for drs in inputs:  # the inputs become files only; later mutations are late
+            with self._write_lock:
+                frozen = drs.frozen_dms or (None if drs.dms.is_empty() else drs.freeze_dms())
+            if frozen is not None:
+                self._flush_dms(drs, frozen)
+        ahm = self.ancient_history_mark()
+        schema = self.schema
+        ids = [c.id for c in schema.columns]
+        merged = merge_rowsets(
+            [self._merge_input(d, ids) for d in inputs],
+            [c.id for c in schema.key_columns],
+            ahm,
+        )
+        arrow_schema = pa.schema([c.arrow_field() for c in schema.columns])
+        rows = pa.Table.from_arrays([merged.rows[i] for i in ids], schema=arrow_schema)
+        first_id = self.meta.next_rowset_id
+        metas = write_rowsets(
+            self.path,
+            first_id,
+            schema,
+            rows,
+            merged.keys,
+            merged.undo,
+            merged.redo,
+            self._write_opts(),
+            self._pool,
+        )
+        with self._write_lock:
+            new = [DiskRowSet(self.path, m, self.cache) for m in metas]
+            late_parts = []
+            for drs, rowid_map in zip(inputs, merged.rowid_maps, strict=True):
+                late = concat_deltas(
+                    [p.deltas() for p in (drs.frozen_dms, drs.dms) if p is not None]
+                )
+                if len(late):
+                    target = rowid_map[late.rowid]
+                    if (target < 0).any():
+                        raise InternalError(
+                            f"rowset {drs.id}: a mutation during the compaction names "
+                            "a row the compaction dropped"
+                        )
+                    late_parts.append(late.map_rowids(rowid_map))
+            if late_parts:
+                self._migrate(concat_deltas(late_parts).sorted_by_seq(), new)
+            self._publish(remove=inputs, add=new, next_rowset_id=first_id + len(metas))
+        self._retire(inputs, [d.dir for d in inputs])
+        read = sum(d.meta.base_bytes + _delta_bytes(d.meta) for d in inputs)
+        written = sum(m.base_bytes + _delta_bytes(m) for m in metas)
+        self._record(
+            "merge_compaction",
+            t0,
+            read,
+            written,
+            f"{len(inputs)} -> {len(metas)} rowsets, {merged.rows_dropped} rows purged",
+        )
+        return len(inputs)
+
+    def gc_undo(self) -> int:
+        """Delete UNDO DeltaFiles entirely older than the ancient history mark; returns
+        the bytes they held."""
+        return self._maintain(self._gc_undo)
+
+    def _gc_undo(self) -> int:
+        t0 = time.perf_counter()
+        ahm = self.ancient_history_mark()
+        freed = 0
+        for drs in self._rowsets.drs:
+            old = [f for f in drs.meta.undo_files if f.stats.max_ts < ahm]
+            if not old:
+                continue
+            meta = drs.meta.copy()
+            meta.undo_files = [f for f in meta.undo_files if f.stats.max_ts >= ahm]
+            self._finish_rewrite(drs, meta)
+            freed += sum(f.stats.size for f in old)
+        if freed:
+            self._record("undo_delta_gc", t0, 0, 0, f"{freed} bytes freed")
+        return freed
+
+    def gc_deleted_rowsets(self) -> int:
+        """Drop DiskRowSets with no live row whose last change is older than the ancient
+        history mark (no snapshot still allowed can see any of their rows)."""
+        return self._maintain(self._gc_deleted_rowsets)
+
+    def _gc_deleted_rowsets(self) -> int:
+        t0 = time.perf_counter()
+        ahm = self.ancient_history_mark()
+        with self._write_lock:
+            dead = [
+                d for d in self._rowsets.drs if d.live_count() == 0 and d.last_change_ts() < ahm
+            ]
+            if not dead:
+                return 0
+            self._publish(remove=dead, add=())
+        self._retire(dead, [d.dir for d in dead])
+        freed = sum(d.meta.base_bytes + _delta_bytes(d.meta) for d in dead)
+        self._record("deleted_rowset_gc", t0, 0, 0, f"{len(dead)} rowsets, {freed} bytes")
+        return len(dead)
+
+    def _maintain(self, op: Callable[..., _T], *args: Any) -> _T:
+        """Run a maintenance op under the maintenance lock, then delete the files it
+        made obsolete if nothing holds them any more (the op's locals are gone by then)."""
+        self._check_writable()
+        with self._maint_lock:
+            result = op(*args)
+        self._delete_obsolete()
+        return result
+
+    def _rowset(self, rowset_id: int) -> DiskRowSet:
+        for d in self._rowsets.drs:
+            if d.id == rowset_id:
+                return d
+        raise ProgrammingError(f"tablet {self.path} has no DiskRowSet {rowset_id}")
+
+    def _merge_input(self, drs: DiskRowSet, ids: list[int]) -> MergeInput:
+        n = drs.num_rows
+        cols = {c.id: drs.read_column_range(c, 0, n) for c in self.schema.columns}
+        return MergeInput(
+            drs.key_reader().read_all().combine_chunks(),
+            cols,
+            only_columns(drs.undo_file_deltas(), ids),
+            only_columns(drs.redo_file_deltas(), ids),
+        )
+
+    def _write_deltas(self, drs: DiskRowSet, name: str, kind: str, d: Deltas) -> DeltaFileMeta:
+        types = {c.id: c.type for c in self.schema.columns}
+        st = write_delta_file(os.path.join(drs.dir, name), kind, d, types, sync=self.options.sync)
+        return DeltaFileMeta(name, st)
+
+    def _write_column(self, drs: DiskRowSet, name: str, col: ColumnSchema, arr: Any) -> int:
+        """A new CFile for one column of a rowset, with the rowset's page boundaries."""
+        w = CFileWriter(
+            os.path.join(drs.dir, name),
+            col.type.arrow_type(),
+            encoding=parse_encoding(col.encoding),
+            compression=parse_compression(col.compression),
+            sync=self.options.sync,
+        )
+        try:
+            offsets = drs.page_offsets
+            for p in range(len(offsets) - 1):
+                a, b = int(offsets[p]), int(offsets[p + 1])
+                w.append_page(arr.slice(a, b - a))
+            return w.finish()
+        except BaseException:
+            w.abort()
+            raise
+
+    def _finish_rewrite(self, drs: DiskRowSet, meta: RowSetMeta) -> None:
+        """Swap in a rewritten rowset (same id, new files) and retire the old files."""
+        if self.options.sync:
+            fsync_dir(drs.dir)
+        with self._write_lock:
+            new = drs.derive(meta)
+            self._publish(remove=[drs], add=[new])
+        gone = drs.meta.file_names() - meta.file_names()
+        self._retire([drs], [os.path.join(drs.dir, f) for f in sorted(gone)])
+
+    def _publish(
+        self,
+        remove: Sequence[DiskRowSet],
+        add: Sequence[DiskRowSet],
+        next_rowset_id: int | None = None,
+    ) -> None:
+        """Replace rowsets in the superblock and the served set (under the write lock).
+        A rowset that keeps its id takes the place of the one it replaces."""
+        rs = self._rowsets
+        gone = {id(d) for d in remove}
+        same_id = {d.id: d for d in add}
+        drs: list[DiskRowSet] = []
+        for d in rs.drs:
+            if id(d) not in gone:
+                drs.append(d)
+            elif d.id in same_id:
+                drs.append(same_id.pop(d.id))
+        drs.extend(same_id.values())
+        meta = self.meta
+        saved = (list(meta.rowsets), meta.next_rowset_id)
+        meta.rowsets = [d.meta for d in drs]
+        if next_rowset_id is not None:
+            meta.next_rowset_id = next_rowset_id
+        try:
+            self._save_meta()
+        except BaseException:
+            meta.rowsets, meta.next_rowset_id = saved
+            raise
+        self._rowsets = RowSets(rs.mrs, rs.frozen, tuple(drs))
+
+    def _retire(self, objs: Sequence[DiskRowSet], paths: Sequence[str]) -> None:
+        """Delete files no rowset lists any more once no scan of this process holds the
+        rowset objects that read them and the grace period for other processes is over."""
+        if paths:
+            refs = [weakref.ref(o) for o in objs]
+            self._obsolete.append((time.monotonic() + self.options.file_grace_s, refs, paths))
+
+    def _delete_obsolete(self) -> None:
+        now = time.monotonic()
+        keep = []
+        for deadline, refs, paths in self._obsolete:
+            if now < deadline or any(r() is not None for r in refs):
+                keep.append((deadline, refs, paths))
+                continue
+            for p in paths:
+                if os.path.isdir(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(p)
+        self._obsolete = keep
+
+    def _policy_selection(self) -> tuple[int, ...]:
+        return self._policy(self.ancient_history_mark()).ids
+
+    def _policy(self, ahm: int) -> Selection:
+        infos = [
+            RowSetInfo(
+                d.id,
+                d.meta.base_bytes + _delta_bytes(d.meta),
+                d.meta.min_key,
+                d.meta.max_key,
+                sum(f.stats.size for f in d.meta.undo_files),
+                sum(f.stats.size for f in d.meta.undo_files if f.stats.max_ts < ahm),
+            )
+            for d in self._rowsets.drs
+            if d.num_rows
+        ]
+        opts = PolicyOptions(
+            budget_mb=self.options.compaction_budget_mb,
+            target_rowset_bytes=self.options.rowset_target_bytes,
+        )
+        return select_rowsets(infos, opts)
+
+    def _record(self, op: str, t0: float, read: int, written: int, note: str = "") -> None:
+        rec = MaintenanceRecord(
+            op, self.path, time.time(), time.perf_counter() - t0, read, written, note
+        )
+        self.maintenance_log.append(rec)
+        del self.maintenance_log[: -self._LOG_KEEP]
+        if self.maintenance is not None:
+            self.maintenance.record(rec)
+        log.info("tablet %s: %s", self.path, rec.describe())
+
+    # -- the maintenance manager's view (see maintenance.py) ---------------------------------
+    def attach(self, manager: MaintenanceManager) -> None:
+        """Let ``manager`` schedule this tablet's maintenance and throttle its writes."""
+        self.maintenance = manager
+        manager.register(self)
+
+    def memory_bytes(self) -> int:
+        """Memory held by the MemRowSets and DeltaMemStores."""
+        rs = self._rowsets
+        n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
+        return n + sum(d.dms.bytes + (d.frozen_dms.bytes if d.frozen_dms else 0) for d in rs.drs)
+
+    def maintenance_ops(self) -> list[MaintenanceOp]:
+        """The operations worth running now, each with what it would gain."""
+        if self.read_only or self._closed or self._failed is not None:
+            return []
+        o, rs, path = self.options, self._rowsets, self.path
+        now = to_micros(self.clock.peek())
+
+        def age_s(ts: int | None) -> float:
+            return 0.0 if ts is None else max(0.0, (now - to_micros(ts)) / 1e6)
+
+        ops: list[MaintenanceOp] = []
+        wal = self.wal_size()
+        mem = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
+        if rs.frozen or not rs.mrs.is_empty():
+            oldest = min((m.min_ts for m in (rs.mrs, *rs.frozen) if m.min_ts), default=None)
+            score = flush_score(mem, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
+            ops.append(MaintenanceOp("flush_mrs", path, self.flush, mem, wal, 0, score))
+        dms = [d.dms for d in rs.drs if not d.dms.is_empty()]
+        if dms:
+            size = sum(x.bytes for x in dms)
+            oldest = min((x.min_ts for x in dms if x.min_ts), default=None)
+            score = flush_score(size, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
+            ops.append(MaintenanceOp("flush_deltas", path, self.flush_deltas, size, wal, 0, score))
+        ahm = self.ancient_history_mark()
+        minor = max(rs.drs, key=lambda d: len(d.meta.redo_files), default=None)
+        if minor is not None and len(minor.meta.redo_files) >= 2:
+            score = min(1.0, len(minor.meta.redo_files) / o.minor_compaction_max_files)
+            mid = minor.id
+            ops.append(
+                MaintenanceOp(
+                    "minor_delta_compaction",
+                    path,
+                    lambda: self.minor_delta_compaction(mid),
+                    perf_improvement=score,
+                )
+            )
+        ratios = [
+            (sum(f.stats.size for f in d.meta.redo_files) / max(1, d.meta.base_bytes), d.id)
+            for d in rs.drs
+            if d.meta.redo_files
+        ]
+        if ratios:
+            ratio, rid = max(ratios)
+            if ratio >= o.major_compaction_min_ratio:
+                ops.append(
+                    MaintenanceOp(
+                        "major_delta_compaction",
+                        path,
+                        lambda: self.major_delta_compaction(rid),
+                        perf_improvement=min(1.0, ratio),
+                    )
+                )
+        sel = self._policy(ahm)
+        if len(sel.ids) >= 2:
+            ids = sel.ids
+            ops.append(
+                MaintenanceOp(
+                    "merge_compaction",
+                    path,
+                    lambda: self.compact(ids),
+                    perf_improvement=sel.quality,
+                )
+            )
+        undo_gc = sum(
+            f.stats.size for d in rs.drs for f in d.meta.undo_files if f.stats.max_ts < ahm
+        )
+        if undo_gc:
+            ops.append(MaintenanceOp("undo_delta_gc", path, self.gc_undo, data_retained=undo_gc))
+        dead = sum(
+            d.meta.base_bytes + _delta_bytes(d.meta) + 1
+            for d in rs.drs
+            if d.live_count() == 0 and d.last_change_ts() < ahm
+        )
+        if dead:
+            ops.append(
+                MaintenanceOp(
+                    "deleted_rowset_gc", path, self.gc_deleted_rowsets, data_retained=dead
+                )
+            )
+        return ops
+
+    def run_maintenance(self, *, flush: bool = True, compact: bool = True, gc: bool = True) -> None:
+        """Run maintenance now: flush memory; merge rowsets while the policy finds
+        overlap and fold every rowset's REDO files into its base; then history GC."""
+        if flush:
+            self.flush()
+            self.flush_deltas()
+        if compact:
+            while self.compact() >= 2:
+                pass
+            for d in list(self._rowsets.drs):
+                if d.meta.redo_files:
+                    self.major_delta_compaction(d.id)
+        if gc:
+            self.gc_undo()
+            self.gc_deleted_rowsets()
+
+    # -- introspection --------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Memory stores, rowsets and history of the tablet (see ``rowsets_info``)."""
+        rs = self._rowsets
+        ahm = self.ancient_history_mark()
+        return {
+            "path": self.path,
+            "memrowset_rows": rs.mrs.num_slots + sum(f.num_slots for f in rs.frozen),
+            "memrowset_bytes": rs.mrs.bytes + sum(f.bytes for f in rs.frozen),
+            "deltamemstore_bytes": sum(d.dms.bytes for d in rs.drs),
+            "deltamemstore_events": sum(len(d.dms) for d in rs.drs),
+            "diskrowsets": len(rs.drs),
+            "disk_bytes": sum(d.meta.base_bytes + _delta_bytes(d.meta) for d in rs.drs),
+            "wal_bytes": self.wal_size(),
+            "ancient_history_mark": ahm,
+            "ancient_history_mark_micros": to_micros(ahm),
+            "rowsets": self.rowsets_info(),
+        }
 
     # -- reads ----------------------------------------------------------------------------------
     def scan(
@@ -752,7 +1268,6 @@ class Tablet:
                 return d.row_at(rid, proj)
         return None
 
-    # -- introspection --------------------------------------------------------------------------
     def count_rows(self, snapshot: int | None = None) -> int:
         first = self.schema.key_columns[0].name
         return sum(b.num_rows for b in self.scan([first], snapshot=snapshot))
@@ -784,6 +1299,10 @@ class Tablet:
         deadline = time.monotonic() + timeout
         while self._maint_lock.locked() and time.monotonic() < deadline:
             time.sleep(0.01)
+
+
+def _delta_bytes(m: RowSetMeta) -> int:
+    return sum(f.stats.size for f in (*m.undo_files, *m.redo_files))
 
 
 def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:

@@ -1,0 +1,278 @@
+"""Compactions of DiskRowSets, as pure transformations of columns and deltas.
+
+Three operations share one idea, *rebasing*: apply a row's REDO history to its base
+values, so the base holds the newest version again, and turn each applied REDO event
+into the UNDO event that rolls it back (an UPDATE into an UPDATE carrying the old
+values of the columns it set, a DELETE into a REINSERT carrying the whole row, a
+REINSERT into a DELETE). A row whose last event is a DELETE keeps that DELETE as a REDO
+event (a *ghost*: its base holds the values it had before the delete).
+
+* **Minor delta compaction** concatenates a rowset's REDO DeltaFiles into one (events
+  keep their order; nothing is resolved).
+* **Major delta compaction** rebases the columns the REDO files update, in place: rowids
+  are kept, the other columns' files are untouched, UNDO records older than the ancient
+  history mark (AHM) are dropped.
+* **Merging compaction** rebases every column of several rowsets, merges their rows by
+  key and assigns new rowids. A key present more than once (deleted ghosts, and at most
+  one live copy) becomes one row: the newest copy's values as base, the older copies'
+  lives folded into its UNDO history (each older copy's final DELETE becomes an UNDO
+  REINSERT of its values), so time travel answers as before. A key whose newest copy was
+  deleted before the AHM is dropped with all its history.
+
+The I/O around these (reading inputs, writing files, swapping them in under the tablet's
+locks) is the tablet's; see ``Tablet.compact`` and ``Tablet.major_delta_compaction``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.storage.tablet.delta import (
+    ColumnDelta,
+    Deltas,
+    MutationType,
+    apply_to_column,
+    concat_deltas,
+    last_setter_before,
+    resolve,
+)
+
+_NEVER = (1 << 64) - 1
+_U64_MAX = np.iinfo(np.uint64).max
+
+
+def split_final_deletes(redo: Deltas) -> tuple[Deltas, Deltas]:
+    """(history, final DELETEs): a row whose last liveness event is a DELETE is a ghost;
+    that event stays a REDO event, everything else is history to fold into the base."""
+    if not len(redo):
+        return redo, Deltas()
+    liveness = redo.op != MutationType.UPDATE
+    if not liveness.any():
+        return redo, Deltas()
+    lidx = np.flatnonzero(liveness)
+    rev = redo.rowid[lidx][::-1]
+    _, first_in_rev = np.unique(rev, return_index=True)
+    last_idx = lidx[len(lidx) - 1 - first_in_rev]
+    final = np.zeros(len(redo), dtype=bool)
+    final[last_idx[redo.op[last_idx] == MutationType.DELETE]] = True
+    if not final.any():
+        return redo, Deltas()
+    return redo.select(~final), redo.select(final)
+
+
+def undo_of_history(
+    base_values: dict[int, pa.Array[Any]], base_seq: np.ndarray, hist: Deltas
+) -> Deltas:
+    """The UNDO events that roll the version after ``hist`` back to every earlier one.
+
+    ``base_values`` are each row's values before ``hist`` (by column id; row i at
+    position i), set at sequence ``base_seq[i]``; ``hist`` is in apply order. An UPDATE
+    becomes an UNDO UPDATE carrying the previous values of the columns it set; a DELETE
+    an UNDO REINSERT carrying the previous value of every column in ``base_values``; a
+    REINSERT an UNDO DELETE. The result keeps ``hist``'s order.
+    """
+    if not len(hist):
+        return Deltas()
+    undo_op = np.where(
+        hist.op == MutationType.UPDATE,
+        np.uint8(MutationType.UPDATE),
+        np.where(
+            hist.op == MutationType.DELETE,
+            np.uint8(MutationType.REINSERT),
+            np.uint8(MutationType.DELETE),
+        ),
+    ).astype(np.uint8)
+    is_delete = np.flatnonzero(hist.op == MutationType.DELETE)
+    rows = np.arange(len(base_seq), dtype=np.int64)
+    cols: dict[int, ColumnDelta] = {}
+    for cid, base_col in base_values.items():
+        cd = hist.cols.get(cid)
+        # Setters of this column: the base, then the events that set it.
+        if cd is not None:
+            s_rows = np.concatenate([rows, hist.rowid[cd.pos]])
+            s_seq = np.concatenate([base_seq, hist.seq[cd.pos]])
+            s_vals = pa.concat_arrays([base_col, cd.values.cast(base_col.type)])
+            upd_pos = cd.pos[hist.op[cd.pos] == MutationType.UPDATE]
+        else:
+            s_rows, s_seq, s_vals = rows, base_seq, base_col
+            upd_pos = np.zeros(0, dtype=np.int64)
+        # Queries: UPDATEs that set the column (old value) and every DELETE (whole row).
+        q_pos = np.union1d(upd_pos, is_delete)
+        if not len(q_pos):
+            continue
+        idx = last_setter_before(s_rows, s_seq, hist.rowid[q_pos], hist.seq[q_pos])
+        cols[cid] = ColumnDelta(q_pos, s_vals.take(idx))
+    return Deltas(hist.rowid, hist.ts, hist.seq, undo_op, cols)
+
+
+def drop_ancient(undo: Deltas, ahm: int) -> Deltas:
+    """UNDO events a snapshot at or after ``ahm`` can never roll back are dropped."""
+    if not len(undo) or ahm <= 0:
+        return undo
+    keep = undo.ts >= np.uint64(ahm)
+    return undo if keep.all() else undo.select(keep)
+
+
+def only_columns(d: Deltas, col_ids: Sequence[int]) -> Deltas:
+    """``d`` without the values of columns outside ``col_ids`` (dropped columns)."""
+    extra = set(d.cols) - set(col_ids)
+    if not extra:
+        return d
+    return Deltas(d.rowid, d.ts, d.seq, d.op, {k: v for k, v in d.cols.items() if k in col_ids})
+
+
+@dataclass
+class Rebased:
+    """Rows with their REDO history folded in (see the module docstring)."""
+
+    columns: dict[int, pa.Array[Any]]  # newest values; ghosts: before their final delete
+    undo: Deltas  # apply order, rowid = input row
+    final_deletes: Deltas  # the ghosts' final DELETE events, apply order
+
+
+def rebase(base_values: dict[int, pa.Array[Any]], undo: Deltas, redo: Deltas, ahm: int) -> Rebased:
+    """Fold ``redo`` (apply order) into ``base_values``; old ``undo`` events are kept
+    (those older than ``ahm`` dropped) ahead of the new ones."""
+    n = len(next(iter(base_values.values()))) if base_values else 0
+    hist, final = split_final_deletes(redo)
+    latest = resolve(hist, _NEVER, undo=False)
+    cols = {cid: apply_to_column(v, 0, latest, cid)[0] for cid, v in base_values.items()}
+    new_undo = undo_of_history(base_values, np.full(n, -1, dtype=np.int64), hist)
+    merged = concat_deltas([undo, new_undo]).sorted_by_seq()
+    return Rebased(cols, drop_ancient(merged, ahm), final)
+
+
+# -- merging compaction --------------------------------------------------------------------------
+@dataclass
+class MergeInput:
+    """One input rowset: its rows (every schema column, by column id), encoded keys, and
+    every UNDO and REDO event it holds, by rowid."""
+
+    keys: pa.Array[Any]
+    columns: dict[int, pa.Array[Any]]
+    undo: Deltas
+    redo: Deltas
+
+
+@dataclass
+class MergeOutput:
+    rows: dict[int, pa.Array[Any]]  # by column id, sorted by key
+    keys: pa.Array[Any]
+    undo: Deltas  # rowid = output position
+    redo: Deltas
+    #: Per input, old rowid -> output position of its key (-1: dropped).
+    rowid_maps: list[np.ndarray]
+    rows_dropped: int
+
+
+def merge_rowsets(inputs: Sequence[MergeInput], key_ids: Sequence[int], ahm: int) -> MergeOutput:
+    """Merge rowsets by key (see the module docstring). ``key_ids`` are the key columns,
+    whose values never change and are not rebased."""
+    rebased: list[Rebased] = []
+    for m in inputs:
+        nonkey = {cid: a for cid, a in m.columns.items() if cid not in key_ids}
+        rb = rebase(nonkey, m.undo, m.redo, ahm)
+        rb.columns.update({cid: m.columns[cid] for cid in key_ids})
+        rebased.append(rb)
+    sizes = [len(m.keys) for m in inputs]
+    offsets = np.cumsum([0, *sizes])
+    total = int(offsets[-1])
+    keys = (
+        pa.concat_arrays([m.keys.cast(pa.binary()) for m in inputs])
+        if inputs
+        else pa.array([], pa.binary())
+    )
+    # Newness of each copy: live copies sort last; ghosts by the time of their delete.
+    dead = np.zeros(total, dtype=bool)
+    del_ts = np.full(total, _U64_MAX, dtype=np.uint64)
+    del_seq = np.full(total, -1, dtype=np.int64)
+    for i, rb in enumerate(rebased):
+        f = rb.final_deletes
+        if len(f):
+            g = f.rowid + offsets[i]
+            dead[g] = True
+            del_ts[g] = f.ts
+            del_seq[g] = f.seq
+    order = np.asarray(
+        pc.sort_indices(
+            pa.table({"k": keys, "n": pa.array(del_ts)}),
+            sort_keys=[("k", "ascending"), ("n", "ascending")],
+        ).to_numpy(),
+        dtype=np.int64,
+    )
+    sk = keys.take(order)
+    same_next = np.zeros(total, dtype=bool)
+    if total > 1:
+        same_next[:-1] = np.asarray(
+            pc.equal(sk.slice(0, total - 1), sk.slice(1)).to_numpy(zero_copy_only=False),
+            dtype=bool,
+        )
+    newest_sorted = ~same_next
+    group = np.concatenate([[0], np.cumsum(newest_sorted[:-1])]) if total else np.zeros(0, int)
+    newest = order[newest_sorted]  # global index of each group's newest copy, key order
+    drop_group = dead[newest] & (del_ts[newest] < np.uint64(max(ahm, 0)))
+    out_of_group = np.cumsum(~drop_group) - 1
+    out_of_group[drop_group] = -1
+    target = np.empty(total, dtype=np.int64)
+    target[order] = out_of_group[group]
+    kept_newest = newest[~drop_group]
+
+    # Base rows: the newest copies of the kept keys.
+    col_ids = list(rebased[0].columns) if rebased else []
+    rows = {
+        cid: pa.concat_arrays([rb.columns[cid] for rb in rebased]).take(kept_newest)
+        for cid in col_ids
+    }
+
+    def mapped(d: Deltas, i: int) -> Deltas:
+        if not len(d):
+            return d
+        t = target[d.rowid + offsets[i]]
+        d = d.select(t >= 0)
+        return Deltas(target[d.rowid + offsets[i]], d.ts, d.seq, d.op, d.cols)
+
+    undo_parts = [mapped(rb.undo, i) for i, rb in enumerate(rebased)]
+    # Older copies of kept keys: their final DELETE becomes an UNDO REINSERT of their values.
+    is_newest = np.zeros(total, dtype=bool)
+    is_newest[newest] = True
+    older = np.flatnonzero(~is_newest & (target >= 0) & dead)
+    older = older[del_ts[older] >= np.uint64(max(ahm, 0))]
+    if len(older):
+        all_cols = {
+            cid: pa.concat_arrays([rb.columns[cid] for rb in rebased]).take(older)
+            for cid in col_ids
+            if cid not in key_ids
+        }
+        pos = np.arange(len(older), dtype=np.int64)
+        undo_parts.append(
+            Deltas(
+                target[older],
+                del_ts[older],
+                del_seq[older],
+                np.full(len(older), MutationType.REINSERT, dtype=np.uint8),
+                {cid: ColumnDelta(pos, v) for cid, v in all_cols.items()},
+            )
+        )
+    redo_parts = []
+    for i, rb in enumerate(rebased):
+        f = rb.final_deletes
+        if len(f):
+            f = f.select(is_newest[f.rowid + offsets[i]])
+            redo_parts.append(mapped(f, i))
+    undo = drop_ancient(concat_deltas(undo_parts).sorted_by_seq(), ahm)
+    redo = concat_deltas(redo_parts).sorted_by_seq()
+    maps = [target[offsets[i] : offsets[i + 1]].copy() for i in range(len(inputs))]
+    return MergeOutput(
+        rows,
+        keys.take(kept_newest),
+        undo,
+        redo,
+        maps,
+        int(np.count_nonzero(drop_group)),
+    )
