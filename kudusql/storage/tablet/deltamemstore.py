@@ -20,6 +20,7 @@ class DeltaMemStore:
         self._lock = threading.Lock()
         self._parts: list[Deltas] = []
         self._cached: Deltas | None = None
+        self._version = 0  # bumped by every append; a merge is kept only if unchanged
         self.count = 0
         self.bytes = 0
         self.min_ts: int | None = None
@@ -38,6 +39,7 @@ class DeltaMemStore:
         with self._lock:
             self._parts.append(deltas)
             self._cached = None
+            self._version += 1
             self.count += len(deltas)
             self.bytes += deltas.nbytes()
             if self.min_ts is None:
@@ -51,9 +53,12 @@ class DeltaMemStore:
             return c
         with self._lock:
             parts = list(self._parts)
+            version = self._version
         merged = concat_deltas(parts)
         with self._lock:
-            if len(self._parts) == len(parts):
+            # Lengths alone are not enough: another reader may have merged the parts
+            # (and a writer appended) to the same length meanwhile.
+            if self._version == version:
                 self._parts = [merged] if len(merged) else []
                 self._cached = merged
         return merged

@@ -158,7 +158,7 @@ class DiskRowSet:
         self.dms = DeltaMemStore(meta.last_durable_dms_id + 1)
         self.frozen_dms: DeltaMemStore | None = None
         self._dead: np.ndarray | None = None
-        self._resolved_latest: tuple[tuple[int, ...], Resolved] | None = None
+        self._resolved_latest: tuple[tuple[int, ...], Resolved, int] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -282,12 +282,26 @@ class DiskRowSet:
         return start, max(start, stop)
 
     # -- deltas -----------------------------------------------------------------------------
+    def _capture_redo(
+        self,
+    ) -> tuple[list[DeltaFileReaderLazy], Deltas | None, DeltaMemStore, Deltas]:
+        """The REDO stores as of now, read lock-free in the order that never misses an
+        event while a delta flush moves the DeltaMemStore to a file (live DMS, then the
+        frozen one, then the files): at worst a flushed store is seen twice, which
+        resolution (last event per row wins, ordered by sequence) does not mind."""
+        dms = self.dms
+        live = dms.deltas()
+        frozen = self.frozen_dms
+        frozen_d = frozen.deltas() if frozen is not None else None
+        return list(self._redo), frozen_d, dms, live
+
     def redo_parts(self) -> list[Deltas]:
         """REDO events in apply order: DeltaFiles, then the frozen and live DMS."""
-        parts = [f.deltas() for f in self._redo]
-        if self.frozen_dms is not None:
-            parts.append(self.frozen_dms.deltas())
-        parts.append(self.dms.deltas())
+        files, frozen, _, live = self._capture_redo()
+        parts = [f.deltas() for f in files]
+        if frozen is not None:
+            parts.append(frozen)
+        parts.append(live)
         return parts
 
     def all_delta_parts(self) -> list[Deltas]:
@@ -298,35 +312,48 @@ class DiskRowSet:
         """UNDO events that may matter at ``snapshot`` (files entirely older are skipped)."""
         return [f.deltas() for f in self._undo if f.meta.stats.max_ts >= snapshot]
 
-    def redo_parts_for(self, snapshot: int) -> list[Deltas]:
-        parts = [f.deltas() for f in self._redo if f.meta.stats.min_ts < snapshot]
-        if self.frozen_dms is not None:
-            parts.append(self.frozen_dms.deltas())
-        parts.append(self.dms.deltas())
-        return parts
-
     def resolve(self, snapshot: int) -> tuple[Resolved, Resolved]:
         """(UNDO, REDO) resolutions at ``snapshot``."""
         undo = resolve(concat_deltas(self.undo_parts(snapshot)), snapshot, undo=True)
-        max_redo = max([f.meta.stats.max_ts for f in self._redo], default=0)
-        for dms in (self.frozen_dms, self.dms):
-            if dms is not None and len(dms):
-                max_redo = max(max_redo, dms.deltas().max_ts)
-        if undo.is_empty() and snapshot > max_redo:
-            return undo, self.latest_redo() or Resolved()
-        return undo, resolve(concat_deltas(self.redo_parts_for(snapshot)), snapshot, undo=False)
+        files, frozen, _, live = self._capture_redo()
+        if undo.is_empty():
+            latest = self._latest()
+            if latest is None:
+                return undo, Resolved()
+            redo, max_ts = latest
+            # The latest resolution serves any snapshot after its newest event (an
+            # event of an operation still in flight is never below a snapshot).
+            if max_ts < snapshot:
+                return undo, redo
+        parts = [f.deltas() for f in files if f.meta.stats.min_ts < snapshot]
+        if frozen is not None:
+            parts.append(frozen)
+        parts.append(live)
+        return undo, resolve(concat_deltas(parts), snapshot, undo=False)
 
     def latest_redo(self) -> Resolved | None:
-        """The REDO resolution at the latest snapshot (cached), None without deltas."""
-        if not self._redo and self.frozen_dms is None and self.dms.is_empty():
+        """The REDO resolution of every event applied so far (cached), None without
+        deltas. Only for readers at the latest state (point lookups, the write path)."""
+        latest = self._latest()
+        return None if latest is None else latest[0]
+
+    def _latest(self) -> tuple[Resolved, int] | None:
+        files, frozen, dms, live = self._capture_redo()
+        if not files and frozen is None and not len(live):
             return None
-        key = (len(self._redo), id(self.frozen_dms), self.dms.id, len(self.dms))
+        # The key describes exactly the captured events.
+        key = (len(files), -1 if frozen is None else len(frozen), dms.id, len(live))
         c = self._resolved_latest
         if c is not None and c[0] == key:
-            return c[1]
-        redo = resolve(concat_deltas(self.redo_parts()), _LATEST, undo=False)
-        self._resolved_latest = (key, redo)
-        return redo
+            return c[1], c[2]
+        parts = [f.deltas() for f in files]
+        if frozen is not None:
+            parts.append(frozen)
+        parts.append(live)
+        events = concat_deltas(parts)
+        redo = resolve(events, _LATEST, undo=False)
+        self._resolved_latest = (key, redo, events.max_ts)
+        return redo, events.max_ts
 
     def latest_version(self, redo: Resolved) -> str | None:
         """A cache tag for pages patched with ``redo`` when it is the cached latest

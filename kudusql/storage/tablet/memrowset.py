@@ -63,6 +63,7 @@ class MemRowSet:
         self._indexed_chunks = 0
         self._indexed_slots = 0
         self._view: MemRowSetView | None = None
+        self._version = 0  # bumped by every append; a view is cached only if unchanged
         self.min_ts: int | None = None
         self.max_seq = -1
         self.min_seq: int | None = None
@@ -105,6 +106,7 @@ class MemRowSet:
             self._insert_seq.append(np.asarray(seqs, dtype=np.int64))
             self._num_slots = need
             self._view = None
+            self._version += 1
         if self.min_ts is None:
             self.min_ts = ts
         if n and self.min_seq is None:
@@ -128,6 +130,7 @@ class MemRowSet:
         with self._lock:
             self._mutations.append(deltas)
             self._view = None
+            self._version += 1
         if self.min_ts is None:
             self.min_ts = int(deltas.ts[0])
         if self.min_seq is None:
@@ -157,17 +160,19 @@ class MemRowSet:
         return self._index.get(key, -1)
 
     def _index_pending(self) -> None:
+        # Under the lock throughout: a probe in another thread (a lock-free point lookup,
+        # or the writer) must never see chunks claimed as indexed before they are.
+        if self._indexed_chunks == len(self._keys):
+            return
         with self._lock:
-            if self._indexed_chunks == len(self._keys):
-                return
             chunks = self._keys[self._indexed_chunks :]
             start = self._indexed_slots
+            for k in chunks:
+                ks: list[bytes] = k.to_pylist()  # type: ignore[assignment]
+                self._index.update(zip(ks, range(start, start + len(k)), strict=True))
+                start += len(k)
             self._indexed_chunks = len(self._keys)
-            self._indexed_slots = start + sum(len(k) for k in chunks)
-        for k in chunks:
-            ks: list[bytes] = k.to_pylist()  # type: ignore[assignment]
-            self._index.update(zip(ks, range(start, start + len(k)), strict=True))
-            start += len(k)
+            self._indexed_slots = start
 
     def row_at(self, slot: int, columns: Sequence[ColumnSchema]) -> dict[str, object]:
         """One row's newest values (the point-lookup fast path)."""
@@ -201,6 +206,7 @@ class MemRowSet:
         with self._lock:
             rows, keys = list(self._rows), list(self._keys)
             its, iseq, muts = list(self._insert_ts), list(self._insert_seq), list(self._mutations)
+            version = self._version
         if rows:
             table = pa.Table.from_batches(rows).combine_chunks()
             keyarr = pa.concat_arrays(keys)
@@ -214,9 +220,10 @@ class MemRowSet:
             np.concatenate(iseq) if iseq else np.zeros(0, dtype=np.int64),
             concat_deltas(muts),
         )
-        # Only cache if nothing was appended meanwhile.
+        # Only cache if nothing was appended meanwhile (lengths alone are not enough:
+        # another reader may have compacted the lists to the same lengths).
         with self._lock:
-            if len(self._rows) == len(rows) and len(self._mutations) == len(muts):
+            if self._version == version:
                 self._rows = [b for t in [table] for b in t.to_batches()] if rows else []
                 self._keys = [keyarr] if keys else []
                 self._insert_ts = [v.insert_ts] if its else []

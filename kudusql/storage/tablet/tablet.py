@@ -478,6 +478,12 @@ class Tablet:
 
         A MemRowSet left frozen by a failed flush is flushed first.
         """
+        try:
+            return self._flush()
+        finally:
+            self._delete_obsolete()
+
+    def _flush(self) -> int:
         self._check_writable()
         t0 = time.perf_counter()
         with self._maint_lock:
@@ -554,6 +560,12 @@ class Tablet:
 
     def flush_deltas(self) -> int:
         """Flush every non-empty DeltaMemStore to a REDO DeltaFile; returns how many."""
+        try:
+            return self._flush_deltas()
+        finally:
+            self._delete_obsolete()
+
+    def _flush_deltas(self) -> int:
         self._check_writable()
         done = 0
         t0 = time.perf_counter()

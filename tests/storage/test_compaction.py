@@ -1,0 +1,482 @@
+"""Compactions and history GC (Kudu's compaction-test, tablet_history_gc-test and
+mt-tablet-test cases): results never change under any compaction, history inside the
+ancient history mark (AHM) stays readable, older history is refused and reclaimed."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.hybrid_time import HybridClock, wall_micros
+from kudusql.common.options import TabletOptions
+from kudusql.storage.tablet.tablet import Tablet
+from tests.support.tablets import rows, schema
+
+KV = schema(("key", "BIGINT"), ("val", "INT"), ("s", "STRING"), key=["key"])
+OPTS = TabletOptions(rows_per_page=4, sync=False, history_max_age_s=3600, file_grace_s=0)
+HOUR_US = 3600 * 1_000_000
+
+
+class Clock:
+    """A wall clock the test moves forward."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.hybrid = HybridClock(lambda: wall_micros() + self.offset)
+
+    def advance(self, micros: int) -> None:
+        self.offset += micros
+
+
+def kv(keys: list[int], vals: list[int] | None = None, s: list[str] | None = None) -> pa.Table:
+    cols: dict[str, Any] = {"key": pa.array(keys, pa.int64())}
+    if vals is not None:
+        cols["val"] = pa.array(vals, pa.int32())
+    if s is not None:
+        cols["s"] = pa.array(s, pa.string())
+    return pa.table(cols)
+
+
+def make(tmp_path: Any, clock: Clock | None = None, **opts: Any) -> Tablet:
+    c = (clock or Clock()).hybrid
+    return Tablet.create(str(tmp_path / "t"), KV, OPTS.with_(**opts), clock=c)
+
+
+def drs_ids(t: Tablet) -> list[int]:
+    return [r["id"] for r in t.rowsets_info() if r["kind"] == "diskrowset"]
+
+
+def on_disk(t: Tablet) -> dict[int, set[str]]:
+    base = os.path.join(t.path, "rowsets")
+    return {int(d): set(os.listdir(os.path.join(base, d))) for d in os.listdir(base)}
+
+
+def listed(t: Tablet) -> dict[int, set[str]]:
+    return {m.id: m.file_names() for m in t.meta.rowsets}
+
+
+def by_key(t: Tablet, **kw: Any) -> dict[int, Any]:
+    return {r["key"]: (r["val"], r["s"]) for r in rows(t, **kw)}
+
+
+# -- case 6 across flushes and every kind of compaction ----------------------------------------
+@pytest.mark.parametrize("how", ["merge", "major", "minor_then_merge", "maintenance"])
+def test_case6_history_survives_compactions(tmp_path: Any, how: str) -> None:
+    """ins(row,1)@t1, set 2@t2, del@t3, ins(row,3)@t4, each copy in its own rowset."""
+    t = make(tmp_path)
+    t.insert(kv([1, 5], [1, 50], ["a", "e"]))
+    t.flush()
+    t1 = t.latest_timestamp()
+    t.update(kv([1], [2]))
+    t.flush_deltas()
+    t2 = t.latest_timestamp()
+    t.delete(kv([1]))
+    t.flush_deltas()
+    t3 = t.latest_timestamp()
+    t.insert(kv([1, 3], [3, 30], ["c", "x"]))
+    t.flush()
+    t4 = t.latest_timestamp()
+    t.update(kv([3], [31]))
+    snaps = [t1, t2, t3, t4, t.latest_timestamp()]
+    before = [by_key(t, snapshot=s) for s in snaps]
+    assert [b.get(1) for b in before] == [(1, "a"), (2, "a"), None, (3, "c"), (3, "c")]
+    if how == "merge":
+        assert t.compact(drs_ids(t)) == 2
+    elif how == "major":
+        for i in drs_ids(t):
+            t.major_delta_compaction(i)
+    elif how == "minor_then_merge":
+        assert t.minor_delta_compaction(drs_ids(t)[0])
+        t.compact(drs_ids(t))
+    else:
+        t.run_maintenance()
+    after = [by_key(t, snapshot=s) for s in snaps]
+    assert after == before
+    if how in ("merge", "minor_then_merge", "maintenance"):
+        assert len(drs_ids(t)) == 1  # the ghost and the live copy of key 1 are one row
+        info = next(r for r in t.rowsets_info() if r["kind"] == "diskrowset")
+        assert info["rows"] == 3
+    assert t.lookup((1,), ["val"]) == {"val": 3}
+    t.close()
+    t = Tablet.open(t.path, OPTS, clock=t.clock)
+    assert [by_key(t, snapshot=s) for s in snaps] == before
+    assert on_disk(t) == listed(t)
+    diff = t.diff_scan(t2, t4).read_all().to_pylist()
+    assert {r["key"]: (r["val"], r["is_deleted"]) for r in diff} == {1: (3, False), 3: (30, False)}
+    t.close()
+
+
+def test_major_delta_compaction_rewrites_only_updated_columns(tmp_path: Any) -> None:
+    t = make(tmp_path)
+    t.insert(kv(list(range(20)), list(range(20)), [f"s{i}" for i in range(20)]))
+    t.flush()
+    for r in range(3):
+        t.update(kv([2, 7, 11], [100 + r] * 3))
+        t.flush_deltas()
+    t.delete(kv([4]))
+    t.flush_deltas()
+    (rid,) = drs_ids(t)
+    before = t.rowsets_info()[1]
+    assert before["redo_files"] == 4
+    mid = t.latest_timestamp()
+    assert t.major_delta_compaction(rid)
+    meta = t.meta.rowsets[0]
+    val_id, s_id = KV.column("val").id, KV.column("s").id
+    assert meta.column_file(val_id) == f"c{val_id}.g0.cfile"
+    assert meta.column_file(s_id) == f"c{s_id}.cfile"  # untouched
+    info = t.rowsets_info()[1]
+    assert info["redo_files"] == 1 and info["redo_events"] == 1  # the ghost's DELETE
+    assert info["rows"] == 20 and info["live_rows"] == 19
+    got = by_key(t)
+    assert got[2] == (102, "s2") and 4 not in got
+    assert by_key(t, snapshot=mid) == got
+    assert on_disk(t) == listed(t)
+    t.close()
+
+
+def test_minor_delta_compaction_merges_redo_files(tmp_path: Any) -> None:
+    t = make(tmp_path)
+    t.insert(kv(list(range(8)), list(range(8))))
+    t.flush()
+    stamps = []
+    for r in range(4):
+        t.update(kv([r], [10 * r]))
+        t.flush_deltas()
+        stamps.append(t.latest_timestamp())
+    states = [by_key(t, snapshot=s) for s in stamps]
+    (rid,) = drs_ids(t)
+    assert t.minor_delta_compaction(rid)
+    assert t.rowsets_info()[1]["redo_files"] == 1
+    assert not t.minor_delta_compaction(rid)  # one file: nothing to do
+    assert [by_key(t, snapshot=s) for s in stamps] == states
+    t.close()
+
+
+# -- the ancient history mark and GC -------------------------------------------------------------
+def test_snapshot_before_ahm_fails_and_undo_gc_reclaims_it(tmp_path: Any) -> None:
+    clock = Clock()
+    t = make(tmp_path, clock)
+    t.insert(kv(list(range(50)), list(range(50))))
+    t.flush()
+    old = t.latest_timestamp()
+    t.update(kv(list(range(0, 50, 2)), [7] * 25))
+    t.flush_deltas()
+    t.major_delta_compaction(drs_ids(t)[0])  # REDOs become UNDOs
+    undo_bytes = t.rowsets_info()[1]["undo_bytes"]
+    assert undo_bytes > 0
+    assert by_key(t, snapshot=old)[0] == (0, None)
+    assert t.gc_undo() == 0  # nothing is ancient yet
+    clock.advance(2 * HOUR_US)
+    with pytest.raises(ProgrammingError, match="ancient history mark"):
+        t.scan(snapshot=old)
+    with pytest.raises(ProgrammingError, match="ancient history mark"):
+        t.diff_scan(old, t.latest_timestamp())
+    latest = by_key(t)
+    assert t.gc_undo() == undo_bytes
+    assert t.rowsets_info()[1]["undo_files"] == 0
+    assert by_key(t) == latest
+    assert on_disk(t) == listed(t)
+    t.close()
+
+
+def test_deleted_rowset_gc_and_no_ghost_revival(tmp_path: Any) -> None:
+    clock = Clock()
+    t = make(tmp_path, clock)
+    t.insert(kv(list(range(10)), list(range(10))))
+    t.flush()
+    t.insert(kv(list(range(100, 110)), list(range(10))))
+    t.flush()
+    t.delete(kv(list(range(10))))
+    assert t.gc_deleted_rowsets() == 0  # deleted, but inside the history
+    clock.advance(2 * HOUR_US)
+    assert t.gc_deleted_rowsets() == 1
+    assert len(drs_ids(t)) == 1
+    assert sorted(by_key(t)) == list(range(100, 110))
+    t.insert(kv([3], [33]))  # the key is free again; its old life does not come back
+    assert by_key(t)[3] == (33, None)
+    assert t.lookup((4,)) is None
+    t.close()
+    t = Tablet.open(t.path, OPTS, clock=clock.hybrid)
+    assert sorted(by_key(t)) == [3, *range(100, 110)]
+    assert on_disk(t) == listed(t)
+    t.close()
+
+
+def test_merge_purges_rows_deleted_before_the_ahm(tmp_path: Any) -> None:
+    clock = Clock()
+    t = make(tmp_path, clock)
+    t.insert(kv(list(range(0, 40, 2)), list(range(20))))
+    t.flush()
+    t.insert(kv(list(range(1, 40, 2)), list(range(20))))
+    t.flush()
+    t.delete(kv(list(range(0, 40, 4))))
+    t.flush_deltas()
+    recent = t.latest_timestamp()
+    clock.advance(2 * HOUR_US)
+    t.delete(kv([1, 3]))  # deleted inside the history: kept as ghosts
+    t.insert(kv([0], [-1]))  # a deleted key re-inserted (live copy in the MemRowSet)
+    t.flush()
+    expect = by_key(t)
+    ids = drs_ids(t)
+    assert t.compact(ids) == 3
+    (info,) = [r for r in t.rowsets_info() if r["kind"] == "diskrowset"]
+    assert info["rows"] == 40 - 10 + 1  # 10 purged, key 0 folded into one row
+    assert info["live_rows"] == len(expect)
+    assert by_key(t) == expect
+    with pytest.raises(ProgrammingError):
+        t.scan(snapshot=recent)
+    t.close()
+
+
+def test_running_scan_keeps_its_files(tmp_path: Any) -> None:
+    t = make(tmp_path, scan_batch_rows=4)
+    for base in (0, 1000, 2000):
+        t.insert(kv([base + i for i in range(0, 40, 2)], list(range(20))))
+        t.flush()
+        t.insert(kv([base + i for i in range(1, 40, 2)], list(range(20))))
+        t.flush()
+    expect = rows(t)
+    reader = t.scan(ordered=False)
+    first = reader.read_next_batch()
+    old_dirs = set(on_disk(t))
+    assert t.compact(drs_ids(t)) == 6
+    t.run_maintenance()
+    assert old_dirs <= set(on_disk(t))  # the scan still holds the inputs
+    got = pa.Table.from_batches([first, *reader]).to_pylist()
+    assert sorted(got, key=lambda r: r["key"]) == expect
+    del reader, first
+    t.flush()  # any maintenance op retires what nothing holds any more
+    assert on_disk(t) == listed(t)
+    t.close()
+
+
+def test_policy_leaves_disjoint_rowsets_alone(tmp_path: Any) -> None:
+    # Rowsets at the target size: the small-rowset term (which merges tiny neighbours)
+    # plays no part.
+    t = make(tmp_path, rowset_target_bytes=64)
+    for b in range(4):
+        t.insert(kv(list(range(b * 10, b * 10 + 10)), list(range(10))))
+        t.flush()
+    assert t.compact() == 0
+    assert not [o for o in t.maintenance_ops() if o.name == "merge_compaction"]
+    for b in range(4):  # now every rowset overlaps every other
+        t.insert(kv([b * 10 + 5 + 1000 * k for k in range(1, 3)], [0, 0]))
+        t.insert(kv([-1 - b], [0]))
+        t.flush()
+    assert any(o.name == "merge_compaction" for o in t.maintenance_ops())
+    expect = rows(t)
+    assert t.compact() >= 2
+    assert rows(t) == expect
+    t.close()
+
+
+def test_mutations_during_a_merge_move_to_the_outputs(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kudusql.storage.tablet import tablet as tablet_mod
+
+    t = make(tmp_path)
+    t.insert(kv(list(range(0, 20, 2)), list(range(10))))
+    t.flush()
+    t.insert(kv(list(range(1, 20, 2)), list(range(10))))
+    t.flush()
+    entered, release = threading.Event(), threading.Event()
+    orig = tablet_mod.write_rowsets
+
+    def slow(*a: Any, **kw: Any) -> Any:
+        entered.set()
+        assert release.wait(10)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(tablet_mod, "write_rowsets", slow)
+    th = threading.Thread(target=t.compact, args=(drs_ids(t),))
+    th.start()
+    assert entered.wait(10)
+    t.update(kv([2, 3], [200, 300]))
+    t.delete(kv([4]))
+    t.insert(kv([4], [44]))  # re-insert of a key deleted during the merge
+    mid = t.latest_timestamp()
+    release.set()
+    th.join(10)
+    assert len(drs_ids(t)) == 1
+    got = by_key(t)
+    assert got[2] == (200, None) and got[3] == (300, None) and got[4] == (44, None)
+    assert by_key(t, snapshot=mid) == got
+    t.abandon()  # the moved mutations are durable, though their WAL records name the inputs
+    t = Tablet.open(t.path, OPTS)
+    assert by_key(t) == got
+    t.close()
+
+
+# -- concurrency: the bank-transfer invariant ----------------------------------------------------
+def test_bank_transfers_under_concurrent_compactions(tmp_path: Any) -> None:
+    """Two writers move money between accounts (and move accounts to new keys: a delete
+    and an insert in one batch) while a maintenance thread flushes, compacts and GCs and
+    readers scan at the latest and at earlier snapshots: every scan sums to the total."""
+    accounts, total = 64, 64 * 100
+    t = make(tmp_path, rows_per_page=8, scan_batch_rows=16)
+    t.insert(kv(list(range(accounts)), [100] * accounts))
+    t.flush()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    stamps: list[int] = []
+
+    def guard(fn: Any) -> Any:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as e:  # surfaced by the main thread
+                errors.append(e)
+                stop.set()
+
+        return run
+
+    def writer(half: int) -> None:
+        rng = random.Random(half)
+        live = list(range(half, accounts, 2))
+        fresh = iter(range(10_000 + half, 10**9, 2))
+        while not stop.is_set():
+            a, b = rng.sample(live, 2)
+            ra, rb = t.lookup((a,), ["val"]), t.lookup((b,), ["val"])
+            assert ra is not None and rb is not None
+            if rng.random() < 0.2:  # move account a to a new key
+                new = next(fresh)
+                batch = pa.table(
+                    {
+                        "key": pa.array([a, new], pa.int64()),
+                        "val": pa.array([None, ra["val"]], pa.int32()),
+                        "op": ["DELETE", "INSERT"],
+                    }
+                )
+                t.write(batch, op_column="op", atomic=True)
+                live[live.index(a)] = new
+            else:
+                amt = rng.randint(0, 10)
+                t.update(kv([a, b], [ra["val"] - amt, rb["val"] + amt]), atomic=True)
+            stamps.append(t.latest_timestamp())
+
+    def maintainer() -> None:
+        rng = random.Random(7)
+        while not stop.is_set():
+            ids = drs_ids(t)
+            op = rng.choice(["flush", "deltas", "merge", "major", "minor", "policy", "gc"])
+            if op == "flush":
+                t.flush()
+            elif op == "deltas":
+                t.flush_deltas()
+            elif op == "merge" and ids:
+                t.compact(rng.sample(ids, min(len(ids), rng.randint(1, 4))))
+            elif op in ("major", "minor") and ids:
+                i = rng.choice(ids)
+                try:
+                    if op == "major":
+                        t.major_delta_compaction(i)
+                    else:
+                        t.minor_delta_compaction(i)
+                except ProgrammingError:
+                    pass  # merged away since we listed it
+            elif op == "policy":
+                t.compact()
+            else:
+                t.gc_undo()
+                t.gc_deleted_rowsets()
+
+    checks = [0]
+
+    def reader() -> None:
+        rng = random.Random(3)
+        while not stop.is_set():
+            snap = rng.choice(stamps) if stamps and rng.random() < 0.5 else None
+            got = t.scan(["val"], snapshot=snap).read_all()
+            assert got.num_rows == accounts, got.num_rows
+            s = pa.compute.sum(got.column("val")).as_py()
+            assert s == total, (snap, s)
+            checks[0] += 1
+
+    threads = [
+        threading.Thread(target=guard(lambda h=h: writer(h)))
+        for h in (0, 1)  # type: ignore[misc]
+    ]
+    threads += [threading.Thread(target=guard(maintainer)), threading.Thread(target=guard(reader))]
+    for th in threads:
+        th.start()
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline and not stop.is_set():
+        time.sleep(0.05)
+    stop.set()
+    for th in threads:
+        th.join(30)
+    if errors:
+        raise errors[0]
+    assert checks[0] > 5 and len(stamps) > 20
+    log = {r.op for r in t.maintenance_log}
+    assert {"flush_mrs", "merge_compaction"} <= log
+    for snap in rng_sample(stamps, 20):
+        assert pa.compute.sum(t.scan(["val"], snapshot=snap).read_all().column("val")).as_py() == (
+            total
+        )
+    t.abandon()
+    t = Tablet.open(t.path, OPTS)
+    assert pa.compute.sum(t.scan(["val"]).read_all().column("val")).as_py() == total
+    assert on_disk(t) == listed(t)
+    t.close()
+
+
+def rng_sample(xs: list[int], k: int) -> list[int]:
+    return random.Random(1).sample(xs, min(k, len(xs)))
+
+
+def test_dms_merge_race_loses_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pinned: a reader merging a DeltaMemStore's parts must not install its merge if a
+    writer appended meanwhile, even when another reader's merge brought the part count
+    back to what the first reader saw (the old length check lost the new event)."""
+    import numpy as np
+
+    from kudusql.storage.tablet import deltamemstore as dms_mod
+    from kudusql.storage.tablet.delta import Deltas, MutationType
+
+    def ev(row: int, seq: int) -> Deltas:
+        return Deltas(
+            np.array([row]), np.array([seq], np.uint64), np.array([seq]),
+            np.array([MutationType.DELETE], np.uint8), {},
+        )  # fmt: skip
+
+    store = dms_mod.DeltaMemStore(0)
+    store.append(ev(0, 1))
+    store.append(ev(1, 2))
+    store.deltas()  # merged: one part
+    store.append(ev(2, 3))  # two parts
+    paused, go = threading.Event(), threading.Event()
+    orig = dms_mod.concat_deltas
+    slow_thread: list[int] = []
+
+    def concat(parts: Any) -> Any:
+        if threading.get_ident() in slow_thread:
+            paused.set()
+            assert go.wait(10)
+        return orig(parts)
+
+    monkeypatch.setattr(dms_mod, "concat_deltas", concat)
+    out: list[Deltas] = []
+
+    def slow_reader() -> None:
+        slow_thread.append(threading.get_ident())
+        out.append(store.deltas())
+
+    th = threading.Thread(target=slow_reader)
+    th.start()
+    assert paused.wait(10)  # the slow reader holds a 2-part snapshot
+    store.append(ev(3, 4))  # 3 parts
+    store.append(ev(4, 5))
+    store.deltas()  # another reader merges: 1 part
+    store.append(ev(5, 6))  # 2 parts again, as the slow reader saw
+    go.set()
+    th.join(10)
+    assert sorted(store.deltas().rowid.tolist()) == [0, 1, 2, 3, 4, 5]
