@@ -280,7 +280,7 @@ def test_policy_leaves_disjoint_rowsets_alone(tmp_path: Any) -> None:
 def test_mutations_during_a_merge_move_to_the_outputs(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kudusql.storage.tablet import tablet as tablet_mod
+    from kudusql.storage.tablet import tablet_maintenance as tablet_mod
 
     t = make(tmp_path)
     t.insert(kv(list(range(0, 20, 2)), list(range(10))))
@@ -480,3 +480,24 @@ def test_dms_merge_race_loses_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
     go.set()
     th.join(10)
     assert sorted(store.deltas().rowid.tolist()) == [0, 1, 2, 3, 4, 5]
+
+
+def test_history_max_age_is_overridable_per_tablet(tmp_path: Any) -> None:
+    clock = Clock()
+    t = make(tmp_path, clock)
+    t.insert(kv([1], [1]))
+    old = t.latest_timestamp()
+    clock.advance(10 * 60 * 1_000_000)
+    assert by_key(t, snapshot=old) == {1: (1, None)}  # 10 minutes < the option's hour
+    t.set_history_max_age(300)
+    with pytest.raises(ProgrammingError, match="300 s"):
+        t.scan(snapshot=old)
+    t.close()
+    t = Tablet.open(t.path, OPTS, clock=clock.hybrid)
+    assert t.history_max_age_s == 300  # durable
+    t.set_history_max_age(None)
+    assert by_key(t, snapshot=old) == {1: (1, None)}
+    t.set_history_max_age(-1)  # keep everything
+    clock.advance(100 * HOUR_US)
+    assert t.ancient_history_mark() == 0 and by_key(t, snapshot=old) == {1: (1, None)}
+    t.close()

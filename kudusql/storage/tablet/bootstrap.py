@@ -93,6 +93,15 @@ def replay(
         st.rows_skipped += int((~keep).sum())
         if not keep.any():
             continue
+        # The replayed rows of several stores (a store frozen by a failed flush and its
+        # successor) land in one: it takes the newest id, so that flushing it makes
+        # every one of them durable.
+        kept_mrs = keep & is_mrs
+        if kept_mrs.any():
+            rs.mrs.id = max(rs.mrs.id, int(db.store[kept_mrs].max()))
+        for j in np.flatnonzero(keep & (db.kind == KIND_DRS)).tolist():
+            dms = rs.drs[int(trs[j])].dms
+            dms.id = max(dms.id, int(db.dms[j]))
         st.rows_replayed += int(keep.sum())
         _apply_record(rs, schema, index_of_id, db, keep, trs)
     return st

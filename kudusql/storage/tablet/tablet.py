@@ -27,10 +27,9 @@ import os
 import shutil
 import threading
 import time
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +39,6 @@ from kudusql.common.errors import (
     DataError,
     Error,
     IntegrityError,
-    InternalError,
     OperationalError,
     ProgrammingError,
 )
@@ -48,36 +46,21 @@ from kudusql.common.hybrid_time import HybridClock, describe, from_micros, to_mi
 from kudusql.common.keys import encode_key
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.common.schema import ColumnSchema, Schema
-from kudusql.storage.cfile import BlockCache, CFileWriter, parse_compression, parse_encoding
-from kudusql.storage.fs.files import fsync_dir
+from kudusql.common.schema import Schema
+from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
 from kudusql.storage.tablet.bootstrap import ReplayStats, replay
 from kudusql.storage.tablet.bulk_load import write_bulk_rowsets
-from kudusql.storage.tablet.compaction import (
-    MergeInput,
-    merge_rowsets,
-    only_columns,
-    rebase,
-    split_final_deletes,
-)
-from kudusql.storage.tablet.compaction_policy import (
-    PolicyOptions,
-    RowSetInfo,
-    Selection,
-    select_rowsets,
-)
-from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
+from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
-from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
+from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, rowset_dir
 from kudusql.storage.tablet.flush import prepare_flush
 from kudusql.storage.tablet.key_bounds import key_bounds
 from kudusql.storage.tablet.maintenance import (
     MaintenanceManager,
     MaintenanceOp,
     MaintenanceRecord,
-    flush_score,
 )
 from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.metadata import TabletMeta
@@ -85,6 +68,7 @@ from kudusql.storage.tablet.mvcc import MvccManager
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowsets
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memrowset
+from kudusql.storage.tablet.tablet_maintenance import TabletMaintainer, delta_bytes
 from kudusql.storage.tablet.write_ops import (
     E_OK,
     PreparedBatch,
@@ -108,14 +92,10 @@ from kudusql.storage.wal import AppendTicket, FsyncPolicy, Log, read_log
 log = logging.getLogger(__name__)
 
 WAL_DIR = "wal"
-_T = TypeVar("_T")
 
 
 class Tablet:
     """One tablet directory: create with ``Tablet.create``, reopen with ``Tablet.open``."""
-
-    #: Maintenance records kept per tablet.
-    _LOG_KEEP = 1000
 
     def __init__(
         self,
@@ -140,7 +120,7 @@ class Tablet:
         self._lock: DirLock | None = None
         self._log: Log | None = None
         self._durable_history: list[tuple[float, int]] = []
-        self._obsolete: list[tuple[float, list[weakref.ref[DiskRowSet]], Sequence[str]]] = []
+        self.maintainer = TabletMaintainer(self)
         self.maintenance_log: list[MaintenanceRecord] = []
         self.maintenance: MaintenanceManager | None = None
         if not read_only:
@@ -183,6 +163,7 @@ class Tablet:
                 st.rows_skipped,
                 time.perf_counter() - t0,
             )
+        self._next_mrs_id = self._rowsets.mrs.id + 1  # replay may have raised its id
         self.clock.observe(st.max_ts)
         self.meta.max_ts = max(meta.max_ts, st.max_ts)
         self._next_seq = max(self._next_seq, st.next_seq)
@@ -233,7 +214,7 @@ class Tablet:
             if self.maintenance is not None:
                 self.maintenance.unregister(self)
             self._pool.shutdown(wait=True)
-            self._delete_obsolete()
+            self.maintainer.delete_obsolete()
             self._release()
 
     def abandon(self) -> None:
@@ -297,10 +278,28 @@ class Tablet:
         """A snapshot timestamp that sees every write applied so far."""
         return self.mvcc.latest_snapshot()
 
-    def ancient_history_mark(self) -> int:
+    @property
+    def history_max_age_s(self) -> float:
+        """History kept for time travel: the tablet's own setting, else the option's
+        (negative: keep everything)."""
         age = self.meta.history_max_age_s
-        if age is None:
-            age = self.options.history_max_age_s
+        return self.options.history_max_age_s if age is None else age
+
+    def set_history_max_age(self, seconds: float | None) -> None:
+        """Override ``history_max_age_s`` for this tablet (None: back to the option),
+        durably. Shortening it lets the next GC drop the history beyond the new mark."""
+        self._check_writable()
+        with self._write_lock:
+            previous, self.meta.history_max_age_s = self.meta.history_max_age_s, seconds
+            try:
+                self._save_meta()
+            except BaseException:
+                self.meta.history_max_age_s = previous
+                raise
+
+    def ancient_history_mark(self) -> int:
+        """Snapshots before this timestamp are refused; history older may be GC'd."""
+        age = self.history_max_age_s
         if age < 0:
             return 0
         return from_micros(max(0, to_micros(self.clock.peek()) - int(age * 1_000_000)))
@@ -310,7 +309,7 @@ class Tablet:
         if ts < ahm:
             raise ProgrammingError(
                 f"snapshot {describe(ts)} is earlier than the ancient history mark "
-                f"{describe(ahm)}: history older than {self.options.history_max_age_s:g} s "
+                f"{describe(ahm)}: history older than {self.history_max_age_s:g} s "
                 "is not kept (raise history_max_age_s to keep more)"
             )
         self.mvcc.wait_for_snapshot(ts)
@@ -481,7 +480,7 @@ class Tablet:
         try:
             return self._flush()
         finally:
-            self._delete_obsolete()
+            self.maintainer.delete_obsolete()
 
     def _flush(self) -> int:
         self._check_writable()
@@ -537,8 +536,8 @@ class Tablet:
                     rs.mrs, tuple(f for f in rs.frozen if f is not frozen), (*rs.drs, *new)
                 )
             self._gc_log()
-            written = sum(m.base_bytes + _delta_bytes(m) for m in metas)
-            self._record("flush_mrs", t0, 0, written, f"{len(metas)} rowsets")
+            written = sum(m.base_bytes + delta_bytes(m) for m in metas)
+            self.maintainer.record("flush_mrs", t0, 0, written, f"{len(metas)} rowsets")
             return len(metas)
 
     def _migrate(self, late: Deltas, new: Sequence[DiskRowSet]) -> None:
@@ -563,7 +562,7 @@ class Tablet:
         try:
             return self._flush_deltas()
         finally:
-            self._delete_obsolete()
+            self.maintainer.delete_obsolete()
 
     def _flush_deltas(self) -> int:
         self._check_writable()
@@ -581,7 +580,7 @@ class Tablet:
                 done += 1
             self._gc_log()
             if done:
-                self._record("flush_deltas", t0, 0, 0, f"{done} DeltaMemStores")
+                self.maintainer.record("flush_deltas", t0, 0, 0, f"{done} DeltaMemStores")
         return done
 
     def _flush_dms(self, drs: DiskRowSet, frozen: Any, *, save: bool = True) -> None:
@@ -646,447 +645,43 @@ class Tablet:
         self.meta.next_seq = self._next_seq
         metadata.save(self.path, self.meta, sync=self.options.sync)
 
-    # -- compactions and history GC (the transformations are in compaction.py) ---------------
+    # -- compactions, GC and maintenance (tablet_maintenance.py) -------------------------------
     def minor_delta_compaction(self, rowset_id: int) -> bool:
         """Merge the REDO DeltaFiles of one DiskRowSet into one; False if it has < 2."""
-        return self._maintain(self._minor_delta_compaction, rowset_id)
-
-    def _minor_delta_compaction(self, rowset_id: int) -> bool:
-        drs = self._rowset(rowset_id)
-        if len(drs.meta.redo_files) < 2:
-            return False
-        t0 = time.perf_counter()
-        read = sum(f.stats.size for f in drs.meta.redo_files)
-        deltas = only_columns(drs.redo_file_deltas(), [c.id for c in self.schema.columns])
-        meta = drs.meta.copy()
-        gen = meta.gen
-        meta.redo_files = [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", deltas)]
-        meta.gen = gen + 1
-        self._finish_rewrite(drs, meta)
-        self._record("minor_delta_compaction", t0, read, meta.redo_files[0].stats.size)
-        return True
+        return self.maintainer.minor_delta_compaction(rowset_id)
 
     def major_delta_compaction(self, rowset_id: int) -> bool:
-        """Fold one DiskRowSet's REDO DeltaFiles into new base files of the columns they
-        update, keeping rowids; history becomes UNDO records (those older than the ancient
-        history mark are dropped). False if the rowset has no REDO files."""
-        return self._maintain(self._major_delta_compaction, rowset_id)
-
-    def _major_delta_compaction(self, rowset_id: int) -> bool:
-        drs = self._rowset(rowset_id)
-        if not drs.meta.redo_files:
-            return False
-        t0 = time.perf_counter()
-        ahm = self.ancient_history_mark()
-        schema = self.schema
-        redo = only_columns(drs.redo_file_deltas(), [c.id for c in schema.columns])
-        undo = only_columns(drs.undo_file_deltas(), [c.id for c in schema.columns])
-        hist, _ = split_final_deletes(redo)
-        nonkey = schema.columns[schema.num_key_columns :]
-        if (hist.op != MutationType.UPDATE).any():  # a DELETE undone needs every column
-            cols = list(nonkey)
-        else:
-            cols = [c for c in nonkey if c.id in redo.cols]
-        n = drs.num_rows
-        base = {c.id: drs.read_column_range(c, 0, n) for c in cols}
-        rb = rebase(base, undo, redo, ahm)
-        meta = drs.meta.copy()
-        gen = meta.gen
-        written = 0
-        for c in cols:
-            name = f"c{c.id}.g{gen}.cfile"
-            written += self._write_column(drs, name, c, rb.columns[c.id])
-            meta.column_files[c.id] = name
-        meta.undo_files = (
-            [self._write_deltas(drs, f"undo.g{gen}.delta", "undo", rb.undo)] if len(rb.undo) else []
-        )
-        meta.redo_files = (
-            [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", rb.final_deletes)]
-            if len(rb.final_deletes)
-            else []
-        )
-        meta.gen = gen + 1
-        meta.base_bytes = sum(
-            os.path.getsize(os.path.join(drs.dir, meta.column_file(c.id)))
-            for c in schema.columns
-            if c.id in meta.column_ids
-        )
-        read = sum(f.stats.size for f in (*drs.meta.redo_files, *drs.meta.undo_files))
-        readers = [drs.column_reader(c) for c in cols]
-        read += sum(r.file_size for r in readers if r is not None)
-        written += sum(f.stats.size for f in (*meta.undo_files, *meta.redo_files))
-        self._finish_rewrite(drs, meta)
-        self._record("major_delta_compaction", t0, read, written)
-        return True
+        """Fold one DiskRowSet's REDO files into new base files of the updated columns."""
+        return self.maintainer.major_delta_compaction(rowset_id)
 
     def compact(self, rowset_ids: Sequence[int] | None = None) -> int:
-        """Merging compaction: merge DiskRowSets by key into new ones (rolling at the
-        target size), dropping rows deleted before the ancient history mark and folding
-        deleted copies of a key into one row. Without ``rowset_ids`` the budgeted
-        height-minimizing policy picks the inputs. Returns how many rowsets it merged.
-
-        Writes go on meanwhile: mutations of the inputs that arrive during the merge move
-        to the outputs when they are swapped in (under the write lock).
-        """
-        return self._maintain(self._compact, rowset_ids)
-
-    def _compact(self, rowset_ids: Sequence[int] | None) -> int:
-        if rowset_ids is None:
-            inputs = [self._rowset(i) for i in self._policy_selection()]
-        else:
-            inputs = [self._rowset(i) for i in dict.fromkeys(rowset_ids)]
-        if not inputs or (rowset_ids is None and len(inputs) < 2):
-            return 0
-        t0 = time.perf_counter()
-        for drs in inputs:  # the inputs become files only; later mutations are late
-            with self._write_lock:
-                frozen = drs.frozen_dms or (None if drs.dms.is_empty() else drs.freeze_dms())
-            if frozen is not None:
-                self._flush_dms(drs, frozen)
-        ahm = self.ancient_history_mark()
-        schema = self.schema
-        ids = [c.id for c in schema.columns]
-        merged = merge_rowsets(
-            [self._merge_input(d, ids) for d in inputs],
-            [c.id for c in schema.key_columns],
-            ahm,
-        )
-        arrow_schema = pa.schema([c.arrow_field() for c in schema.columns])
-        rows = pa.Table.from_arrays([merged.rows[i] for i in ids], schema=arrow_schema)
-        first_id = self.meta.next_rowset_id
-        metas = write_rowsets(
-            self.path,
-            first_id,
-            schema,
-            rows,
-            merged.keys,
-            merged.undo,
-            merged.redo,
-            self._write_opts(),
-            self._pool,
-        )
-        with self._write_lock:
-            new = [DiskRowSet(self.path, m, self.cache) for m in metas]
-            late_parts = []
-            for drs, rowid_map in zip(inputs, merged.rowid_maps, strict=True):
-                late = concat_deltas(
-                    [p.deltas() for p in (drs.frozen_dms, drs.dms) if p is not None]
-                )
-                if len(late):
-                    target = rowid_map[late.rowid]
-                    if (target < 0).any():
-                        raise InternalError(
-                            f"rowset {drs.id}: a mutation during the compaction names "
-                            "a row the compaction dropped"
-                        )
-                    late_parts.append(late.map_rowids(rowid_map))
-            if late_parts:
-                self._migrate(concat_deltas(late_parts).sorted_by_seq(), new)
-            self._publish(remove=inputs, add=new, next_rowset_id=first_id + len(metas))
-        self._retire(inputs, [d.dir for d in inputs])
-        read = sum(d.meta.base_bytes + _delta_bytes(d.meta) for d in inputs)
-        written = sum(m.base_bytes + _delta_bytes(m) for m in metas)
-        self._record(
-            "merge_compaction",
-            t0,
-            read,
-            written,
-            f"{len(inputs)} -> {len(metas)} rowsets, {merged.rows_dropped} rows purged",
-        )
-        return len(inputs)
+        """Merging compaction of DiskRowSets (the policy picks them without ids); returns
+        how many rowsets it merged."""
+        return self.maintainer.compact(rowset_ids)
 
     def gc_undo(self) -> int:
-        """Delete UNDO DeltaFiles entirely older than the ancient history mark; returns
-        the bytes they held."""
-        return self._maintain(self._gc_undo)
-
-    def _gc_undo(self) -> int:
-        t0 = time.perf_counter()
-        ahm = self.ancient_history_mark()
-        freed = 0
-        for drs in self._rowsets.drs:
-            old = [f for f in drs.meta.undo_files if f.stats.max_ts < ahm]
-            if not old:
-                continue
-            meta = drs.meta.copy()
-            meta.undo_files = [f for f in meta.undo_files if f.stats.max_ts >= ahm]
-            self._finish_rewrite(drs, meta)
-            freed += sum(f.stats.size for f in old)
-        if freed:
-            self._record("undo_delta_gc", t0, 0, 0, f"{freed} bytes freed")
-        return freed
+        """Delete UNDO files older than the ancient history mark; returns bytes freed."""
+        return self.maintainer.gc_undo()
 
     def gc_deleted_rowsets(self) -> int:
-        """Drop DiskRowSets with no live row whose last change is older than the ancient
-        history mark (no snapshot still allowed can see any of their rows)."""
-        return self._maintain(self._gc_deleted_rowsets)
+        """Drop DiskRowSets with no live row, last changed before the mark."""
+        return self.maintainer.gc_deleted_rowsets()
 
-    def _gc_deleted_rowsets(self) -> int:
-        t0 = time.perf_counter()
-        ahm = self.ancient_history_mark()
-        with self._write_lock:
-            dead = [
-                d for d in self._rowsets.drs if d.live_count() == 0 and d.last_change_ts() < ahm
-            ]
-            if not dead:
-                return 0
-            self._publish(remove=dead, add=())
-        self._retire(dead, [d.dir for d in dead])
-        freed = sum(d.meta.base_bytes + _delta_bytes(d.meta) for d in dead)
-        self._record("deleted_rowset_gc", t0, 0, 0, f"{len(dead)} rowsets, {freed} bytes")
-        return len(dead)
+    def run_maintenance(self, *, flush: bool = True, compact: bool = True, gc: bool = True) -> None:
+        """Flush, compact and GC now (see ``TabletMaintainer.run_maintenance``)."""
+        self.maintainer.run_maintenance(flush=flush, compact=compact, gc=gc)
 
-    def _maintain(self, op: Callable[..., _T], *args: Any) -> _T:
-        """Run a maintenance op under the maintenance lock, then delete the files it
-        made obsolete if nothing holds them any more (the op's locals are gone by then)."""
-        self._check_writable()
-        with self._maint_lock:
-            result = op(*args)
-        self._delete_obsolete()
-        return result
+    def maintenance_ops(self) -> list[MaintenanceOp]:
+        """The maintenance ops worth running now, with their scores."""
+        return self.maintainer.maintenance_ops()
 
-    def _rowset(self, rowset_id: int) -> DiskRowSet:
-        for d in self._rowsets.drs:
-            if d.id == rowset_id:
-                return d
-        raise ProgrammingError(f"tablet {self.path} has no DiskRowSet {rowset_id}")
-
-    def _merge_input(self, drs: DiskRowSet, ids: list[int]) -> MergeInput:
-        n = drs.num_rows
-        cols = {c.id: drs.read_column_range(c, 0, n) for c in self.schema.columns}
-        return MergeInput(
-            drs.key_reader().read_all().combine_chunks(),
-            cols,
-            only_columns(drs.undo_file_deltas(), ids),
-            only_columns(drs.redo_file_deltas(), ids),
-        )
-
-    def _write_deltas(self, drs: DiskRowSet, name: str, kind: str, d: Deltas) -> DeltaFileMeta:
-        types = {c.id: c.type for c in self.schema.columns}
-        st = write_delta_file(os.path.join(drs.dir, name), kind, d, types, sync=self.options.sync)
-        return DeltaFileMeta(name, st)
-
-    def _write_column(self, drs: DiskRowSet, name: str, col: ColumnSchema, arr: Any) -> int:
-        """A new CFile for one column of a rowset, with the rowset's page boundaries."""
-        w = CFileWriter(
-            os.path.join(drs.dir, name),
-            col.type.arrow_type(),
-            encoding=parse_encoding(col.encoding),
-            compression=parse_compression(col.compression),
-            sync=self.options.sync,
-        )
-        try:
-            offsets = drs.page_offsets
-            for p in range(len(offsets) - 1):
-                a, b = int(offsets[p]), int(offsets[p + 1])
-                w.append_page(arr.slice(a, b - a))
-            return w.finish()
-        except BaseException:
-            w.abort()
-            raise
-
-    def _finish_rewrite(self, drs: DiskRowSet, meta: RowSetMeta) -> None:
-        """Swap in a rewritten rowset (same id, new files) and retire the old files."""
-        if self.options.sync:
-            fsync_dir(drs.dir)
-        with self._write_lock:
-            new = drs.derive(meta)
-            self._publish(remove=[drs], add=[new])
-        gone = drs.meta.file_names() - meta.file_names()
-        self._retire([drs], [os.path.join(drs.dir, f) for f in sorted(gone)])
-
-    def _publish(
-        self,
-        remove: Sequence[DiskRowSet],
-        add: Sequence[DiskRowSet],
-        next_rowset_id: int | None = None,
-    ) -> None:
-        """Replace rowsets in the superblock and the served set (under the write lock).
-        A rowset that keeps its id takes the place of the one it replaces."""
-        rs = self._rowsets
-        gone = {id(d) for d in remove}
-        same_id = {d.id: d for d in add}
-        drs: list[DiskRowSet] = []
-        for d in rs.drs:
-            if id(d) not in gone:
-                drs.append(d)
-            elif d.id in same_id:
-                drs.append(same_id.pop(d.id))
-        drs.extend(same_id.values())
-        meta = self.meta
-        saved = (list(meta.rowsets), meta.next_rowset_id)
-        meta.rowsets = [d.meta for d in drs]
-        if next_rowset_id is not None:
-            meta.next_rowset_id = next_rowset_id
-        try:
-            self._save_meta()
-        except BaseException:
-            meta.rowsets, meta.next_rowset_id = saved
-            raise
-        self._rowsets = RowSets(rs.mrs, rs.frozen, tuple(drs))
-
-    def _retire(self, objs: Sequence[DiskRowSet], paths: Sequence[str]) -> None:
-        """Delete files no rowset lists any more once no scan of this process holds the
-        rowset objects that read them and the grace period for other processes is over."""
-        if paths:
-            refs = [weakref.ref(o) for o in objs]
-            self._obsolete.append((time.monotonic() + self.options.file_grace_s, refs, paths))
-
-    def _delete_obsolete(self) -> None:
-        now = time.monotonic()
-        keep = []
-        for deadline, refs, paths in self._obsolete:
-            if now < deadline or any(r() is not None for r in refs):
-                keep.append((deadline, refs, paths))
-                continue
-            for p in paths:
-                if os.path.isdir(p):
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(p)
-        self._obsolete = keep
-
-    def _policy_selection(self) -> tuple[int, ...]:
-        return self._policy(self.ancient_history_mark()).ids
-
-    def _policy(self, ahm: int) -> Selection:
-        infos = [
-            RowSetInfo(
-                d.id,
-                d.meta.base_bytes + _delta_bytes(d.meta),
-                d.meta.min_key,
-                d.meta.max_key,
-                sum(f.stats.size for f in d.meta.undo_files),
-                sum(f.stats.size for f in d.meta.undo_files if f.stats.max_ts < ahm),
-            )
-            for d in self._rowsets.drs
-            if d.num_rows
-        ]
-        opts = PolicyOptions(
-            budget_mb=self.options.compaction_budget_mb,
-            target_rowset_bytes=self.options.rowset_target_bytes,
-        )
-        return select_rowsets(infos, opts)
-
-    def _record(self, op: str, t0: float, read: int, written: int, note: str = "") -> None:
-        rec = MaintenanceRecord(
-            op, self.path, time.time(), time.perf_counter() - t0, read, written, note
-        )
-        self.maintenance_log.append(rec)
-        del self.maintenance_log[: -self._LOG_KEEP]
-        if self.maintenance is not None:
-            self.maintenance.record(rec)
-        log.info("tablet %s: %s", self.path, rec.describe())
-
-    # -- the maintenance manager's view (see maintenance.py) ---------------------------------
     def attach(self, manager: MaintenanceManager) -> None:
         """Let ``manager`` schedule this tablet's maintenance and throttle its writes."""
-        self.maintenance = manager
-        manager.register(self)
+        self.maintainer.attach(manager)
 
     def memory_bytes(self) -> int:
         """Memory held by the MemRowSets and DeltaMemStores."""
-        rs = self._rowsets
-        n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
-        return n + sum(d.dms.bytes + (d.frozen_dms.bytes if d.frozen_dms else 0) for d in rs.drs)
-
-    def maintenance_ops(self) -> list[MaintenanceOp]:
-        """The operations worth running now, each with what it would gain."""
-        if self.read_only or self._closed or self._failed is not None:
-            return []
-        o, rs, path = self.options, self._rowsets, self.path
-        now = to_micros(self.clock.peek())
-
-        def age_s(ts: int | None) -> float:
-            return 0.0 if ts is None else max(0.0, (now - to_micros(ts)) / 1e6)
-
-        ops: list[MaintenanceOp] = []
-        wal = self.wal_size()
-        mem = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
-        if rs.frozen or not rs.mrs.is_empty():
-            oldest = min((m.min_ts for m in (rs.mrs, *rs.frozen) if m.min_ts), default=None)
-            score = flush_score(mem, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
-            ops.append(MaintenanceOp("flush_mrs", path, self.flush, mem, wal, 0, score))
-        dms = [d.dms for d in rs.drs if not d.dms.is_empty()]
-        if dms:
-            size = sum(x.bytes for x in dms)
-            oldest = min((x.min_ts for x in dms if x.min_ts), default=None)
-            score = flush_score(size, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
-            ops.append(MaintenanceOp("flush_deltas", path, self.flush_deltas, size, wal, 0, score))
-        ahm = self.ancient_history_mark()
-        minor = max(rs.drs, key=lambda d: len(d.meta.redo_files), default=None)
-        if minor is not None and len(minor.meta.redo_files) >= 2:
-            score = min(1.0, len(minor.meta.redo_files) / o.minor_compaction_max_files)
-            mid = minor.id
-            ops.append(
-                MaintenanceOp(
-                    "minor_delta_compaction",
-                    path,
-                    lambda: self.minor_delta_compaction(mid),
-                    perf_improvement=score,
-                )
-            )
-        ratios = [
-            (sum(f.stats.size for f in d.meta.redo_files) / max(1, d.meta.base_bytes), d.id)
-            for d in rs.drs
-            if d.meta.redo_files
-        ]
-        if ratios:
-            ratio, rid = max(ratios)
-            if ratio >= o.major_compaction_min_ratio:
-                ops.append(
-                    MaintenanceOp(
-                        "major_delta_compaction",
-                        path,
-                        lambda: self.major_delta_compaction(rid),
-                        perf_improvement=min(1.0, ratio),
-                    )
-                )
-        sel = self._policy(ahm)
-        if len(sel.ids) >= 2:
-            ids = sel.ids
-            ops.append(
-                MaintenanceOp(
-                    "merge_compaction",
-                    path,
-                    lambda: self.compact(ids),
-                    perf_improvement=sel.quality,
-                )
-            )
-        undo_gc = sum(
-            f.stats.size for d in rs.drs for f in d.meta.undo_files if f.stats.max_ts < ahm
-        )
-        if undo_gc:
-            ops.append(MaintenanceOp("undo_delta_gc", path, self.gc_undo, data_retained=undo_gc))
-        dead = sum(
-            d.meta.base_bytes + _delta_bytes(d.meta) + 1
-            for d in rs.drs
-            if d.live_count() == 0 and d.last_change_ts() < ahm
-        )
-        if dead:
-            ops.append(
-                MaintenanceOp(
-                    "deleted_rowset_gc", path, self.gc_deleted_rowsets, data_retained=dead
-                )
-            )
-        return ops
-
-    def run_maintenance(self, *, flush: bool = True, compact: bool = True, gc: bool = True) -> None:
-        """Run maintenance now: flush memory; merge rowsets while the policy finds
-        overlap and fold every rowset's REDO files into its base; then history GC."""
-        if flush:
-            self.flush()
-            self.flush_deltas()
-        if compact:
-            while self.compact() >= 2:
-                pass
-            for d in list(self._rowsets.drs):
-                if d.meta.redo_files:
-                    self.major_delta_compaction(d.id)
-        if gc:
-            self.gc_undo()
-            self.gc_deleted_rowsets()
+        return self.maintainer.memory_bytes()
 
     # -- introspection --------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -1100,7 +695,7 @@ class Tablet:
             "deltamemstore_bytes": sum(d.dms.bytes for d in rs.drs),
             "deltamemstore_events": sum(len(d.dms) for d in rs.drs),
             "diskrowsets": len(rs.drs),
-            "disk_bytes": sum(d.meta.base_bytes + _delta_bytes(d.meta) for d in rs.drs),
+            "disk_bytes": sum(d.meta.base_bytes + delta_bytes(d.meta) for d in rs.drs),
             "wal_bytes": self.wal_size(),
             "ancient_history_mark": ahm,
             "ancient_history_mark_micros": to_micros(ahm),
@@ -1311,10 +906,6 @@ class Tablet:
         deadline = time.monotonic() + timeout
         while self._maint_lock.locked() and time.monotonic() < deadline:
             time.sleep(0.01)
-
-
-def _delta_bytes(m: RowSetMeta) -> int:
-    return sum(f.stats.size for f in (*m.undo_files, *m.redo_files))
 
 
 def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:

@@ -1,0 +1,520 @@
+"""Compactions, history GC and the maintenance manager's view of a tablet.
+
+``TabletMaintenance`` is the part of ``Tablet`` that rewrites rowsets in the background:
+minor and major delta compactions, merging compactions (inputs chosen by
+``compaction_policy``), UNDO and deleted-rowset GC, the list of maintenance ops with
+their scores that a ``MaintenanceManager`` chooses from, and the deferred deletion of
+files that nothing reads any more. The transformations themselves are pure functions in
+``compaction.py``; this module reads their inputs, writes their outputs and swaps them
+in: new files first, then the superblock (atomically), then the served rowsets (under
+the write lock). Obsolete files are deleted only once no scan of this process holds the
+rowset objects that read them and the grace period for other processes has passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pyarrow as pa
+
+from kudusql.common.errors import InternalError, ProgrammingError
+from kudusql.common.hybrid_time import to_micros
+from kudusql.common.schema import ColumnSchema
+from kudusql.storage.cfile import CFileWriter, parse_compression, parse_encoding
+from kudusql.storage.fs.files import fsync_dir
+from kudusql.storage.tablet.compaction import (
+    MergeInput,
+    merge_rowsets,
+    only_columns,
+    rebase,
+    split_final_deletes,
+)
+from kudusql.storage.tablet.compaction_policy import (
+    PolicyOptions,
+    RowSetInfo,
+    Selection,
+    select_rowsets,
+)
+from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
+from kudusql.storage.tablet.deltafile import write_delta_file
+from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.maintenance import (
+    MaintenanceManager,
+    MaintenanceOp,
+    MaintenanceRecord,
+    flush_score,
+)
+from kudusql.storage.tablet.rowset_writer import write_rowsets
+from kudusql.storage.tablet.rowsets import RowSets
+
+if TYPE_CHECKING:
+    from kudusql.storage.tablet.tablet import Tablet
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+
+def delta_bytes(m: RowSetMeta) -> int:
+    return sum(f.stats.size for f in (*m.undo_files, *m.redo_files))
+
+
+class TabletMaintainer:
+    """Compactions, GC and maintenance ops of one ``Tablet`` (which delegates to it)."""
+
+    #: Maintenance records kept per tablet.
+    _LOG_KEEP = 1000
+
+    def __init__(self, tablet: Tablet) -> None:
+        self.t = tablet
+        self._obsolete: list[tuple[float, list[weakref.ref[DiskRowSet]], Sequence[str]]] = []
+
+    # -- compactions and history GC (the transformations are in compaction.py) ---------------
+    def minor_delta_compaction(self, rowset_id: int) -> bool:
+        """Merge the REDO DeltaFiles of one DiskRowSet into one; False if it has < 2."""
+        return self._maintain(self._minor_delta_compaction, rowset_id)
+
+    def _minor_delta_compaction(self, rowset_id: int) -> bool:
+        drs = self._rowset(rowset_id)
+        if len(drs.meta.redo_files) < 2:
+            return False
+        t0 = time.perf_counter()
+        read = sum(f.stats.size for f in drs.meta.redo_files)
+        deltas = only_columns(drs.redo_file_deltas(), [c.id for c in self.t.schema.columns])
+        meta = drs.meta.copy()
+        gen = meta.gen
+        meta.redo_files = [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", deltas)]
+        meta.gen = gen + 1
+        self._finish_rewrite(drs, meta)
+        self.record("minor_delta_compaction", t0, read, meta.redo_files[0].stats.size)
+        return True
+
+    def major_delta_compaction(self, rowset_id: int) -> bool:
+        """Fold one DiskRowSet's REDO DeltaFiles into new base files of the columns they
+        update, keeping rowids; history becomes UNDO records (those older than the ancient
+        history mark are dropped). False if the rowset has no REDO files."""
+        return self._maintain(self._major_delta_compaction, rowset_id)
+
+    def _major_delta_compaction(self, rowset_id: int) -> bool:
+        drs = self._rowset(rowset_id)
+        if not drs.meta.redo_files:
+            return False
+        t0 = time.perf_counter()
+        ahm = self.t.ancient_history_mark()
+        schema = self.t.schema
+        redo = only_columns(drs.redo_file_deltas(), [c.id for c in schema.columns])
+        undo = only_columns(drs.undo_file_deltas(), [c.id for c in schema.columns])
+        hist, _ = split_final_deletes(redo)
+        nonkey = schema.columns[schema.num_key_columns :]
+        if (hist.op != MutationType.UPDATE).any():  # a DELETE undone needs every column
+            cols = list(nonkey)
+        else:
+            cols = [c for c in nonkey if c.id in redo.cols]
+        n = drs.num_rows
+        base = {c.id: drs.read_column_range(c, 0, n) for c in cols}
+        rb = rebase(base, undo, redo, ahm)
+        meta = drs.meta.copy()
+        gen = meta.gen
+        written = 0
+        for c in cols:
+            name = f"c{c.id}.g{gen}.cfile"
+            written += self._write_column(drs, name, c, rb.columns[c.id])
+            meta.column_files[c.id] = name
+        meta.undo_files = (
+            [self._write_deltas(drs, f"undo.g{gen}.delta", "undo", rb.undo)] if len(rb.undo) else []
+        )
+        meta.redo_files = (
+            [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", rb.final_deletes)]
+            if len(rb.final_deletes)
+            else []
+        )
+        meta.gen = gen + 1
+        meta.base_bytes = sum(
+            os.path.getsize(os.path.join(drs.dir, meta.column_file(c.id)))
+            for c in schema.columns
+            if c.id in meta.column_ids
+        )
+        read = sum(f.stats.size for f in (*drs.meta.redo_files, *drs.meta.undo_files))
+        readers = [drs.column_reader(c) for c in cols]
+        read += sum(r.file_size for r in readers if r is not None)
+        written += sum(f.stats.size for f in (*meta.undo_files, *meta.redo_files))
+        self._finish_rewrite(drs, meta)
+        self.record("major_delta_compaction", t0, read, written)
+        return True
+
+    def compact(self, rowset_ids: Sequence[int] | None = None) -> int:
+        """Merging compaction: merge DiskRowSets by key into new ones (rolling at the
+        target size), dropping rows deleted before the ancient history mark and folding
+        deleted copies of a key into one row. Without ``rowset_ids`` the budgeted
+        height-minimizing policy picks the inputs. Returns how many rowsets it merged.
+
+        Writes go on meanwhile: mutations of the inputs that arrive during the merge move
+        to the outputs when they are swapped in (under the write lock).
+        """
+        return self._maintain(self._compact, rowset_ids)
+
+    def _compact(self, rowset_ids: Sequence[int] | None) -> int:
+        if rowset_ids is None:
+            inputs = [self._rowset(i) for i in self._policy_selection()]
+        else:
+            inputs = [self._rowset(i) for i in dict.fromkeys(rowset_ids)]
+        if not inputs or (rowset_ids is None and len(inputs) < 2):
+            return 0
+        t0 = time.perf_counter()
+        for drs in inputs:  # the inputs become files only; later mutations are late
+            with self.t._write_lock:
+                frozen = drs.frozen_dms or (None if drs.dms.is_empty() else drs.freeze_dms())
+            if frozen is not None:
+                self.t._flush_dms(drs, frozen)
+        ahm = self.t.ancient_history_mark()
+        schema = self.t.schema
+        ids = [c.id for c in schema.columns]
+        merged = merge_rowsets(
+            [self._merge_input(d, ids) for d in inputs],
+            [c.id for c in schema.key_columns],
+            ahm,
+        )
+        arrow_schema = pa.schema([c.arrow_field() for c in schema.columns])
+        rows = pa.Table.from_arrays([merged.rows[i] for i in ids], schema=arrow_schema)
+        first_id = self.t.meta.next_rowset_id
+        metas = write_rowsets(
+            self.t.path,
+            first_id,
+            schema,
+            rows,
+            merged.keys,
+            merged.undo,
+            merged.redo,
+            self.t._write_opts(),
+            self.t._pool,
+        )
+        with self.t._write_lock:
+            new = [DiskRowSet(self.t.path, m, self.t.cache) for m in metas]
+            late_parts = []
+            for drs, rowid_map in zip(inputs, merged.rowid_maps, strict=True):
+                late = concat_deltas(
+                    [p.deltas() for p in (drs.frozen_dms, drs.dms) if p is not None]
+                )
+                if len(late):
+                    target = rowid_map[late.rowid]
+                    if (target < 0).any():
+                        raise InternalError(
+                            f"rowset {drs.id}: a mutation during the compaction names "
+                            "a row the compaction dropped"
+                        )
+                    late_parts.append(late.map_rowids(rowid_map))
+            if late_parts:
+                self.t._migrate(concat_deltas(late_parts).sorted_by_seq(), new)
+            self._publish(remove=inputs, add=new, next_rowset_id=first_id + len(metas))
+        self._retire(inputs, [d.dir for d in inputs])
+        read = sum(d.meta.base_bytes + delta_bytes(d.meta) for d in inputs)
+        written = sum(m.base_bytes + delta_bytes(m) for m in metas)
+        self.record(
+            "merge_compaction",
+            t0,
+            read,
+            written,
+            f"{len(inputs)} -> {len(metas)} rowsets, {merged.rows_dropped} rows purged",
+        )
+        return len(inputs)
+
+    def gc_undo(self) -> int:
+        """Delete UNDO DeltaFiles entirely older than the ancient history mark; returns
+        the bytes they held."""
+        return self._maintain(self._gc_undo)
+
+    def _gc_undo(self) -> int:
+        t0 = time.perf_counter()
+        ahm = self.t.ancient_history_mark()
+        freed = 0
+        for drs in self.t._rowsets.drs:
+            old = [f for f in drs.meta.undo_files if f.stats.max_ts < ahm]
+            if not old:
+                continue
+            meta = drs.meta.copy()
+            meta.undo_files = [f for f in meta.undo_files if f.stats.max_ts >= ahm]
+            self._finish_rewrite(drs, meta)
+            freed += sum(f.stats.size for f in old)
+        if freed:
+            self.record("undo_delta_gc", t0, 0, 0, f"{freed} bytes freed")
+        return freed
+
+    def gc_deleted_rowsets(self) -> int:
+        """Drop DiskRowSets with no live row whose last change is older than the ancient
+        history mark (no snapshot still allowed can see any of their rows)."""
+        return self._maintain(self._gc_deleted_rowsets)
+
+    def _gc_deleted_rowsets(self) -> int:
+        t0 = time.perf_counter()
+        ahm = self.t.ancient_history_mark()
+        with self.t._write_lock:
+            dead = [
+                d for d in self.t._rowsets.drs if d.live_count() == 0 and d.last_change_ts() < ahm
+            ]
+            if not dead:
+                return 0
+            self._publish(remove=dead, add=())
+        self._retire(dead, [d.dir for d in dead])
+        freed = sum(d.meta.base_bytes + delta_bytes(d.meta) for d in dead)
+        self.record("deleted_rowset_gc", t0, 0, 0, f"{len(dead)} rowsets, {freed} bytes")
+        return len(dead)
+
+    def _maintain(self, op: Callable[..., _T], *args: Any) -> _T:
+        """Run a maintenance op under the maintenance lock, then delete the files it
+        made obsolete if nothing holds them any more (the op's locals are gone by then)."""
+        self.t._check_writable()
+        with self.t._maint_lock:
+            result = op(*args)
+        self.delete_obsolete()
+        return result
+
+    def _rowset(self, rowset_id: int) -> DiskRowSet:
+        for d in self.t._rowsets.drs:
+            if d.id == rowset_id:
+                return d
+        raise ProgrammingError(f"tablet {self.t.path} has no DiskRowSet {rowset_id}")
+
+    def _merge_input(self, drs: DiskRowSet, ids: list[int]) -> MergeInput:
+        n = drs.num_rows
+        cols = {c.id: drs.read_column_range(c, 0, n) for c in self.t.schema.columns}
+        return MergeInput(
+            drs.key_reader().read_all().combine_chunks(),
+            cols,
+            only_columns(drs.undo_file_deltas(), ids),
+            only_columns(drs.redo_file_deltas(), ids),
+        )
+
+    def _write_deltas(self, drs: DiskRowSet, name: str, kind: str, d: Deltas) -> DeltaFileMeta:
+        types = {c.id: c.type for c in self.t.schema.columns}
+        st = write_delta_file(os.path.join(drs.dir, name), kind, d, types, sync=self.t.options.sync)
+        return DeltaFileMeta(name, st)
+
+    def _write_column(self, drs: DiskRowSet, name: str, col: ColumnSchema, arr: Any) -> int:
+        """A new CFile for one column of a rowset, with the rowset's page boundaries."""
+        w = CFileWriter(
+            os.path.join(drs.dir, name),
+            col.type.arrow_type(),
+            encoding=parse_encoding(col.encoding),
+            compression=parse_compression(col.compression),
+            sync=self.t.options.sync,
+        )
+        try:
+            offsets = drs.page_offsets
+            for p in range(len(offsets) - 1):
+                a, b = int(offsets[p]), int(offsets[p + 1])
+                w.append_page(arr.slice(a, b - a))
+            return w.finish()
+        except BaseException:
+            w.abort()
+            raise
+
+    def _finish_rewrite(self, drs: DiskRowSet, meta: RowSetMeta) -> None:
+        """Swap in a rewritten rowset (same id, new files) and retire the old files."""
+        if self.t.options.sync:
+            fsync_dir(drs.dir)
+        with self.t._write_lock:
+            new = drs.derive(meta)
+            self._publish(remove=[drs], add=[new])
+        gone = drs.meta.file_names() - meta.file_names()
+        self._retire([drs], [os.path.join(drs.dir, f) for f in sorted(gone)])
+
+    def _publish(
+        self,
+        remove: Sequence[DiskRowSet],
+        add: Sequence[DiskRowSet],
+        next_rowset_id: int | None = None,
+    ) -> None:
+        """Replace rowsets in the superblock and the served set (under the write lock).
+        A rowset that keeps its id takes the place of the one it replaces."""
+        rs = self.t._rowsets
+        gone = {id(d) for d in remove}
+        same_id = {d.id: d for d in add}
+        drs: list[DiskRowSet] = []
+        for d in rs.drs:
+            if id(d) not in gone:
+                drs.append(d)
+            elif d.id in same_id:
+                drs.append(same_id.pop(d.id))
+        drs.extend(same_id.values())
+        meta = self.t.meta
+        saved = (list(meta.rowsets), meta.next_rowset_id)
+        meta.rowsets = [d.meta for d in drs]
+        if next_rowset_id is not None:
+            meta.next_rowset_id = next_rowset_id
+        try:
+            self.t._save_meta()
+        except BaseException:
+            meta.rowsets, meta.next_rowset_id = saved
+            raise
+        self.t._rowsets = RowSets(rs.mrs, rs.frozen, tuple(drs))
+
+    def _retire(self, objs: Sequence[DiskRowSet], paths: Sequence[str]) -> None:
+        """Delete files no rowset lists any more once no scan of this process holds the
+        rowset objects that read them and the grace period for other processes is over."""
+        if paths:
+            refs = [weakref.ref(o) for o in objs]
+            self._obsolete.append((time.monotonic() + self.t.options.file_grace_s, refs, paths))
+
+    def delete_obsolete(self) -> None:
+        now = time.monotonic()
+        keep = []
+        for deadline, refs, paths in self._obsolete:
+            if now < deadline or any(r() is not None for r in refs):
+                keep.append((deadline, refs, paths))
+                continue
+            for p in paths:
+                if os.path.isdir(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(p)
+        self._obsolete = keep
+
+    def _policy_selection(self) -> tuple[int, ...]:
+        return self._policy(self.t.ancient_history_mark()).ids
+
+    def _policy(self, ahm: int) -> Selection:
+        infos = [
+            RowSetInfo(
+                d.id,
+                d.meta.base_bytes + delta_bytes(d.meta),
+                d.meta.min_key,
+                d.meta.max_key,
+                sum(f.stats.size for f in d.meta.undo_files),
+                sum(f.stats.size for f in d.meta.undo_files if f.stats.max_ts < ahm),
+            )
+            for d in self.t._rowsets.drs
+            if d.num_rows
+        ]
+        opts = PolicyOptions(
+            budget_mb=self.t.options.compaction_budget_mb,
+            target_rowset_bytes=self.t.options.rowset_target_bytes,
+        )
+        return select_rowsets(infos, opts)
+
+    def record(self, op: str, t0: float, read: int, written: int, note: str = "") -> None:
+        rec = MaintenanceRecord(
+            op, self.t.path, time.time(), time.perf_counter() - t0, read, written, note
+        )
+        self.t.maintenance_log.append(rec)
+        del self.t.maintenance_log[: -self._LOG_KEEP]
+        if self.t.maintenance is not None:
+            self.t.maintenance.record(rec)
+        log.info("tablet %s: %s", self.t.path, rec.describe())
+
+    # -- the maintenance manager's view (see maintenance.py) ---------------------------------
+    def attach(self, manager: MaintenanceManager) -> None:
+        """Let ``manager`` schedule this tablet's maintenance and throttle its writes."""
+        self.t.maintenance = manager
+        manager.register(self.t)
+
+    def memory_bytes(self) -> int:
+        """Memory held by the MemRowSets and DeltaMemStores."""
+        rs = self.t._rowsets
+        n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
+        return n + sum(d.dms.bytes + (d.frozen_dms.bytes if d.frozen_dms else 0) for d in rs.drs)
+
+    def maintenance_ops(self) -> list[MaintenanceOp]:
+        """The operations worth running now, each with what it would gain."""
+        if self.t.read_only or self.t._closed or self.t._failed is not None:
+            return []
+        o, rs, path = self.t.options, self.t._rowsets, self.t.path
+        now = to_micros(self.t.clock.peek())
+
+        def age_s(ts: int | None) -> float:
+            return 0.0 if ts is None else max(0.0, (now - to_micros(ts)) / 1e6)
+
+        ops: list[MaintenanceOp] = []
+        wal = self.t.wal_size()
+        mem = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
+        if rs.frozen or not rs.mrs.is_empty():
+            oldest = min((m.min_ts for m in (rs.mrs, *rs.frozen) if m.min_ts), default=None)
+            score = flush_score(mem, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
+            ops.append(MaintenanceOp("flush_mrs", path, self.t.flush, mem, wal, 0, score))
+        dms = [d.dms for d in rs.drs if not d.dms.is_empty()]
+        if dms:
+            size = sum(x.bytes for x in dms)
+            oldest = min((x.min_ts for x in dms if x.min_ts), default=None)
+            score = flush_score(size, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
+            ops.append(
+                MaintenanceOp("flush_deltas", path, self.t.flush_deltas, size, wal, 0, score)
+            )
+        ahm = self.t.ancient_history_mark()
+        minor = max(rs.drs, key=lambda d: len(d.meta.redo_files), default=None)
+        if minor is not None and len(minor.meta.redo_files) >= 2:
+            score = min(1.0, len(minor.meta.redo_files) / o.minor_compaction_max_files)
+            mid = minor.id
+            ops.append(
+                MaintenanceOp(
+                    "minor_delta_compaction",
+                    path,
+                    lambda: self.minor_delta_compaction(mid),
+                    perf_improvement=score,
+                )
+            )
+        ratios = [
+            (sum(f.stats.size for f in d.meta.redo_files) / max(1, d.meta.base_bytes), d.id)
+            for d in rs.drs
+            if d.meta.redo_files
+        ]
+        if ratios:
+            ratio, rid = max(ratios)
+            if ratio >= o.major_compaction_min_ratio:
+                ops.append(
+                    MaintenanceOp(
+                        "major_delta_compaction",
+                        path,
+                        lambda: self.major_delta_compaction(rid),
+                        perf_improvement=min(1.0, ratio),
+                    )
+                )
+        sel = self._policy(ahm)
+        if len(sel.ids) >= 2:
+            ids = sel.ids
+            ops.append(
+                MaintenanceOp(
+                    "merge_compaction",
+                    path,
+                    lambda: self.compact(ids),
+                    perf_improvement=sel.quality,
+                )
+            )
+        undo_gc = sum(
+            f.stats.size for d in rs.drs for f in d.meta.undo_files if f.stats.max_ts < ahm
+        )
+        if undo_gc:
+            ops.append(MaintenanceOp("undo_delta_gc", path, self.gc_undo, data_retained=undo_gc))
+        dead = sum(
+            d.meta.base_bytes + delta_bytes(d.meta) + 1
+            for d in rs.drs
+            if d.live_count() == 0 and d.last_change_ts() < ahm
+        )
+        if dead:
+            ops.append(
+                MaintenanceOp(
+                    "deleted_rowset_gc", path, self.gc_deleted_rowsets, data_retained=dead
+                )
+            )
+        return ops
+
+    def run_maintenance(self, *, flush: bool = True, compact: bool = True, gc: bool = True) -> None:
+        """Run maintenance now: flush memory; merge rowsets while the policy finds
+        overlap and fold every rowset's REDO files into its base; then history GC."""
+        if flush:
+            self.t.flush()
+            self.t.flush_deltas()
+        if compact:
+            while self.compact() >= 2:
+                pass
+            for d in list(self.t._rowsets.drs):
+                if d.meta.redo_files:
+                    self.major_delta_compaction(d.id)
+        if gc:
+            self.gc_undo()
+            self.gc_deleted_rowsets()

@@ -1,0 +1,219 @@
+"""The maintenance manager: scoring, the choice of op, the background thread on real
+tablets, write back-pressure under a memory limit, and the record of what ran."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from kudusql.common.errors import OperationalError
+from kudusql.storage.tablet.maintenance import (
+    MaintenanceManager,
+    MaintenanceOp,
+    choose,
+    flush_score,
+)
+from kudusql.storage.tablet.tablet import Tablet
+from tests.storage.test_compaction import HOUR_US, OPTS, Clock, drs_ids, kv, make
+
+MB = 2**20
+
+
+def op(name: str, **kw: Any) -> MaintenanceOp:
+    return MaintenanceOp(name, "t", lambda: None, **kw)
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def test_flush_score_follows_kudu() -> None:
+    assert flush_score(0, 10_000, 64 * MB, 120) == 0
+    assert flush_score(10 * MB, 60, 64 * MB, 120) == 0  # small and young: wait
+    assert flush_score(64 * MB, 0, 64 * MB, 120) == 1.0  # at the threshold: urgent
+    assert flush_score(100 * MB, 0, 64 * MB, 120) == pytest.approx(36.0)
+    assert flush_score(16 * MB, 1800, 64 * MB, 120) == pytest.approx(0.5)  # age / 1 h
+    assert flush_score(48 * MB, 300, 64 * MB, 120) == pytest.approx(0.75)  # size / threshold
+    assert flush_score(1 * MB, 7200, 64 * MB, 120) == 1.0
+
+
+def test_choice_order() -> None:
+    flush = op("flush_mrs", ram_anchored=100, logs_retained=10, perf_improvement=0.1)
+    deltas = op("flush_deltas", ram_anchored=300, perf_improvement=0.05)
+    merge = op("merge_compaction", perf_improvement=0.6)
+    gc = op("undo_delta_gc", data_retained=1000)
+    ops = [flush, deltas, merge, gc]
+    kw: dict[str, Any] = {"log_target_replay_bytes": 1 << 30}
+    assert choose(ops, memory_pressure=True, prefer_gc=False, **kw) is deltas
+    assert choose(ops, memory_pressure=False, prefer_gc=False, **kw) is merge
+    assert choose(ops, memory_pressure=False, prefer_gc=True, **kw) is gc
+    assert choose([flush, gc], memory_pressure=False, prefer_gc=False, **kw) is flush
+    assert choose([gc], memory_pressure=False, prefer_gc=False, **kw) is gc
+    big_log = op("flush_mrs", logs_retained=2 << 30)
+    assert choose([*ops, big_log], memory_pressure=False, prefer_gc=False, **kw) is big_log
+    assert choose([op("x")], memory_pressure=False, prefer_gc=False, **kw) is None
+
+
+def rows_batch(start: int, n: int) -> pa.Table:
+    return kv(list(range(start, start + n)), list(range(n)), ["x" * 50] * n)
+
+
+def test_background_flush_and_record(tmp_path: Any) -> None:
+    mm = MaintenanceManager(poll_interval_s=0.02)
+    try:
+        t = make(tmp_path, flush_threshold_bytes=20_000)
+        t.attach(mm)
+        t.insert(rows_batch(0, 50))
+        time.sleep(0.2)
+        assert drs_ids(t) == []  # small and young: not worth a flush yet
+        t.insert(rows_batch(1000, 400))  # past the threshold
+        wait_for(lambda: t.memory_bytes() == 0)
+        assert len(drs_ids(t)) >= 1
+        (rec,) = [r for r in mm.history() if r.op == "flush_mrs"]
+        assert rec.tablet == t.path and rec.duration_s > 0 and rec.bytes_written > 0
+        assert rec in t.maintenance_log
+        assert t.count_rows() == 450
+        t.close()
+        assert mm.sources() == []
+    finally:
+        mm.stop()
+
+
+def test_background_compaction_and_gc(tmp_path: Any) -> None:
+    clock = Clock()
+    t = make(tmp_path, clock, rowset_target_bytes=1 << 20)
+    for k in range(4):  # four overlapping rowsets, and deltas
+        t.insert(kv(list(range(k, 400, 4)), list(range(100))))
+        t.flush()
+    t.update(kv(list(range(0, 400, 7)), [7] * 58))
+    t.flush_deltas()
+    t.delete(kv(list(range(1, 400, 8))))
+    t.flush_deltas()
+    expect = {r["key"]: r["val"] for r in t.scan(["key", "val"]).read_all().to_pylist()}
+    mm = MaintenanceManager(poll_interval_s=0.02)
+    try:
+        t.attach(mm)
+        wait_for(lambda: len(drs_ids(t)) == 1)
+        wait_for(lambda: not any(o.perf_improvement > 0 for o in t.maintenance_ops()))
+        assert {"merge_compaction"} <= {r.op for r in mm.history()}
+        clock.advance(2 * HOUR_US)  # all history is ancient now: GC reclaims it
+        wait_for(lambda: "undo_delta_gc" in {r.op for r in mm.history()})
+        wait_for(lambda: all(r["undo_bytes"] == 0 for r in t.rowsets_info()[1:]))
+    finally:
+        mm.stop()
+    got = {r["key"]: r["val"] for r in t.scan(["key", "val"]).read_all().to_pylist()}
+    assert got == expect
+    t.close()
+
+
+def test_memory_limit_back_pressure_without_the_thread(tmp_path: Any) -> None:
+    """With the manager off, a writer over the memory limit flushes before writing."""
+    mm = MaintenanceManager(memory_limit_bytes=60_000, enabled=False)
+    t = make(tmp_path)
+    t.attach(mm)
+    peak = 0
+    for b in range(30):
+        t.insert(rows_batch(b * 100, 100))
+        peak = max(peak, mm.memory_bytes())
+    batch_bytes = 100 * 100  # well above one batch's in-memory size
+    assert peak <= 60_000 + 2 * batch_bytes
+    assert len(drs_ids(t)) >= 3
+    assert t.count_rows() == 3000
+    assert {r.op for r in mm.history()} == {"flush_mrs"}
+    t.close()
+
+
+def test_memory_limit_back_pressure_with_the_thread(tmp_path: Any) -> None:
+    mm = MaintenanceManager(memory_limit_bytes=60_000, poll_interval_s=5.0)
+    try:
+        t = make(tmp_path)
+        t.attach(mm)
+        for b in range(30):
+            t.insert(rows_batch(b * 100, 100))
+            assert mm.memory_bytes() <= 60_000 + 2 * 100 * 100
+        # The thread polls every 5 s, so these flushes ran because writers woke it.
+        assert len([r for r in mm.history() if r.op == "flush_mrs"]) >= 3
+        assert t.count_rows() == 3000
+        t.close()
+    finally:
+        mm.stop()
+
+
+def test_writes_fail_clearly_when_flushes_cannot_keep_up(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mm = MaintenanceManager(memory_limit_bytes=10_000, poll_interval_s=0.01, write_wait_s=0.3)
+    try:
+        t = make(tmp_path)
+        t.attach(mm)
+        monkeypatch.setattr(Tablet, "maintenance_ops", lambda self: [])  # nothing can flush
+        t.insert(rows_batch(0, 200))
+        with pytest.raises(OperationalError, match="memory limit"):
+            t.insert(rows_batch(1000, 10))
+        t.close()
+    finally:
+        mm.stop()
+
+
+def test_switched_off_runs_nothing_and_run_once_still_works(tmp_path: Any) -> None:
+    mm = MaintenanceManager(poll_interval_s=0.01)
+    mm.stop()
+    t = make(tmp_path, flush_threshold_bytes=1000)
+    t.attach(mm)
+    t.insert(rows_batch(0, 200))
+    time.sleep(0.2)
+    assert drs_ids(t) == [] and mm.history() == []
+    ran = mm.run_once()
+    assert ran is not None and ran.name == "flush_mrs"
+    assert len(drs_ids(t)) == 1
+    t.close()
+
+
+def test_failed_op_is_recorded_and_the_thread_goes_on(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = make(tmp_path, flush_threshold_bytes=1000)
+    calls = {"n": 0}
+    orig = Tablet.flush
+
+    def flaky(self: Tablet) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OperationalError("disk full (injected)")
+        return orig(self)
+
+    monkeypatch.setattr(Tablet, "flush", flaky)
+    mm = MaintenanceManager(poll_interval_s=0.01)
+    try:
+        t.attach(mm)
+        t.insert(rows_batch(0, 200))
+        wait_for(lambda: len(drs_ids(t)) == 1)
+        assert any("disk full" in e for e in mm.errors)
+    finally:
+        mm.stop()
+    t.close()
+
+
+def test_reopened_tablet_keeps_working_with_a_manager(tmp_path: Any) -> None:
+    mm = MaintenanceManager(poll_interval_s=0.01)
+    try:
+        t = make(tmp_path, flush_threshold_bytes=1000)
+        t.attach(mm)
+        t.insert(rows_batch(0, 200))
+        wait_for(lambda: len(drs_ids(t)) >= 1)
+        t.close()
+        t = Tablet.open(t.path, OPTS.with_(flush_threshold_bytes=1000))
+        t.attach(mm)
+        t.insert(rows_batch(5000, 200))
+        wait_for(lambda: t.memory_bytes() == 0)
+        assert t.count_rows() == 400
+        t.close()
+    finally:
+        mm.stop()
