@@ -1,0 +1,178 @@
+"""Sustained mixed load with the maintenance manager on: does the tablet stay healthy?
+
+One writer thread runs for ``--rows`` seconds (default 600: ten minutes) against one
+tablet attached to a ``MaintenanceManager`` (poll 100 ms, memory limit 256 MiB). Each
+round writes a batch of 2,000 INSERTs of new random keys (spread over the whole key
+space, so every flush overlaps the rowsets before it) and a batch of 2,000 UPDATEs of
+random existing keys. Options are scaled down so that maintenance has work all the time:
+flush at 4 MiB or 10 s, rowsets of 4 MiB, history kept 30 s (so history GC runs too).
+
+Every tenth of the run it samples rows written per second, DiskRowSets, REDO and UNDO
+DeltaFiles, memory held and disk bytes. Reported: throughput of the last tenth against
+the first (a flat line is 1.0x; the rival column is the first tenth), the largest
+rowset and delta-file counts seen, and what the maintenance thread ran. At the end the
+row count is checked against the keys inserted. ``tests/storage/test_sustained.py``
+(slow marker) runs the same load and asserts only what is not a time: counts stay
+bounded and no row is lost.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from benchmarks.common import Config, Goal, Result, fresh_dir, log, workdir
+from kudusql.common.options import TabletOptions
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.common.types import DataType
+from kudusql.storage.tablet.maintenance import MaintenanceManager
+from kudusql.storage.tablet.tablet import Tablet
+
+NAME = "sustained"
+DEFAULT_SECONDS = 600
+BATCH = 2_000
+SAMPLES = 10
+OPTIONS = TabletOptions(
+    flush_threshold_bytes=4 << 20,
+    flush_threshold_s=10,
+    rowset_target_bytes=4 << 20,
+    history_max_age_s=30,
+    file_grace_s=0,
+    sync=False,
+)
+SCHEMA = Schema.build(
+    [
+        ColumnSchema("k", DataType.parse("INT64"), nullable=False),
+        ColumnSchema("a", DataType.parse("INT64")),
+        ColumnSchema("b", DataType.parse("DOUBLE")),
+        ColumnSchema("s", DataType.parse("STRING")),
+    ],
+    ["k"],
+)
+
+
+@dataclass
+class Sample:
+    at_s: float
+    rows_per_s: float
+    rowsets: int
+    redo_files: int
+    undo_files: int
+    memory_bytes: int
+    disk_bytes: int
+
+
+@dataclass
+class SustainedRun:
+    samples: list[Sample] = field(default_factory=list)
+    ops: dict[str, int] = field(default_factory=dict)
+    rows_expected: int = 0
+    rows_found: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _counts(t: Tablet) -> tuple[int, int, int]:
+    info = [r for r in t.rowsets_info() if r["kind"] == "diskrowset"]
+    return len(info), sum(r["redo_files"] for r in info), sum(r["undo_files"] for r in info)
+
+
+def sustained(path: str, seconds: float, seed: int = 42) -> SustainedRun:
+    """Run the load for ``seconds`` on a new tablet at ``path`` (see the docstring)."""
+    rng = np.random.default_rng(seed)
+    mm = MaintenanceManager(memory_limit_bytes=256 << 20, poll_interval_s=0.1)
+    t = Tablet.create(path, SCHEMA, OPTIONS)
+    t.attach(mm)
+    out = SustainedRun()
+    keys = np.zeros(0, dtype=np.int64)
+    start = time.monotonic()
+    next_sample, written_since, last = seconds / SAMPLES, 0, start
+    try:
+        while True:
+            now = time.monotonic() - start
+            if now >= next_sample or now >= seconds:
+                rowsets, redo, undo = _counts(t)
+                st = t.stats()
+                rate = written_since / max(1e-9, time.monotonic() - last)
+                out.samples.append(
+                    Sample(now, rate, rowsets, redo, undo, t.memory_bytes(), st["disk_bytes"])
+                )
+                written_since, last = 0, time.monotonic()
+                next_sample += seconds / SAMPLES
+                if now >= seconds:
+                    break
+            new = np.unique(rng.integers(0, 1 << 62, BATCH, dtype=np.int64))
+            res = t.insert(
+                pa.table(
+                    {
+                        "k": new,
+                        "a": rng.integers(0, 1000, len(new)),
+                        "b": rng.random(len(new)),
+                        "s": pa.array([f"v{x % 9973}" for x in new.tolist()]),
+                    }
+                )
+            )
+            keys = np.concatenate([keys, new])
+            out.errors.extend(str(e) for e in res.errors[:3])
+            upd = np.unique(rng.choice(keys, min(BATCH, len(keys)), replace=False))
+            t.update(pa.table({"k": upd, "a": rng.integers(0, 1000, len(upd))}))
+            written_since += len(new) + len(upd)
+    finally:
+        mm.stop()
+    out.ops = dict(collections.Counter(r.op for r in mm.history()))
+    out.rows_expected = len(np.unique(keys))
+    out.rows_found = t.count_rows()
+    t.close()
+    return out
+
+
+def run(cfg: Config) -> Result:
+    seconds = float(cfg.rows or DEFAULT_SECONDS)
+    res = Result(
+        NAME,
+        f"{seconds:g} s of mixed inserts and updates, maintenance on",
+        "the same run's first tenth (a flat line is 1.0x)",
+    )
+    with workdir(cfg, NAME) as wd:
+        path = str(fresh_dir(wd, "tablet"))
+        log(f"sustained load for {seconds:g} s")
+        r = sustained(path, seconds, cfg.seed)
+    first, lastp = r.samples[0], r.samples[-1]
+    res.add("throughput, last tenth", lastp.rows_per_s, first.rows_per_s, unit="rows/s")
+    res.add("throughput ratio last/first", lastp.rows_per_s / first.rows_per_s, 1.0, unit="x")
+    res.add("DiskRowSets, max seen", max(s.rowsets for s in r.samples), None, unit="")
+    res.add("REDO files, max seen", max(s.redo_files for s in r.samples), None, unit="")
+    res.add("UNDO files, max seen", max(s.undo_files for s in r.samples), None, unit="")
+    res.add(
+        "rows lost",
+        r.rows_expected - r.rows_found,
+        None,
+        unit="",
+        goal=Goal(max_value=1),
+    )
+    res.info["samples"] = [s.__dict__ for s in r.samples]
+    res.info["maintenance_ops"] = r.ops
+    res.notes.append(
+        "samples (s, rows/s, rowsets, redo, undo, MiB mem, MiB disk): "
+        + "; ".join(
+            f"{s.at_s:.0f} {s.rows_per_s:.0f} {s.rowsets} {s.redo_files} {s.undo_files} "
+            f"{s.memory_bytes / 2**20:.1f} {s.disk_bytes / 2**20:.1f}"
+            for s in r.samples
+        )
+    )
+    res.notes.append(f"maintenance ops run: {r.ops}")
+    return res
+
+
+def summary(r: SustainedRun) -> dict[str, Any]:
+    """The figures the slow test checks."""
+    return {
+        "max_rowsets": max(s.rowsets for s in r.samples),
+        "max_redo": max(s.redo_files for s in r.samples),
+        "max_undo": max(s.undo_files for s in r.samples),
+        "disk_bytes": r.samples[-1].disk_bytes,
+    }
