@@ -217,3 +217,39 @@ def test_reopened_tablet_keeps_working_with_a_manager(tmp_path: Any) -> None:
         t.close()
     finally:
         mm.stop()
+
+
+def test_close_waits_for_a_running_compaction(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from kudusql.storage.tablet import tablet_maintenance
+
+    t = make(tmp_path)
+    for k in range(2):
+        t.insert(kv(list(range(k, 40, 2)), list(range(20))))
+        t.flush()
+    entered, release = threading.Event(), threading.Event()
+    orig = tablet_maintenance.write_rowsets
+
+    def slow(*a: Any, **kw: Any) -> Any:
+        entered.set()
+        assert release.wait(10)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(tablet_maintenance, "write_rowsets", slow)
+    th = threading.Thread(target=t.compact, args=(drs_ids(t),))
+    th.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=t.close)
+    closer.start()
+    time.sleep(0.1)
+    assert closer.is_alive()  # waiting for the compaction, lock still held
+    release.set()
+    th.join(10)
+    closer.join(10)
+    assert not closer.is_alive()
+    t = Tablet.open(t.path, OPTS)
+    assert len(drs_ids(t)) == 1 and t.count_rows() == 40
+    t.close()

@@ -210,9 +210,10 @@ class Tablet:
                 self.flush()
                 self.flush_deltas()
         finally:
-            self._closed = True
             if self.maintenance is not None:
                 self.maintenance.unregister(self)
+            with self._maint_lock:  # let a running flush or compaction finish first
+                self._closed = True
             self._pool.shutdown(wait=True)
             self.maintainer.delete_obsolete()
             self._release()
