@@ -501,3 +501,21 @@ def test_history_max_age_is_overridable_per_tablet(tmp_path: Any) -> None:
     clock.advance(100 * HOUR_US)
     assert t.ancient_history_mark() == 0 and by_key(t, snapshot=old) == {1: (1, None)}
     t.close()
+
+
+def test_adjacent_full_rowsets_are_not_merged_again(tmp_path: Any) -> None:
+    """Pinned: rowsets roll at the target size in *uncompressed* bytes; the policy used to
+    weigh them by compressed size, saw them all as small and merged adjacent rowsets into
+    the same layout forever (run_maintenance never returned)."""
+    t = make(tmp_path, rowset_target_bytes=64_000, rows_per_page=256)
+    n = 2000
+    t.insert(kv(list(range(n)), list(range(n)), ["x" * 200] * n))  # compresses well
+    t.flush()
+    ids = drs_ids(t)
+    assert len(ids) >= 4
+    meta = t.meta.rowsets[0]
+    assert meta.base_bytes < meta.raw_bytes / 4
+    assert t.compact() == 0
+    t.run_maintenance()  # returns
+    assert drs_ids(t) == ids
+    t.close()

@@ -103,7 +103,7 @@ def undo_of_history(
             s_rows, s_seq, s_vals = rows, base_seq, base_col
             upd_pos = np.zeros(0, dtype=np.int64)
         # Queries: UPDATEs that set the column (old value) and every DELETE (whole row).
-        q_pos = np.union1d(upd_pos, is_delete)
+        q_pos = np.union1d(upd_pos, is_delete) if len(is_delete) else upd_pos
         if not len(q_pos):
             continue
         idx = last_setter_before(s_rows, s_seq, hist.rowid[q_pos], hist.seq[q_pos])

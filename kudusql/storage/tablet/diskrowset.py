@@ -84,6 +84,15 @@ class RowSetMeta:
     column_files: dict[int, str] = field(default_factory=dict)
     #: Compactions of this rowset so far; names the files the next one writes.
     gen: int = 0
+    #: Uncompressed (Arrow) size of the rows when written: what rowsets roll at and what
+    #: a merging compaction holds in memory (0: unknown, rowsets of older versions).
+    raw_bytes: int = 0
+
+    @property
+    def size_for_policy(self) -> int:
+        """Bytes the compaction policy weighs: raw base bytes plus delta bytes."""
+        deltas = sum(f.stats.size for f in (*self.undo_files, *self.redo_files))
+        return (self.raw_bytes or self.base_bytes) + deltas
 
     def column_file(self, col_id: int) -> str:
         return self.column_files.get(col_id) or f"c{col_id}.cfile"
@@ -112,6 +121,7 @@ class RowSetMeta:
             "last_durable_dms_id": self.last_durable_dms_id,
             "column_files": {str(k): v for k, v in self.column_files.items()},
             "gen": self.gen,
+            "raw_bytes": self.raw_bytes,
         }
 
     @classmethod
@@ -128,6 +138,7 @@ class RowSetMeta:
             d.get("last_durable_dms_id", -1),
             {int(k): v for k, v in d.get("column_files", {}).items()},
             d.get("gen", 0),
+            d.get("raw_bytes", 0),
         )
 
 

@@ -143,6 +143,7 @@ def _write_one(
         max_key=keys[n - 1].as_py(),
         column_ids=[c.id for c in schema.columns],
         base_bytes=int(sum(sizes[1:])),
+        raw_bytes=int(rows.nbytes + keys.nbytes),
     )
     if len(undo):
         name = "undo0.delta"

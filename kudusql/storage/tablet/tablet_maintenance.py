@@ -14,6 +14,7 @@ rowset objects that read them and the grace period for other processes has passe
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import shutil
@@ -383,7 +384,7 @@ class TabletMaintainer:
         infos = [
             RowSetInfo(
                 d.id,
-                d.meta.base_bytes + delta_bytes(d.meta),
+                d.meta.size_for_policy,
                 d.meta.min_key,
                 d.meta.max_key,
                 sum(f.stats.size for f in d.meta.undo_files),
@@ -392,11 +393,20 @@ class TabletMaintainer:
             for d in self.t._rowsets.drs
             if d.num_rows
         ]
+        target = self.t.options.rowset_target_bytes
         opts = PolicyOptions(
-            budget_mb=self.t.options.compaction_budget_mb,
-            target_rowset_bytes=self.t.options.rowset_target_bytes,
+            budget_mb=self.t.options.compaction_budget_mb, target_rowset_bytes=target
         )
-        return select_rowsets(infos, opts)
+        sel = select_rowsets(infos, opts)
+        chosen = sorted((i for i in infos if i.id in sel.ids), key=lambda i: i.min_key)
+        disjoint = all(a.max_key < b.min_key for a, b in itertools.pairwise(chosen))
+        outputs = -(-sum(i.size_bytes for i in chosen) // max(1, target))
+        if disjoint and outputs >= len(chosen):
+            # Merging rowsets that do not overlap only pays when it makes fewer of them:
+            # the output rolls at the target size, so this merge would rewrite the same
+            # layout again and again.
+            return Selection((), 0.0)
+        return sel
 
     def record(self, op: str, t0: float, read: int, written: int, note: str = "") -> None:
         rec = MaintenanceRecord(
@@ -510,8 +520,12 @@ class TabletMaintainer:
             self.t.flush()
             self.t.flush_deltas()
         if compact:
+            count = len(self.t._rowsets.drs)
             while self.compact() >= 2:
-                pass
+                now = len(self.t._rowsets.drs)
+                if now >= count:  # no progress: stop rather than rewrite the same layout
+                    break
+                count = now
             for d in list(self.t._rowsets.drs):
                 if d.meta.redo_files:
                     self.major_delta_compaction(d.id)
