@@ -20,6 +20,8 @@ BENCHMARKS = {
     "point_lookup": "benchmarks.bench_point_lookup",
     "scan_deltas": "benchmarks.bench_scan_deltas",
     "wal": "benchmarks.bench_wal",
+    "compaction": "benchmarks.bench_compaction",
+    "sustained": "benchmarks.bench_sustained",
 }
 
 
