@@ -17,7 +17,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.storage.tablet.tablet import Tablet
-from tests.support.tablets import rows, schema
+from tests.support.tablets import pause_at, rows, schema
 
 KV = schema(("key", "BIGINT"), ("val", "INT"), ("s", "STRING"), key=["key"])
 OPTS = TabletOptions(rows_per_page=4, sync=False, history_max_age_s=3600, file_grace_s=0)
@@ -287,15 +287,7 @@ def test_mutations_during_a_merge_move_to_the_outputs(
     t.flush()
     t.insert(kv(list(range(1, 20, 2)), list(range(10))))
     t.flush()
-    entered, release = threading.Event(), threading.Event()
-    orig = tablet_mod.write_rowsets
-
-    def slow(*a: Any, **kw: Any) -> Any:
-        entered.set()
-        assert release.wait(10)
-        return orig(*a, **kw)
-
-    monkeypatch.setattr(tablet_mod, "write_rowsets", slow)
+    entered, release = pause_at(monkeypatch, tablet_mod, "write_rowsets")
     th = threading.Thread(target=t.compact, args=(drs_ids(t),))
     th.start()
     assert entered.wait(10)

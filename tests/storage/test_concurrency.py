@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from kudusql.storage.tablet import tablet as tablet_mod
-from tests.support.tablets import SMALL, new_tablet, reopen, rows, schema
+from tests.support.tablets import SMALL, new_tablet, pause_at, reopen, rows, schema
 
 KV = schema(("key", "BIGINT"), ("val", "INT"), key=["key"])
 
@@ -22,27 +22,13 @@ def kv(keys: list[int], vals: list[int] | None = None) -> pa.Table:
     return pa.table(cols)
 
 
-def _paused(monkeypatch: pytest.MonkeyPatch, name: str) -> tuple[threading.Event, threading.Event]:
-    """Make ``tablet.<name>`` (a file writer) wait until released, to hold a flush open."""
-    entered, release = threading.Event(), threading.Event()
-    orig = getattr(tablet_mod, name)
-
-    def slow(*a: Any, **kw: Any) -> Any:
-        entered.set()
-        assert release.wait(10)
-        return orig(*a, **kw)
-
-    monkeypatch.setattr(tablet_mod, name, slow)
-    return entered, release
-
-
 def test_writes_and_reads_continue_during_a_flush(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t = new_tablet(tmp_path, KV)
     t.insert(kv(list(range(10)), list(range(10))))
     before = t.latest_timestamp()
-    entered, release = _paused(monkeypatch, "write_rowsets")
+    entered, release = pause_at(monkeypatch, tablet_mod, "write_rowsets")
     th = threading.Thread(target=t.flush)
     th.start()
     assert entered.wait(10)
@@ -74,7 +60,7 @@ def test_writes_continue_during_a_delta_flush(
     t.insert(kv(list(range(10)), list(range(10))))
     t.flush()
     t.update(kv([1], [10]))
-    entered, release = _paused(monkeypatch, "write_delta_file")
+    entered, release = pause_at(monkeypatch, tablet_mod, "write_delta_file")
     th = threading.Thread(target=t.flush_deltas)
     th.start()
     assert entered.wait(10)

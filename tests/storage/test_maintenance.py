@@ -19,6 +19,7 @@ from kudusql.storage.tablet.maintenance import (
 )
 from kudusql.storage.tablet.tablet import Tablet
 from tests.storage.test_compaction import HOUR_US, OPTS, Clock, drs_ids, kv, make
+from tests.support.tablets import pause_at
 
 MB = 2**20
 
@@ -230,15 +231,7 @@ def test_close_waits_for_a_running_compaction(
     for k in range(2):
         t.insert(kv(list(range(k, 40, 2)), list(range(20))))
         t.flush()
-    entered, release = threading.Event(), threading.Event()
-    orig = tablet_maintenance.write_rowsets
-
-    def slow(*a: Any, **kw: Any) -> Any:
-        entered.set()
-        assert release.wait(10)
-        return orig(*a, **kw)
-
-    monkeypatch.setattr(tablet_maintenance, "write_rowsets", slow)
+    entered, release = pause_at(monkeypatch, tablet_maintenance, "write_rowsets")
     th = threading.Thread(target=t.compact, args=(drs_ids(t),))
     th.start()
     assert entered.wait(10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -41,3 +42,18 @@ def reopen(t: Tablet) -> Tablet:
     path, options = t.path, t.options
     t.close()
     return Tablet.open(path, options)
+
+
+def pause_at(monkeypatch: Any, module: Any, name: str) -> tuple[threading.Event, threading.Event]:
+    """Make ``module.<name>`` wait until released, to hold a flush or compaction open:
+    returns (entered, release)."""
+    entered, release = threading.Event(), threading.Event()
+    orig = getattr(module, name)
+
+    def slow(*a: Any, **kw: Any) -> Any:
+        entered.set()
+        assert release.wait(10)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(module, name, slow)
+    return entered, release
