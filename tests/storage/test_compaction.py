@@ -511,3 +511,67 @@ def test_adjacent_full_rowsets_are_not_merged_again(tmp_path: Any) -> None:
     t.run_maintenance()  # returns
     assert drs_ids(t) == ids
     t.close()
+
+
+@pytest.mark.parametrize(
+    ("op", "point", "where"),
+    [
+        ("merge", "write", "rowsets/00000002"),  # an output column file
+        ("merge", "write", "redo"),  # flushing the inputs' DeltaMemStores
+        ("merge", "rename", "tablet.meta"),  # the superblock swap
+        ("major", "write", ".g0."),  # a rewritten column or the new UNDO file
+        ("major", "rename", "tablet.meta"),
+        ("minor", "write", "redo.g0"),
+        ("gc", "rename", "tablet.meta"),
+    ],
+)
+def test_disk_errors_during_compaction_change_nothing(
+    tmp_path: Any, op: str, point: str, where: str
+) -> None:
+    from kudusql.common.errors import OperationalError
+    from kudusql.storage.fs import faults
+
+    clock = Clock()
+    t = make(tmp_path, clock)
+    t.insert(kv(list(range(0, 40, 2)), list(range(20))))
+    t.flush()
+    t.insert(kv(list(range(1, 40, 2)), list(range(20))))
+    t.flush()
+    for r in range(2):
+        t.update(kv([0, 1, 2, 3], [100 + r] * 4))
+        t.flush_deltas()
+    t.delete(kv([5]))
+    snap = t.latest_timestamp()
+    if op == "gc":
+        t.compact(drs_ids(t))
+        clock.advance(2 * HOUR_US)
+    before, ids = by_key(t), drs_ids(t)
+    before_snap = None if op == "gc" else by_key(t, snapshot=snap)
+
+    def run() -> None:
+        if op == "merge":
+            t.compact(ids)
+        elif op == "major":
+            t.major_delta_compaction(ids[0])
+        elif op == "minor":
+            t.minor_delta_compaction(ids[0])
+        else:
+            assert t.gc_undo() > 0
+
+    faults.inject(point, path_contains=where, err=28)
+    try:
+        with pytest.raises(OperationalError):
+            run()
+    finally:
+        faults.clear()
+    assert drs_ids(t) == ids and by_key(t) == before
+    t.insert(kv([99], [99]))  # writes go on
+    before[99] = (99, None)
+    run()  # the cause is gone: it works
+    assert by_key(t) == before
+    if before_snap is not None:
+        assert by_key(t, snapshot=snap) == before_snap
+    t.close()
+    t = Tablet.open(t.path, OPTS, clock=clock.hybrid)
+    assert by_key(t) == before and on_disk(t) == listed(t)
+    t.close()
