@@ -154,6 +154,8 @@ class DiskRowSet:
 
     # Probes larger than this fraction of the rowset use a hash join on the key column.
     _HASH_JOIN_FRACTION = 0.05
+    # Probes of at most this many keys go one key at a time (bloom, then the key index).
+    _FEW_KEYS = 8
 
     def __init__(self, tablet_dir: str, meta: RowSetMeta, cache: BlockCache | None) -> None:
         self.meta = meta
@@ -243,6 +245,10 @@ class DiskRowSet:
         )
         cand = np.flatnonzero(np.asarray(inr.to_numpy(zero_copy_only=False), dtype=bool))
         if not len(cand):
+            return out
+        if len(cand) <= self._FEW_KEYS:  # a handful: scalar probes beat numpy's overhead
+            for i in cand.tolist():
+                out[i] = self.find_rowid_one(keys[i].as_py())
             return out
         ckeys = keys.take(cand)
         if len(cand) <= self._HASH_JOIN_FRACTION * self.meta.num_rows:

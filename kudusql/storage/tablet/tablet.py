@@ -870,7 +870,8 @@ class Tablet:
             slot = m.lookup_one(enc)
             if slot >= 0 and m.alive_at_latest(np.array([slot]))[0]:
                 return m.row_at(slot, proj)
-        for d in rs.drs:
+        for i in rs.covering(enc):
+            d = rs.drs[i]
             rid = d.find_rowid_one(enc)
             if rid >= 0 and not d.dead_at_latest()[rid]:
                 return d.row_at(rid, proj)

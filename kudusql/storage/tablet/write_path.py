@@ -42,6 +42,9 @@ from kudusql.storage.tablet.write_ops import (
 A_NONE, A_INSERT, A_REINSERT, A_UPDATE, A_DELETE, A_IGNORED = range(6)
 # Where a live key is.
 K_NONE, K_MRS, K_DRS, K_FROZEN = range(4)
+# Batches up to this many keys find their DiskRowSets through the key-range index, one
+# key at a time; larger ones test every rowset's range vectorized.
+_SMALL_PROBE = 64
 
 
 class BatchValues(Protocol):
@@ -92,7 +95,12 @@ def locate(
             kind[todo[live]] = K_FROZEN
             rsi[todo[live]] = fi
             row[todo[live]] = fs[live]
-    for di, drs in enumerate(rs.drs):
+    candidates: range | list[int] = range(len(rs.drs))
+    if m <= _SMALL_PROBE and len(rs.drs) > 1:  # only the rowsets whose range holds a key
+        pykeys: list[bytes] = keys.to_pylist()  # type: ignore[assignment]
+        candidates = sorted({i for k in pykeys for i in rs.covering(k)})
+    for di in candidates:
+        drs = rs.drs[di]
         todo = np.flatnonzero(kind == K_NONE)
         if not len(todo):
             break
