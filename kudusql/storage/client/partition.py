@@ -1,0 +1,693 @@
+"""Partition schemas and partitions: how a table's rows are split into tablets.
+
+This module owns Kudu's partitioning rule (``kudu-internals.md`` §1) as pure values and
+batch computations, with no I/O:
+
+* ``PartitionSchema``: zero or more hash dimensions (``HashDimension``: primary-key
+  columns, at least 2 buckets, a seed), then an optional range rule (range columns, a
+  subset of the key) with the table's current range partitions (``RangeBounds``: lower
+  inclusive and upper exclusive unless flagged otherwise, a missing end unbounded).
+  ``PartitionSchema.create`` builds one from bounds and Kudu-style split rows;
+  ``validate`` checks it against a ``Schema``; ``to_dict``/``from_dict`` give the
+  JSON-able form the catalog stores; ``add_range_partition``/``drop_range_partition``
+  return a new value.
+* ``Partition``: one tablet's slice of the table: a bucket per hash dimension and a range.
+  Its partition key is each bucket as a 4-byte big-endian uint32, then the encoded range
+  key. ``create_partitions`` lists them ordered by partition key (bucket-major).
+* Routing batches: ``bucket_for`` (MurmurHash64A of the key-encoded dimension columns with
+  the dimension's seed, modulo its bucket count) and ``partition_for_batch`` (each row's
+  index in ``create_partitions``, or -1 where no range partition covers the row) are
+  vectorized over whole Arrow batches.
+
+Unset trailing columns of a bound or split row take the type minimum, as in Kudu, so a
+bound is any prefix of the range columns.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import functools
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
+
+import numpy as np
+import pyarrow as pa
+
+from kudusql.common.errors import DataError, ProgrammingError
+from kudusql.common.keys import ArrowArray, encode_keys, fixed_key_width
+from kudusql.common.schema import Schema
+from kudusql.common.types import DataType
+from kudusql.storage.client.batch_keys import locate_in_ranges, murmur2_64_keys
+from kudusql.storage.client.range_key import (
+    Component,
+    KeyDomain,
+    encode_components,
+    increment_components,
+)
+
+__all__ = [
+    "NO_TABLET_MESSAGE",
+    "Batch",
+    "HashDimension",
+    "Partition",
+    "PartitionSchema",
+    "RangeBounds",
+    "add_range_partition",
+    "bucket_for",
+    "create_partitions",
+    "drop_range_partition",
+    "encode_range_keys",
+    "partition_for_batch",
+    "partitions_for_range",
+]
+
+Batch: TypeAlias = "pa.Table | pa.RecordBatch | Mapping[str, ArrowArray]"
+
+NO_TABLET_MESSAGE = "No tablet covering the requested range partition"
+_BUCKET_BYTES = 4
+_MAX_BUCKETS = 2**31 - 1
+
+
+# ------------------------------------------------------------------------------------------
+# Values
+# ------------------------------------------------------------------------------------------
+def _as_tuple(v: Any) -> tuple[Any, ...] | None:
+    if v is None:
+        return None
+    t = tuple(v) if isinstance(v, list | tuple) else (v,)
+    return t or None
+
+
+@dataclass(frozen=True)
+class HashDimension:
+    """``HASH (columns) PARTITIONS num_buckets [SEED seed]``."""
+
+    columns: tuple[str, ...]
+    num_buckets: int
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        cols = (self.columns,) if isinstance(self.columns, str) else tuple(self.columns)
+        object.__setattr__(self, "columns", cols)
+
+    def describe(self) -> str:
+        seed = f" SEED {self.seed}" if self.seed else ""
+        return f"HASH ({', '.join(self.columns)}) PARTITIONS {self.num_buckets}{seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"columns": list(self.columns), "num_buckets": self.num_buckets, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HashDimension:
+        return cls(tuple(d["columns"]), int(d["num_buckets"]), int(d.get("seed", 0)))
+
+
+@dataclass(frozen=True)
+class RangeBounds:
+    """One range partition: ``lower <= range key < upper`` by default.
+
+    ``lower``/``upper`` are tuples of values for a prefix of the range columns (a single
+    value is taken as a 1-tuple); None or ``()`` means unbounded. The inclusive flags
+    allow Kudu's and Impala's other bound kinds (``VALUES <= 20``, ``VALUE = 30``)."""
+
+    lower: tuple[Any, ...] | None = None
+    upper: tuple[Any, ...] | None = None
+    lower_inclusive: bool = True
+    upper_inclusive: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lower", _as_tuple(self.lower))
+        object.__setattr__(self, "upper", _as_tuple(self.upper))
+
+    def describe(self) -> str:
+        """Impala's ``SHOW RANGE PARTITIONS`` style: ``10 <= VALUES < 20``."""
+        lo, hi = self.lower, self.upper
+        if lo is not None and lo == hi and self.lower_inclusive and self.upper_inclusive:
+            return f"VALUE = {_fmt_row(lo)}"
+        parts = []
+        if lo is not None:
+            parts.append(f"{_fmt_row(lo)} {'<=' if self.lower_inclusive else '<'}")
+        parts.append("VALUES")
+        if hi is not None:
+            parts.append(f"{'<=' if self.upper_inclusive else '<'} {_fmt_row(hi)}")
+        return "UNBOUNDED" if lo is None and hi is None else " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lower": None if self.lower is None else [_json_value(v) for v in self.lower],
+            "upper": None if self.upper is None else [_json_value(v) for v in self.upper],
+            "lower_inclusive": self.lower_inclusive,
+            "upper_inclusive": self.upper_inclusive,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RangeBounds:
+        def row(vals: list[Any] | None) -> tuple[Any, ...] | None:
+            return None if vals is None else tuple(_from_json_value(v) for v in vals)
+
+        return cls(
+            row(d.get("lower")),
+            row(d.get("upper")),
+            bool(d.get("lower_inclusive", True)),
+            bool(d.get("upper_inclusive", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One tablet's slice: ``hash_buckets`` (one per dimension) times a range.
+
+    Range keys are encoded range-column keys, ``b""`` when that end is unbounded.
+    ``partition_key_start`` is the buckets (4-byte big-endian each) then
+    ``range_key_start``; ``partition_key_end`` likewise, except that a range unbounded
+    above ends where the next bucket of the last dimension begins (buckets with the last
+    one plus 1), as in Kudu, and is ``b""`` (unbounded) when there is no hash dimension."""
+
+    hash_buckets: tuple[int, ...]
+    range_bounds: RangeBounds
+    range_key_start: bytes
+    range_key_end: bytes
+    partition_key_start: bytes
+    partition_key_end: bytes
+
+    def describe(self, partition_schema: PartitionSchema) -> str:
+        """``HASH (a) PARTITION 1, RANGE (b) PARTITION 10 <= VALUES < 20``."""
+        parts = [
+            f"HASH ({', '.join(d.columns)}) PARTITION {b}"
+            for d, b in zip(partition_schema.hash_dimensions, self.hash_buckets, strict=True)
+        ]
+        if partition_schema.range_columns:
+            cols = ", ".join(partition_schema.range_columns)
+            parts.append(f"RANGE ({cols}) PARTITION {self.range_bounds.describe()}")
+        return ", ".join(parts) or "UNPARTITIONED"
+
+
+@dataclass(frozen=True)
+class PartitionSchema:
+    """Hash dimensions, then the range rule and the table's current range partitions.
+
+    With no range columns there is exactly one, unbounded, range. Build one with
+    ``create`` (which converts, sorts and validates); the plain constructor stores what
+    it is given (``from_dict`` uses it), and ``validate`` checks it."""
+
+    hash_dimensions: tuple[HashDimension, ...] = ()
+    range_columns: tuple[str, ...] = ()
+    range_bounds: tuple[RangeBounds, ...] = (RangeBounds(),)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hash_dimensions", tuple(self.hash_dimensions))
+        rc = self.range_columns
+        object.__setattr__(self, "range_columns", (rc,) if isinstance(rc, str) else tuple(rc))
+        object.__setattr__(self, "range_bounds", tuple(self.range_bounds))
+
+    @classmethod
+    def create(
+        cls,
+        schema: Schema,
+        hash_dimensions: Iterable[HashDimension] = (),
+        range_columns: Sequence[str] = (),
+        range_bounds: Iterable[RangeBounds] | None = None,
+        split_rows: Iterable[Sequence[Any]] = (),
+    ) -> PartitionSchema:
+        """A validated partition schema for ``schema``.
+
+        ``range_bounds`` lists the range partitions (none given: one unbounded range);
+        ``split_rows`` then cut those ranges at each split, so that splits alone give
+        consecutive ranges covering every key, like Kudu's ``SPLIT ROWS``."""
+        base = cls(tuple(hash_dimensions), tuple(range_columns))
+        base._validate_columns(schema)
+        bounds = list(range_bounds or ())
+        splits = [tuple(s) for s in split_rows]
+        if (bounds or splits) and not base.range_columns:
+            raise ProgrammingError("range bounds and split rows need range partition columns")
+        if not base.range_columns:
+            return base
+        domains = _domains(base, schema)
+        normal = [_normalize_bounds(b, base, schema) for b in bounds] or [RangeBounds()]
+        ordered = _encoded_ranges(tuple(normal), domains, base.range_columns)
+        if splits:
+            split_keys = [_normalize_row(s, base, schema, "split row") for s in splits]
+            normal = _split_ranges(ordered, split_keys, domains, base.range_columns)
+        else:
+            normal = [r.bounds for r in ordered]
+        result = replace(base, range_bounds=tuple(normal))
+        result.validate(schema)
+        return result
+
+    # -- validation ---------------------------------------------------------------------------
+    def validate(self, schema: Schema) -> None:
+        """Raise ProgrammingError unless this partition schema fits ``schema``."""
+        self._validate_columns(schema)
+        if not self.range_columns:
+            if self.range_bounds != (RangeBounds(),):
+                raise ProgrammingError(
+                    "without range partition columns there is exactly one unbounded range"
+                )
+            return
+        _encoded_ranges(self.range_bounds, _domains(self, schema), self.range_columns)
+
+    def _validate_columns(self, schema: Schema) -> None:
+        seen: set[str] = set()
+        for dim in self.hash_dimensions:
+            what = dim.describe()
+            if not dim.columns:
+                raise ProgrammingError("a hash dimension needs at least one column")
+            n = dim.num_buckets
+            if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= _MAX_BUCKETS:
+                raise ProgrammingError(
+                    f"{what}: a hash dimension needs at least 2 buckets (at most {_MAX_BUCKETS})"
+                )
+            s = dim.seed
+            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**32:
+                raise ProgrammingError(f"{what}: the seed must be an unsigned 32-bit integer")
+            for col in dim.columns:
+                _check_key_column(schema, col, what)
+                if col in seen:
+                    raise ProgrammingError(
+                        f"{what}: column {col!r} is used twice in hash partitioning "
+                        "(hash dimensions must not share columns)"
+                    )
+                seen.add(col)
+        what = f"RANGE ({', '.join(self.range_columns)})"
+        for col in self.range_columns:
+            _check_key_column(schema, col, what)
+        if len(set(self.range_columns)) != len(self.range_columns):
+            raise ProgrammingError(f"{what}: a range partition column is listed twice")
+
+    # -- presentation and persistence -------------------------------------------------------
+    def describe(self) -> str:
+        """``HASH (a) PARTITIONS 4, RANGE (b)``."""
+        parts = [d.describe() for d in self.hash_dimensions]
+        if self.range_columns:
+            parts.append(f"RANGE ({', '.join(self.range_columns)})")
+        return ", ".join(parts) or "UNPARTITIONED"
+
+    @property
+    def num_hash_combinations(self) -> int:
+        """Tablets per range partition: the product of the bucket counts."""
+        return math.prod(d.num_buckets for d in self.hash_dimensions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hash": [d.to_dict() for d in self.hash_dimensions],
+            "range": {
+                "columns": list(self.range_columns),
+                "bounds": [b.to_dict() for b in self.range_bounds],
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PartitionSchema:
+        rng = d.get("range") or {}
+        return cls(
+            tuple(HashDimension.from_dict(h) for h in d.get("hash", [])),
+            tuple(rng.get("columns", [])),
+            tuple(RangeBounds.from_dict(b) for b in rng.get("bounds", [{}])),
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# Partitions, and adding or dropping range partitions
+# ------------------------------------------------------------------------------------------
+def create_partitions(partition_schema: PartitionSchema, schema: Schema) -> list[Partition]:
+    """Every partition (one per bucket combination per range), by partition key.
+
+    The order is bucket-major: the partition of buckets ``(b0, .., bk)`` and range ``r``
+    (ranges sorted by lower bound) is at ``((b0 * n1 + b1) * .. + bk) * R + r``, which is
+    the index ``partition_for_batch`` returns."""
+    ranges = _ranges_of(partition_schema, schema)
+    dims = partition_schema.hash_dimensions
+    out: list[Partition] = []
+    for combo in itertools.product(*(range(d.num_buckets) for d in dims)):
+        prefix = b"".join(b.to_bytes(_BUCKET_BYTES, "big") for b in combo)
+        for r in ranges:
+            if r.upper is not None:
+                end = prefix + r.upper
+            elif combo:
+                end = prefix[:-_BUCKET_BYTES] + (combo[-1] + 1).to_bytes(_BUCKET_BYTES, "big")
+            else:
+                end = b""
+            out.append(Partition(combo, r.bounds, r.lower, r.upper or b"", prefix + r.lower, end))
+    return out
+
+
+def partitions_for_range(
+    partition_schema: PartitionSchema, schema: Schema, bounds: RangeBounds
+) -> list[Partition]:
+    """The partitions (one per bucket combination) of the range partition ``bounds``."""
+    lo, hi = _encode_bounds(
+        _normalize_bounds(bounds, partition_schema, schema),
+        _domains(partition_schema, schema),
+        partition_schema.range_columns,
+    )
+    hi_b = hi or b""
+    return [
+        p
+        for p in create_partitions(partition_schema, schema)
+        if p.range_key_start == lo and p.range_key_end == hi_b
+    ]
+
+
+def add_range_partition(
+    partition_schema: PartitionSchema, schema: Schema, bounds: RangeBounds
+) -> PartitionSchema:
+    """A copy with the range partition ``bounds`` added; it must overlap no other."""
+    if not partition_schema.range_columns:
+        raise ProgrammingError("cannot add a range partition: the table has no range columns")
+    new = _normalize_bounds(bounds, partition_schema, schema)
+    ordered = _encoded_ranges(
+        (*partition_schema.range_bounds, new),
+        _domains(partition_schema, schema),
+        partition_schema.range_columns,
+    )
+    return replace(partition_schema, range_bounds=tuple(r.bounds for r in ordered))
+
+
+def drop_range_partition(
+    partition_schema: PartitionSchema, schema: Schema, bounds: RangeBounds
+) -> PartitionSchema:
+    """A copy without the range partition whose bounds equal ``bounds`` (compared as keys,
+    so ``[10, 20)`` matches ``[10, 19]`` on an integer column)."""
+    if not partition_schema.range_columns:
+        raise ProgrammingError("cannot drop a range partition: the table has no range columns")
+    cols = partition_schema.range_columns
+    domains = _domains(partition_schema, schema)
+    target = _encode_bounds(_normalize_bounds(bounds, partition_schema, schema), domains, cols)
+    ordered = _encoded_ranges(partition_schema.range_bounds, domains, cols)
+    keep = [r.bounds for r in ordered if (r.lower, r.upper) != target]
+    if len(keep) == len(ordered):
+        raise ProgrammingError(
+            f"no range partition {bounds.describe()} to drop in RANGE ({', '.join(cols)})"
+        )
+    return replace(partition_schema, range_bounds=tuple(keep))
+
+
+# ------------------------------------------------------------------------------------------
+# Routing batches
+# ------------------------------------------------------------------------------------------
+def bucket_for(dimension: HashDimension, schema: Schema, batch: Batch) -> np.ndarray:
+    """Each row's bucket in ``dimension`` (int64 array), for the whole batch at once.
+
+    Bucket = MurmurHash64A(key encoding of the dimension's columns, the last of them
+    unescaped; seed) mod num_buckets. Key columns must hold no nulls."""
+    types = [schema.column(c).type for c in dimension.columns]
+    keys = encode_keys(_columns(batch, dimension.columns), types)
+    hashes = murmur2_64_keys(keys, dimension.seed)
+    return (hashes % np.uint64(dimension.num_buckets)).astype(np.int64)
+
+
+def encode_range_keys(
+    partition_schema: PartitionSchema, schema: Schema, batch: Batch
+) -> pa.Array[Any]:
+    """Each row's encoded range key (a binary array; empty keys without range columns)."""
+    cols = partition_schema.range_columns
+    if not cols:
+        return pa.repeat(pa.scalar(b"", pa.binary()), _num_rows(batch))
+    types = [schema.column(c).type for c in cols]
+    return encode_keys(_columns(batch, cols), types)
+
+
+def partition_for_batch(
+    partition_schema: PartitionSchema, schema: Schema, batch: Batch
+) -> np.ndarray:
+    """Each row's index in ``create_partitions(partition_schema, schema)`` (int64), or -1
+    where no range partition covers the row (Kudu's per-row error
+    "No tablet covering the requested range partition"). Key columns must be non-null."""
+    n = _num_rows(batch)
+    ranges = _ranges_of(partition_schema, schema)
+    if not ranges:
+        return np.full(n, -1, dtype=np.int64)
+    if partition_schema.range_columns:
+        types = [schema.column(c).type for c in partition_schema.range_columns]
+        keys = encode_range_keys(partition_schema, schema, batch)
+        ridx = locate_in_ranges(
+            keys, [r.lower for r in ranges], [r.upper for r in ranges], fixed_key_width(types)
+        )
+    else:
+        ridx = np.zeros(n, dtype=np.int64)
+    combo = np.zeros(n, dtype=np.int64)
+    for dim in partition_schema.hash_dimensions:
+        combo = combo * dim.num_buckets + bucket_for(dim, schema, batch)
+    out: np.ndarray = combo * len(ranges) + ridx
+    out[ridx < 0] = -1
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Encoded range bounds
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _EncodedRange:
+    bounds: RangeBounds
+    lower: bytes  # b"" when unbounded
+    upper: bytes | None  # None when unbounded
+
+
+def _ranges_of(partition_schema: PartitionSchema, schema: Schema) -> tuple[_EncodedRange, ...]:
+    if not partition_schema.range_columns:
+        return (_EncodedRange(RangeBounds(), b"", None),)
+    return _encoded_ranges(
+        partition_schema.range_bounds,
+        _domains(partition_schema, schema),
+        partition_schema.range_columns,
+    )
+
+
+def _encoded_ranges(
+    bounds: tuple[RangeBounds, ...], domains: tuple[KeyDomain, ...], columns: tuple[str, ...]
+) -> tuple[_EncodedRange, ...]:
+    """The ranges sorted by lower bound, checked: lower < upper, and no two overlap.
+
+    The encodings are cached (routing asks for them on every batch); the result always
+    carries the caller's own ``RangeBounds`` objects."""
+    try:
+        order = _sorted_range_keys(bounds, domains, columns)
+    except TypeError:  # an unhashable bound value: nothing to cache
+        order = _sorted_range_keys.__wrapped__(bounds, domains, columns)
+    return tuple(_EncodedRange(bounds[i], lo, hi) for i, lo, hi in order)
+
+
+@functools.lru_cache(maxsize=256)
+def _sorted_range_keys(
+    bounds: tuple[RangeBounds, ...], domains: tuple[KeyDomain, ...], columns: tuple[str, ...]
+) -> tuple[tuple[int, bytes, bytes | None], ...]:
+    """(index in ``bounds``, lower key, upper key) by lower key, after the checks."""
+    enc = sorted(
+        ((i, *_encode_bounds(b, domains, columns)) for i, b in enumerate(bounds)),
+        key=lambda e: e[1],
+    )
+    for (i, _, hi), (j, lo, _) in itertools.pairwise(enc):
+        if hi is None or hi > lo:
+            raise ProgrammingError(
+                f"range partitions overlap: {bounds[i].describe()} and {bounds[j].describe()} "
+                f"in RANGE ({', '.join(columns)})"
+            )
+    return tuple(enc)
+
+
+def _encode_bounds(
+    b: RangeBounds, domains: Sequence[KeyDomain], columns: Sequence[str]
+) -> tuple[bytes, bytes | None]:
+    """(inclusive lower key, exclusive upper key or None) of a range partition."""
+    what = f"range partition {b.describe()}"
+    lo = b""
+    if b.lower is not None:
+        parts = _full_components(b.lower, domains, columns, what)
+        if not b.lower_inclusive:
+            inc = increment_components(parts, domains)
+            if inc is None:
+                raise ProgrammingError(
+                    f"{what}: an exclusive lower bound cannot be the largest key"
+                )
+            parts = inc
+        lo = encode_components(parts, domains)
+    hi: bytes | None = None
+    if b.upper is not None:
+        parts = _full_components(b.upper, domains, columns, what)
+        if b.upper_inclusive:
+            inc = increment_components(parts, domains)
+            parts = inc if inc is not None else []
+        if parts:
+            if all(c == d.min for c, d in zip(parts, domains, strict=True)):
+                raise ProgrammingError(f"{what}: the upper bound is the smallest key; it is empty")
+            hi = encode_components(parts, domains)
+    if hi is not None and lo >= hi:
+        raise ProgrammingError(f"{what}: the lower bound must be less than the upper bound")
+    return lo, hi
+
+
+def _full_components(
+    values: tuple[Any, ...], domains: Sequence[KeyDomain], columns: Sequence[str], what: str
+) -> list[Component]:
+    if len(values) > len(domains):
+        raise ProgrammingError(
+            f"{what}: {len(values)} values for {len(domains)} range columns ({', '.join(columns)})"
+        )
+    parts: list[Component] = []
+    for v, d, col in zip(values, domains, columns, strict=False):
+        try:
+            parts.append(d.component(v))
+        except DataError as e:
+            raise ProgrammingError(f"{what}: bad value for range column {col!r}: {e}") from None
+    return parts + [d.min for d in domains[len(values) :]]
+
+
+def _split_ranges(
+    ordered: Sequence[_EncodedRange],
+    splits: list[tuple[Any, ...]],
+    domains: tuple[KeyDomain, ...],
+    columns: tuple[str, ...],
+) -> list[RangeBounds]:
+    """Cut the sorted ranges at each split row (each must fall strictly inside one)."""
+    keyed = []
+    for s in splits:
+        parts = _full_components(s, domains, columns, "split row")
+        if all(c == d.min for c, d in zip(parts, domains, strict=True)):
+            raise ProgrammingError(
+                f"split row {_fmt_row(s)} is the smallest key: it must set a range column "
+                "to more than its minimum"
+            )
+        keyed.append((encode_components(parts, domains), s))
+    keyed.sort(key=lambda ks: ks[0])
+    for (k1, s1), (k2, _) in itertools.pairwise(keyed):
+        if k1 == k2:
+            raise ProgrammingError(f"duplicate split row {_fmt_row(s1)}")
+    out: list[RangeBounds] = []
+    i = 0
+    for r in ordered:
+        lower, lower_inc = r.bounds.lower, r.bounds.lower_inclusive
+        while i < len(keyed) and (r.upper is None or keyed[i][0] <= r.upper):
+            key, split = keyed[i]
+            if key < r.lower:
+                break
+            if key == r.lower or key == r.upper:
+                raise ProgrammingError(
+                    f"split row {_fmt_row(split)} equals a bound of range partition "
+                    f"{r.bounds.describe()}"
+                )
+            out.append(RangeBounds(lower, split, lower_inc, False))
+            lower, lower_inc = split, True
+            i += 1
+        out.append(RangeBounds(lower, r.bounds.upper, lower_inc, r.bounds.upper_inclusive))
+    if i < len(keyed):
+        raise ProgrammingError(
+            f"split row {_fmt_row(keyed[i][1])} is outside every range partition"
+        )
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Small helpers
+# ------------------------------------------------------------------------------------------
+def _domains(partition_schema: PartitionSchema, schema: Schema) -> tuple[KeyDomain, ...]:
+    return tuple(KeyDomain.of(schema.column(c).type) for c in partition_schema.range_columns)
+
+
+def _check_key_column(schema: Schema, col: str, what: str) -> None:
+    if not schema.has_column(col):
+        raise ProgrammingError(f"{what}: unknown column {col!r}")
+    if not schema.is_key(col):
+        raise ProgrammingError(
+            f"{what}: column {col!r} is not a primary key column "
+            "(hash and range partitioning use key columns only)"
+        )
+
+
+def _normalize_row(
+    values: Sequence[Any], partition_schema: PartitionSchema, schema: Schema, what: str
+) -> tuple[Any, ...]:
+    """Values converted to the range columns' types (a prefix of them)."""
+    cols = partition_schema.range_columns
+    if len(values) > len(cols):
+        raise ProgrammingError(
+            f"{what} {_fmt_row(tuple(values))}: {len(values)} values for "
+            f"{len(cols)} range columns ({', '.join(cols)})"
+        )
+    out = []
+    for v, col in zip(values, cols, strict=False):
+        t: DataType = schema.column(col).type
+        if v is None:
+            raise ProgrammingError(f"{what}: range column {col!r} cannot be NULL")
+        try:
+            out.append(t.python_value(v))
+        except ProgrammingError:
+            raise ProgrammingError(
+                f"{what}: {v!r} is not a valid {t} for range column {col!r}"
+            ) from None
+    return tuple(out)
+
+
+def _normalize_bounds(
+    b: RangeBounds, partition_schema: PartitionSchema, schema: Schema
+) -> RangeBounds:
+    what = f"range partition {b.describe()}"
+    lo = None if b.lower is None else _normalize_row(b.lower, partition_schema, schema, what)
+    hi = None if b.upper is None else _normalize_row(b.upper, partition_schema, schema, what)
+    return RangeBounds(lo, hi, b.lower_inclusive, b.upper_inclusive)
+
+
+def _columns(batch: Batch, names: Sequence[str]) -> list[ArrowArray]:
+    out = []
+    for name in names:
+        try:
+            out.append(batch[name] if isinstance(batch, Mapping) else batch.column(name))
+        except KeyError:
+            raise ProgrammingError(
+                f"the batch has no column {name!r} (a partition column)"
+            ) from None
+    return out
+
+
+def _num_rows(batch: Batch) -> int:
+    if isinstance(batch, Mapping):
+        return len(next(iter(batch.values()))) if batch else 0
+    return int(batch.num_rows)
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, datetime.date):  # also datetime
+        return json.dumps(v.isoformat())
+    return repr(v) if isinstance(v, bytes) else str(v)
+
+
+def _fmt_row(values: tuple[Any, ...]) -> str:
+    if len(values) == 1:
+        return _fmt_value(values[0])
+    return "(" + ", ".join(_fmt_value(v) for v in values) + ")"
+
+
+def _json_value(v: Any) -> Any:
+    """A JSON-able, self-describing form of a bound value."""
+    if isinstance(v, bytes):
+        return {"b64": base64.b64encode(v).decode("ascii")}
+    if isinstance(v, decimal.Decimal):
+        return {"dec": str(v)}
+    if isinstance(v, datetime.datetime):
+        return {"ts": v.isoformat()}
+    if isinstance(v, datetime.date):
+        return {"date": v.isoformat()}
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _from_json_value(v: Any) -> Any:
+    if isinstance(v, dict):
+        if "b64" in v:
+            return base64.b64decode(v["b64"])
+        if "dec" in v:
+            return decimal.Decimal(v["dec"])
+        if "ts" in v:
+            return datetime.datetime.fromisoformat(v["ts"])
+        if "date" in v:
+            return datetime.date.fromisoformat(v["date"])
+        raise ProgrammingError(f"unknown range bound value {v!r}")
+    return v
