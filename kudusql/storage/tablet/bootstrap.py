@@ -24,6 +24,7 @@ from kudusql.storage.tablet.log_record import KIND_DRS, KIND_MRS, DecidedBatch
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_path import (
     A_INSERT,
+    A_REINSERT,
     K_DRS,
     K_MRS,
     Decisions,
@@ -142,10 +143,17 @@ def _apply_record(
     trs[rows[on_drs]] = trs_logged[keep][on_drs]
     trow[rows[on_drs]] = db.rowid[keep][on_drs]
     # MemRowSet rows: inserts get new slots in order; the others find their slot by key,
-    # among this batch's inserts first.
+    # among this batch's inserts first. An insert of a key the replayed MemRowSet already
+    # holds (deleted) becomes a REINSERT of that slot: the rows of a MemRowSet frozen by
+    # a failed flush and of its successor are replayed into one MemRowSet, and a key
+    # deleted in the first and inserted into the second must stay one row.
     ins = rows[(~on_drs) & (db.action[keep] == A_INSERT)]
-    new_slots = rs.mrs.num_slots + np.arange(len(ins), dtype=np.int64)
-    trow[ins] = new_slots
+    ins_slot = rs.mrs.lookup(values.keys.take(ins)) if len(ins) else np.zeros(0, np.int64)
+    again = ins_slot >= 0
+    action[ins[again]] = A_REINSERT
+    fresh = ins[~again]
+    ins_slot[~again] = rs.mrs.num_slots + np.arange(len(fresh), dtype=np.int64)
+    trow[ins] = ins_slot
     others = rows[(~on_drs) & (db.action[keep] != A_INSERT)]
     if len(others):
         okeys = values.keys.take(others)
@@ -157,11 +165,11 @@ def _apply_record(
                 .to_numpy(zero_copy_only=False),
                 dtype=np.int64,
             )
-            found = np.where(in_batch >= 0, new_slots[np.maximum(in_batch, 0)], found)
+            found = np.where(in_batch >= 0, ins_slot[np.maximum(in_batch, 0)], found)
         if (found < 0).any():
             raise CorruptionError(
                 "WAL", 0, "a replayed mutation names a MemRowSet row that was never inserted"
             )
         trow[others] = found
-    d = Decisions(np.zeros(n, dtype=np.int8), action, tkind, trs, trow, drop_imm, ins)
+    d = Decisions(np.zeros(n, dtype=np.int8), action, tkind, trs, trow, drop_imm, fresh)
     apply(rs, schema, values, d, db.ts, db.seq_base)
