@@ -399,18 +399,24 @@ class DiskRowSet:
     def dead_at_latest(self) -> np.ndarray:
         """Bool per rowid: deleted as of now (ghost)."""
         d = self._dead
-        if d is None:
-            d = np.zeros(self.meta.num_rows, dtype=bool)
-            for part in self.redo_parts():
-                _mark_dead(d, part)
-            self._dead = d
-        return d
+        if d is not None:
+            return d
+        # Built under the rowset's lock, as apply_mutations marks it: a reader building it
+        # lock-free could install a copy missing a delete applied meanwhile.
+        with self._lock:
+            if self._dead is None:
+                d = np.zeros(self.meta.num_rows, dtype=bool)
+                for part in self.redo_parts():
+                    _mark_dead(d, part)
+                self._dead = d
+            return self._dead
 
     def apply_mutations(self, deltas: Deltas) -> None:
         """New REDO events from the write path (under the tablet's write lock)."""
         dead = self.dead_at_latest()
-        self.dms.append(deltas)
-        _mark_dead(dead, deltas)
+        with self._lock:
+            self.dms.append(deltas)
+            _mark_dead(dead, deltas)
 
     def live_count(self) -> int:
         return int(self.meta.num_rows - self.dead_at_latest().sum())
