@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from kudusql.common.errors import ProgrammingError
+from kudusql.common.json_values import from_json_value, to_json_value
 from kudusql.common.types import DataType
 
 MAX_COLUMNS = 300
@@ -43,7 +44,7 @@ class ColumnSchema:
         if not self.nullable:
             d["nullable"] = False
         if self.default is not None:
-            d["default"] = _json_value(self.default)
+            d["default"] = to_json_value(self.default)
         for k in ("encoding", "compression", "block_size"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
@@ -188,34 +189,5 @@ class Schema:
         )
 
 
-def _json_value(v: Any) -> Any:
-    import base64
-    import datetime
-    import decimal
-
-    if isinstance(v, bytes):
-        return {"b64": base64.b64encode(v).decode()}
-    if isinstance(v, decimal.Decimal):
-        return {"dec": str(v)}
-    if isinstance(v, datetime.datetime):
-        return {"ts": v.isoformat()}
-    if isinstance(v, datetime.date):
-        return {"date": v.isoformat()}
-    return v
-
-
 def _from_json_value(v: Any, t: DataType) -> Any:
-    import base64
-    import datetime
-    import decimal
-
-    if isinstance(v, dict):
-        if "b64" in v:
-            return base64.b64decode(v["b64"])
-        if "dec" in v:
-            return decimal.Decimal(v["dec"])
-        if "ts" in v:
-            return datetime.datetime.fromisoformat(v["ts"])
-        if "date" in v:
-            return datetime.date.fromisoformat(v["date"])
-    return t.python_value(v)
+    return t.python_value(from_json_value(v, "schema"))

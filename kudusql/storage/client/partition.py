@@ -25,9 +25,7 @@ bound is any prefix of the range columns.
 
 from __future__ import annotations
 
-import base64
 import datetime
-import decimal
 import functools
 import itertools
 import json
@@ -40,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from kudusql.common.errors import DataError, ProgrammingError
+from kudusql.common.json_values import from_json_value, to_json_value
 from kudusql.common.keys import ArrowArray, encode_keys, fixed_key_width
 from kudusql.common.schema import Schema
 from kudusql.common.types import DataType
@@ -140,8 +139,8 @@ class RangeBounds:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "lower": None if self.lower is None else [_json_value(v) for v in self.lower],
-            "upper": None if self.upper is None else [_json_value(v) for v in self.upper],
+            "lower": None if self.lower is None else [to_json_value(v) for v in self.lower],
+            "upper": None if self.upper is None else [to_json_value(v) for v in self.upper],
             "lower_inclusive": self.lower_inclusive,
             "upper_inclusive": self.upper_inclusive,
         }
@@ -149,7 +148,11 @@ class RangeBounds:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RangeBounds:
         def row(vals: list[Any] | None) -> tuple[Any, ...] | None:
-            return None if vals is None else tuple(_from_json_value(v) for v in vals)
+            return (
+                None
+                if vals is None
+                else tuple(from_json_value(v, "partition schema") for v in vals)
+            )
 
         return cls(
             row(d.get("lower")),
@@ -662,32 +665,3 @@ def _fmt_row(values: tuple[Any, ...]) -> str:
     if len(values) == 1:
         return _fmt_value(values[0])
     return "(" + ", ".join(_fmt_value(v) for v in values) + ")"
-
-
-def _json_value(v: Any) -> Any:
-    """A JSON-able, self-describing form of a bound value."""
-    if isinstance(v, bytes):
-        return {"b64": base64.b64encode(v).decode("ascii")}
-    if isinstance(v, decimal.Decimal):
-        return {"dec": str(v)}
-    if isinstance(v, datetime.datetime):
-        return {"ts": v.isoformat()}
-    if isinstance(v, datetime.date):
-        return {"date": v.isoformat()}
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
-def _from_json_value(v: Any) -> Any:
-    if isinstance(v, dict):
-        if "b64" in v:
-            return base64.b64decode(v["b64"])
-        if "dec" in v:
-            return decimal.Decimal(v["dec"])
-        if "ts" in v:
-            return datetime.datetime.fromisoformat(v["ts"])
-        if "date" in v:
-            return datetime.date.fromisoformat(v["date"])
-        raise ProgrammingError(f"unknown range bound value {v!r}")
-    return v
