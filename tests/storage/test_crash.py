@@ -389,17 +389,23 @@ def _rows(t: Tablet) -> list[dict[str, Any]]:
     return t.scan(ordered=True).read_all().to_pylist()
 
 
+def fail_once(op: Any, path_contains: str) -> None:
+    """Run a flush ``op`` with an fsync of a file whose path holds ``path_contains``
+    failing: it raises, and leaves its frozen store for the next attempt."""
+    faults.inject("fsync", path_contains=path_contains)
+    try:
+        with pytest.raises(OperationalError):
+            op()
+    finally:
+        faults.clear()
+
+
 def test_replay_merges_memrowsets_of_a_failed_flush(tmp_path: Any) -> None:
     path = str(tmp_path / "tablet")
     opts = cw.OPTIONS.with_(file_grace_s=3600.0)  # keep WAL segments (the default is 60 s)
     t = Tablet.create(path, cw.SCHEMA, opts)
     t.insert(pa.table({"k": [1], "v": [10]}))  # MemRowSet 0
-    faults.inject("fsync", path_contains="rowsets")
-    try:
-        with pytest.raises(OperationalError):
-            t.flush()  # MemRowSet 0 stays frozen
-    finally:
-        faults.clear()
+    fail_once(t.flush, "rowsets")  # MemRowSet 0 stays frozen
     t.insert(pa.table({"k": [2], "v": [20]}))  # MemRowSet 1
     t.close()
     t = Tablet.open(path, opts)  # both MemRowSets are replayed into one
@@ -421,12 +427,7 @@ def test_replay_merges_deltamemstores_of_a_failed_delta_flush(tmp_path: Any) -> 
     t.insert(pa.table({"k": [1, 2], "v": [10, 20]}))
     t.flush()
     t.update(pa.table({"k": [1], "v": [11]}))  # DeltaMemStore 0 of the rowset
-    faults.inject("fsync", path_contains="redo")
-    try:
-        with pytest.raises(OperationalError):
-            t.flush_deltas()  # DeltaMemStore 0 stays frozen
-    finally:
-        faults.clear()
+    fail_once(t.flush_deltas, "redo")  # DeltaMemStore 0 stays frozen
     t.update(pa.table({"k": [2], "v": [21]}))  # DeltaMemStore 1
     t.close()
     t = Tablet.open(path, opts)  # both DeltaMemStores are replayed into one
@@ -451,12 +452,7 @@ def test_replay_of_a_key_reinserted_while_its_memrowset_was_frozen(tmp_path: Any
     t = Tablet.create(path, cw.SCHEMA, cw.OPTIONS)
     t.insert(pa.table({"k": [1], "v": [10]}))
     t.delete(pa.table({"k": [1]}))  # MemRowSet 0: k=1 inserted, then deleted
-    faults.inject("fsync", path_contains="rowsets")
-    try:
-        with pytest.raises(OperationalError):
-            t.flush()  # MemRowSet 0 stays frozen
-    finally:
-        faults.clear()
+    fail_once(t.flush, "rowsets")  # MemRowSet 0 stays frozen
     t.insert(pa.table({"k": [1], "v": [11]}))  # a new row of MemRowSet 1
     t.close()
     t = Tablet.open(path, cw.OPTIONS)

@@ -160,6 +160,7 @@ class DiskRowSet:
     def __init__(self, tablet_dir: str, meta: RowSetMeta, cache: BlockCache | None) -> None:
         self.meta = meta
         self.id = meta.id
+        self.tablet_dir = tablet_dir
         self.dir = rowset_dir(tablet_dir, meta.id)
         self.cache = cache
         self._lock = threading.Lock()
@@ -425,7 +426,7 @@ class DiskRowSet:
         """The same rowset after a compaction or GC rewrote some of its files: a new
         object (scans that captured this one keep reading its files) that shares the
         in-memory stores, so writes made through either are seen by both."""
-        new = DiskRowSet(os.path.dirname(os.path.dirname(self.dir)), meta, self.cache)
+        new = DiskRowSet(self.tablet_dir, meta, self.cache)
         new.dms, new.frozen_dms, new._dead = self.dms, self.frozen_dms, self._dead
         new._key_reader, new._bloom = self._key_reader, self._bloom
         for cid, r in self._readers.items():
