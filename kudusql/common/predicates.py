@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.errors import ProgrammingError
+from kudusql.common.json_values import from_json_value, to_json_value
 from kudusql.common.keys import ArrowArray
 from kudusql.common.schema import Schema
 
@@ -105,6 +106,37 @@ class ColumnPredicate:
                 )
             return " AND ".join(parts) or f"{self.column} IS NOT NULL"
         return f"{self.column} {k.value.upper()}"
+
+    # -- serialization (scan tokens) ----------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"column": self.column, "kind": self.kind.value}
+        for k in ("value", "lower", "upper"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = to_json_value(v)
+        if self.kind is PredicateKind.RANGE:
+            d["lower_inclusive"] = self.lower_inclusive
+            d["upper_inclusive"] = self.upper_inclusive
+        if self.values:
+            d["values"] = [to_json_value(v) for v in self.values]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ColumnPredicate:
+        def val(k: str) -> Any:
+            v = d.get(k)
+            return None if v is None else from_json_value(v, "scan token")
+
+        return cls(
+            d["column"],
+            PredicateKind(d["kind"]),
+            value=val("value"),
+            lower=val("lower"),
+            upper=val("upper"),
+            lower_inclusive=bool(d.get("lower_inclusive", True)),
+            upper_inclusive=bool(d.get("upper_inclusive", False)),
+            values=tuple(from_json_value(v, "scan token") for v in d.get("values", ())),
+        )
 
     # -- binding ------------------------------------------------------------------------------
     def bind(self, schema: Schema) -> ColumnPredicate:

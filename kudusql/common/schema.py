@@ -23,7 +23,10 @@ MAX_COLUMNS = 300
 
 @dataclass(frozen=True)
 class ColumnSchema:
-    """One column. ``default`` is the write default (a Python value) or None."""
+    """One column. ``default`` is the write default (a Python value) or None;
+    ``read_default`` is what rows written before the column existed read (set by ALTER
+    TABLE ADD COLUMN and never changed after, so a later SET DEFAULT rewrites no history).
+    """
 
     name: str
     type: DataType
@@ -35,6 +38,7 @@ class ColumnSchema:
     block_size: int | None = None
     comment: str = ""
     immutable: bool = False
+    read_default: Any = None
 
     def arrow_field(self) -> pa.Field[Any]:
         return self.type.arrow_field(self.name, self.nullable)
@@ -52,6 +56,8 @@ class ColumnSchema:
             d["comment"] = self.comment
         if self.immutable:
             d["immutable"] = True
+        if self.read_default is not None:
+            d["read_default"] = to_json_value(self.read_default)
         return d
 
     @classmethod
@@ -60,6 +66,9 @@ class ColumnSchema:
         default = d.get("default")
         if default is not None:
             default = _from_json_value(default, t)
+        read_default = d.get("read_default")
+        if read_default is not None:
+            read_default = _from_json_value(read_default, t)
         return cls(
             name=d["name"],
             type=t,
@@ -71,6 +80,7 @@ class ColumnSchema:
             block_size=d.get("block_size"),
             comment=d.get("comment", ""),
             immutable=d.get("immutable", False),
+            read_default=read_default,
         )
 
 
@@ -171,6 +181,65 @@ class Schema:
     def arrow_schema(self, names: Sequence[str] | None = None) -> pa.Schema:
         cols = self.columns if names is None else [self.column(n) for n in names]
         return pa.schema([c.arrow_field() for c in cols])
+
+    # -- evolution (ALTER TABLE) ---------------------------------------------------------------
+    def add_column(self, col: ColumnSchema) -> Schema:
+        """A copy with ``col`` appended under a new id. Rows already stored read its
+        default (NULL if it has none); a NOT NULL column therefore needs a default."""
+        if self.has_column(col.name):
+            raise ProgrammingError(f"column {col.name!r} already exists")
+        default = None if col.default is None else col.type.python_value(col.default)
+        if not col.nullable and default is None:
+            raise ProgrammingError(
+                f"cannot add NOT NULL column {col.name!r} without a default: the rows "
+                "already in the table need a value"
+            )
+        new = replace(col, id=self.next_column_id, default=default, read_default=default)
+        return Schema((*self.columns, new), self.num_key_columns, self.next_column_id + 1)
+
+    def drop_column(self, name: str) -> Schema:
+        """A copy without column ``name`` (never a key column). Its id is not reused."""
+        i = self.index_of(name)
+        if i < self.num_key_columns:
+            raise ProgrammingError(f"cannot drop primary key column {name!r}")
+        cols = self.columns[:i] + self.columns[i + 1 :]
+        return Schema(cols, self.num_key_columns, self.next_column_id)
+
+    def rename_column(self, old: str, new: str) -> Schema:
+        """A copy with column ``old`` called ``new``; its data (bound to its id) stays."""
+        i = self.index_of(old)
+        if old != new and self.has_column(new):
+            raise ProgrammingError(f"column {new!r} already exists")
+        cols = list(self.columns)
+        cols[i] = replace(cols[i], name=new)
+        return Schema(tuple(cols), self.num_key_columns, self.next_column_id)
+
+    _ALTERABLE = frozenset({"default", "encoding", "compression", "block_size", "comment"})
+
+    def alter_column(self, name: str, **changes: Any) -> Schema:
+        """A copy with column attributes changed: ``default`` (write default; rows stored
+        before keep what they read), ``encoding``, ``compression``, ``block_size`` (for
+        files written from now on) and ``comment``. A key column allows only ``comment``."""
+        unknown = set(changes) - self._ALTERABLE
+        if unknown:
+            raise ProgrammingError(
+                f"cannot alter {', '.join(sorted(unknown))} of column {name!r}; alterable: "
+                f"{', '.join(sorted(self._ALTERABLE))}"
+            )
+        i = self.index_of(name)
+        if i < self.num_key_columns and set(changes) - {"comment"}:
+            raise ProgrammingError(
+                f"cannot alter {', '.join(sorted(set(changes) - {'comment'}))} of primary key "
+                f"column {name!r}"
+            )
+        col = self.columns[i]
+        if changes.get("default") is not None:
+            changes["default"] = col.type.python_value(changes["default"])
+        elif "default" in changes and not col.nullable:
+            raise ProgrammingError(f"cannot drop the default of NOT NULL column {name!r}")
+        cols = list(self.columns)
+        cols[i] = replace(col, **changes)
+        return Schema(tuple(cols), self.num_key_columns, self.next_column_id)
 
     # -- persistence ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

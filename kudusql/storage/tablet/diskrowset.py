@@ -223,7 +223,7 @@ class DiskRowSet:
         """Base values of rows [start, stop); a column the rowset lacks reads its default."""
         r = self.column_reader(col)
         if r is None:
-            return default_column(col, max(0, stop - start))
+            return read_default_column(col, max(0, stop - start))
         ca = r.read_range(start, stop)
         return ca.chunks[0] if ca.num_chunks == 1 else ca.combine_chunks()
 
@@ -289,7 +289,7 @@ class DiskRowSet:
                     out[c.name] = vals[j].as_py()
                     continue
             r = self.column_reader(c)
-            out[c.name] = r.read_page(page)[i].as_py() if r is not None else c.default
+            out[c.name] = r.read_page(page)[i].as_py() if r is not None else c.read_default
         return out
 
     def rowid_range(self, lo: bytes | None, hi: bytes | None) -> tuple[int, int]:
@@ -516,11 +516,20 @@ class DeltaFileReaderLazy:
 
 
 def default_column(col: ColumnSchema, n: int) -> pa.Array[Any]:
-    """``n`` copies of a column's default (NULL when it has none)."""
+    """``n`` copies of a column's write default (NULL when it has none)."""
+    return _repeat(col, col.default, n)
+
+
+def read_default_column(col: ColumnSchema, n: int) -> pa.Array[Any]:
+    """``n`` copies of what a rowset written before ``col`` was added reads for it."""
+    return _repeat(col, col.read_default, n)
+
+
+def _repeat(col: ColumnSchema, value: Any, n: int) -> pa.Array[Any]:
     t = col.type.arrow_type()
-    if col.default is None:
+    if value is None:
         return pa.nulls(n, t)  # type: ignore[call-overload,no-any-return]
-    return pa.repeat(pa.scalar(col.default, t), n)  # type: ignore[call-overload,no-any-return]
+    return pa.repeat(pa.scalar(value, t), n)  # type: ignore[call-overload,no-any-return]
 
 
 def project_schema(schema: Schema, names: list[str] | None) -> list[ColumnSchema]:

@@ -8,23 +8,19 @@ See ``FORMAT.md``.
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from kudusql.common.errors import CorruptionError, OperationalError
 from kudusql.common.schema import Schema
-from kudusql.storage.fs.checksum import crc32, verify
-from kudusql.storage.fs.files import write_file_atomic
+from kudusql.storage.fs.meta_file import load_json, save_json
 from kudusql.storage.tablet.diskrowset import RowSetMeta
 
 # DO NOT CHANGE: on-disk.
 META_FILE = "tablet.meta"
 MAGIC = b"KSQLTBM1"
 VERSION = 1
-_HEADER = struct.Struct("<8sIII")  # magic, version, body length, body crc32
 
 
 @dataclass
@@ -62,30 +58,15 @@ class TabletMeta:
 
 
 def save(tablet_dir: str, meta: TabletMeta, *, sync: bool = True) -> None:
-    body = json.dumps(meta.to_json(), separators=(",", ":")).encode()
-    data = _HEADER.pack(MAGIC, VERSION, len(body), crc32(body)) + body
-    write_file_atomic(os.path.join(tablet_dir, META_FILE), data, sync=sync)
+    save_json(os.path.join(tablet_dir, META_FILE), MAGIC, VERSION, meta.to_json(), sync=sync)
 
 
 def load(tablet_dir: str) -> TabletMeta:
     path = os.path.join(tablet_dir, META_FILE)
+    if not os.path.exists(path):
+        raise OperationalError(f"no tablet at {tablet_dir} (missing {META_FILE})")
+    body = load_json(path, MAGIC, VERSION, "tablet metadata")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise OperationalError(f"no tablet at {tablet_dir} (missing {META_FILE})") from None
-    if len(data) < _HEADER.size:
-        raise CorruptionError(path, 0, "tablet metadata too short")
-    magic, version, length, crc = _HEADER.unpack_from(data, 0)
-    if magic != MAGIC:
-        raise CorruptionError(path, 0, "bad tablet metadata magic")
-    if version != VERSION:
-        raise CorruptionError(path, 8, f"unsupported tablet metadata version {version}")
-    body = data[_HEADER.size :]
-    if len(body) != length:
-        raise CorruptionError(path, _HEADER.size, "tablet metadata length mismatch (truncated?)")
-    verify(body, crc, path, _HEADER.size, "tablet metadata")
-    try:
-        return TabletMeta.from_json(json.loads(body))
+        return TabletMeta.from_json(body)
     except (ValueError, KeyError, TypeError) as e:
-        raise CorruptionError(path, _HEADER.size, f"unreadable tablet metadata: {e}") from e
+        raise CorruptionError(path, 0, f"unreadable tablet metadata: {e}") from e

@@ -31,7 +31,7 @@ from kudusql.storage.tablet.delta import (
     resolve,
     touched_in,
 )
-from kudusql.storage.tablet.diskrowset import DiskRowSet, default_column
+from kudusql.storage.tablet.diskrowset import DiskRowSet, read_default_column
 from kudusql.storage.tablet.memrowset import MemRowSet
 
 IS_DELETED = "is_deleted"
@@ -270,7 +270,7 @@ def _zone_pruned(
             continue
         r = drs.column_reader(c)
         if r is None:
-            dflt = default_column(c, 1)
+            dflt = read_default_column(c, 1)
             if not pr.evaluate(dflt)[0]:
                 return True
             continue

@@ -72,8 +72,10 @@ from kudusql.storage.tablet.tablet_maintenance import TabletMaintainer, delta_by
 from kudusql.storage.tablet.write_ops import (
     E_OK,
     PreparedBatch,
+    RowError,
     WriteOp,
     WriteResult,
+    operations,
     prepare,
 )
 from kudusql.storage.tablet.write_path import (
@@ -113,7 +115,8 @@ class Tablet:
         self.mvcc = MvccManager(self.clock)
         self.cache = cache if cache is not None else BlockCache(options.block_cache_bytes)
         self._write_lock = threading.RLock()
-        self._maint_lock = threading.Lock()
+        # Reentrant: a table-level atomic write holds it (``exclusive``) around its writes.
+        self._maint_lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max(1, options.threads), thread_name_prefix="tablet")
         self._closed = False
         self._failed: str | None = None
@@ -340,7 +343,7 @@ class Tablet:
             self.maintenance.throttle()
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
-        ops = _operations(data, op, op_column)
+        ops = operations(data, op, op_column)
         if op_column is not None:
             data = data.drop_columns([op_column])
         pb = prepare(self.schema, data, ops, self._pool)
@@ -381,6 +384,76 @@ class Tablet:
 
     def delete(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
         return self.write(data, WriteOp.DELETE, **kw)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold off every flush, compaction and other writer of this tablet (the locks a
+        write takes, in their order). Writes from the holding thread still run: a
+        table-level atomic write checks all its tablets, then writes them, inside."""
+        with self._maint_lock, self._write_lock:
+            yield
+
+    def check_write(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        op: WriteOp | str | int | None = None,
+        *,
+        op_column: str | None = None,
+    ) -> list[RowError]:
+        """The per-row errors ``write`` would report for this batch now, applying nothing."""
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        ops = operations(data, op, op_column)
+        if op_column is not None:
+            data = data.drop_columns([op_column])
+        pb = prepare(self.schema, data, ops, self._pool)
+        with self._write_lock:
+            if self._failed is not None:
+                self._recover()
+            d = decide(self._rowsets, self.schema, pb)
+        return row_errors(self.schema, pb, d.err)
+
+    def alter_schema(self, schema: Schema) -> None:
+        """Switch to ``schema`` (same key columns; columns matched by id), durably.
+
+        The MemRowSet and every DeltaMemStore are flushed first, so every WAL record is
+        durable under the old schema and none needs replaying under the new one; the new
+        MemRowSet has the new columns. Rowsets written before keep their files: a column
+        they lack reads its ``read_default``, a dropped column is no longer read, and
+        the next compaction rewrites them without it."""
+        self._check_writable()
+        old = self.schema
+        if [(c.id, c.type) for c in schema.key_columns] != [
+            (c.id, c.type) for c in old.key_columns
+        ]:
+            raise ProgrammingError("altering a table cannot change its primary key columns")
+        for c in schema.columns:
+            prev = old.column_by_id(c.id)
+            if prev is not None and prev.type != c.type:
+                raise ProgrammingError(
+                    f"cannot change the type of column {c.name!r} from {prev.type} to {c.type}"
+                )
+        for _ in range(100):
+            self.flush()
+            self.flush_deltas()
+            with self._maint_lock, self._write_lock:
+                rs = self._rowsets
+                if not (
+                    rs.frozen
+                    or not rs.mrs.is_empty()
+                    or any(d.frozen_dms is not None or not d.dms.is_empty() for d in rs.drs)
+                ):
+                    self.meta.schema = schema
+                    try:
+                        self._save_meta()
+                    except BaseException:
+                        self.meta.schema = old
+                        raise
+                    self.schema = schema
+                    self._key_types = [c.type for c in schema.key_columns]
+                    self._rowsets = RowSets(self._new_mrs(), (), rs.drs)
+                    return
+        raise OperationalError(f"tablet {self.path}: writes kept the memory stores busy")
 
     def _write_locked(
         self, pb: PreparedBatch, atomic: bool, timestamp: int | None, bulk: bool = False
@@ -711,12 +784,14 @@ class Tablet:
         *,
         snapshot: int | None = None,
         ordered: bool = False,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> pa.RecordBatchReader:
         """Rows live at ``snapshot`` (default: now) matching every predicate.
 
-        ``ordered=True`` returns them in primary-key order.
+        ``ordered=True`` returns them in primary-key order. ``key_range`` limits the scan
+        to encoded primary keys in ``[lo, hi)`` (None: unbounded), as a scan token does.
         """
-        plan = self._plan(columns, predicates, snapshot, None, ordered)
+        plan = self._plan(columns, predicates, snapshot, None, ordered, key_range)
         return self._reader(plan, ordered)
 
     def diff_scan(
@@ -743,6 +818,7 @@ class Tablet:
         snapshot: int | None,
         diff_start: int | None,
         ordered: bool,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> ScanPlan:
         schema = self.schema
         projection = (
@@ -754,6 +830,10 @@ class Tablet:
         else:
             self._check_snapshot(snapshot)
         lo, hi = key_bounds(schema, preds)
+        if key_range[0] is not None and (lo is None or key_range[0] > lo):
+            lo = key_range[0]
+        if key_range[1] is not None and (hi is None or key_range[1] < hi):
+            hi = key_range[1]
         return ScanPlan(
             schema,
             projection,
@@ -906,7 +986,10 @@ class Tablet:
 
     def wait_idle(self, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
-        while self._maint_lock.locked() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if self._maint_lock.acquire(blocking=False):
+                self._maint_lock.release()
+                return
             time.sleep(0.01)
 
 
@@ -937,26 +1020,3 @@ def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:
     final[for_keep[first_idx]] = True
     del first_kept
     return table.filter(pa.array(final))
-
-
-def _operations(
-    data: pa.Table, op: WriteOp | str | int | None, op_column: str | None
-) -> np.ndarray:
-    """The operation code of every row: one for all, or from an operation column."""
-    n = data.num_rows
-    if op_column is not None:
-        opcol = data.column(op_column)
-        if pa.types.is_integer(opcol.type):
-            ops = np.asarray(opcol.to_numpy(), dtype=np.int64)
-            bad = [int(v) for v in np.unique(ops) if int(v) not in WriteOp._value2member_map_]
-            if bad:
-                raise ProgrammingError(f"unknown write operation code(s) {bad}")
-            return ops.astype(np.uint8)
-        names = opcol.to_pylist()
-        uniq = {v: WriteOp.parse(v) for v in set(names) if v is not None}
-        if len(uniq) != len(set(names)):
-            raise ProgrammingError(f"{op_column} holds a NULL operation")
-        return np.fromiter((uniq[v] for v in names), dtype=np.uint8, count=n)
-    if op is None:
-        raise ProgrammingError("write() needs an operation or an op_column")
-    return np.full(n, WriteOp.parse(op), dtype=np.uint8)

@@ -313,3 +313,24 @@ UPDATING = _UPDATING
 DELETING = _DELETING
 IGNORING = _IGNORING
 STATUS = _STATUS
+
+
+def operations(data: pa.Table, op: WriteOp | str | int | None, op_column: str | None) -> np.ndarray:
+    """The operation code of every row: one for all, or from an operation column."""
+    n = data.num_rows
+    if op_column is not None:
+        opcol = data.column(op_column)
+        if pa.types.is_integer(opcol.type):
+            ops = np.asarray(opcol.to_numpy(), dtype=np.int64)
+            bad = [int(v) for v in np.unique(ops) if int(v) not in WriteOp._value2member_map_]
+            if bad:
+                raise ProgrammingError(f"unknown write operation code(s) {bad}")
+            return ops.astype(np.uint8)
+        names = opcol.to_pylist()
+        uniq = {v: WriteOp.parse(v) for v in set(names) if v is not None}
+        if len(uniq) != len(set(names)):
+            raise ProgrammingError(f"{op_column} holds a NULL operation")
+        return np.fromiter((uniq[v] for v in names), dtype=np.uint8, count=n)
+    if op is None:
+        raise ProgrammingError("write() needs an operation or an op_column")
+    return np.full(n, WriteOp.parse(op), dtype=np.uint8)

@@ -1,0 +1,175 @@
+"""The catalog of a database: its tables, their schemas, partitioning and tablets.
+
+This is the Kudu master's metadata on one machine. One file, ``catalog.meta`` in the
+database directory (see ``FORMAT.md``), replaced atomically on every DDL change, is the
+single source of truth: a table exists exactly when the catalog lists it, a tablet
+directory the catalog does not list is a leftover of an interrupted CREATE or DROP and
+is removed at open.
+
+Each tablet entry records the partition it serves (hash buckets and range bounds, and
+the partition key range) and lives in ``tablets/<tablet id>``. Each table records its
+schema with column ids and a schema version; a tablet whose superblock holds an older
+version is brought up to date at open (ALTER TABLE commits in the catalog first).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kudusql.common.errors import CorruptionError
+from kudusql.common.schema import Schema
+from kudusql.storage.client.partition import (
+    Partition,
+    PartitionSchema,
+    RangeBounds,
+    create_partitions,
+)
+from kudusql.storage.fs.meta_file import load_json, save_json
+
+# DO NOT CHANGE: on-disk.
+CATALOG_FILE = "catalog.meta"
+MAGIC = b"KSQLCAT1"
+VERSION = 1
+TABLETS_DIR = "tablets"
+
+
+@dataclass(frozen=True)
+class TabletEntry:
+    """One tablet of a table and the partition it serves."""
+
+    id: int
+    hash_buckets: tuple[int, ...]
+    range_bounds: RangeBounds
+    partition_key_start: bytes
+    partition_key_end: bytes
+
+    @classmethod
+    def of(cls, tablet_id: int, p: Partition) -> TabletEntry:
+        return cls(
+            tablet_id, p.hash_buckets, p.range_bounds, p.partition_key_start, p.partition_key_end
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "hash_buckets": list(self.hash_buckets),
+            "range_bounds": self.range_bounds.to_dict(),
+            "partition_key_start": self.partition_key_start.hex(),
+            "partition_key_end": self.partition_key_end.hex(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TabletEntry:
+        return cls(
+            int(d["id"]),
+            tuple(int(b) for b in d["hash_buckets"]),
+            RangeBounds.from_dict(d["range_bounds"]),
+            bytes.fromhex(d["partition_key_start"]),
+            bytes.fromhex(d["partition_key_end"]),
+        )
+
+
+@dataclass(frozen=True)
+class TableMeta:
+    """A table as the catalog records it. ``tablets`` follow partition-key order."""
+
+    id: int
+    name: str
+    schema: Schema
+    partition_schema: PartitionSchema
+    tablets: tuple[TabletEntry, ...]
+    schema_version: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    created_micros: int = 0
+    #: Statistics of the last COMPUTE STATS (``Table.compute_statistics``), or None.
+    statistics: dict[str, Any] | None = None
+
+    def partitions(self) -> list[Partition]:
+        """The table's partitions, in the order of ``tablets``."""
+        parts = create_partitions(self.partition_schema, self.schema)
+        if [p.partition_key_start for p in parts] != [t.partition_key_start for t in self.tablets]:
+            raise CorruptionError(
+                CATALOG_FILE, 0, f"table {self.name!r}: tablets do not match its partitions"
+            )
+        return parts
+
+    def with_(self, **changes: Any) -> TableMeta:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "schema": self.schema.to_dict(),
+            "schema_version": self.schema_version,
+            "partition_schema": self.partition_schema.to_dict(),
+            "tablets": [t.to_dict() for t in self.tablets],
+            "properties": dict(self.properties),
+            "created_micros": self.created_micros,
+            "statistics": self.statistics,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TableMeta:
+        return cls(
+            int(d["id"]),
+            d["name"],
+            Schema.from_dict(d["schema"]),
+            PartitionSchema.from_dict(d["partition_schema"]),
+            tuple(TabletEntry.from_dict(t) for t in d["tablets"]),
+            int(d.get("schema_version", 0)),
+            {str(k): str(v) for k, v in d.get("properties", {}).items()},
+            int(d.get("created_micros", 0)),
+            d.get("statistics"),
+        )
+
+
+@dataclass
+class CatalogState:
+    """Every table by name, and the id counters (ids are never reused)."""
+
+    tables: dict[str, TableMeta] = field(default_factory=dict)
+    next_table_id: int = 1
+    next_tablet_id: int = 1
+
+    def copy(self) -> CatalogState:
+        return CatalogState(dict(self.tables), self.next_table_id, self.next_tablet_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tables": [t.to_dict() for t in sorted(self.tables.values(), key=lambda t: t.id)],
+            "next_table_id": self.next_table_id,
+            "next_tablet_id": self.next_tablet_id,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CatalogState:
+        tables = [TableMeta.from_dict(t) for t in d["tables"]]
+        return cls({t.name: t for t in tables}, int(d["next_table_id"]), int(d["next_tablet_id"]))
+
+
+def catalog_path(db_dir: str) -> str:
+    return os.path.join(db_dir, CATALOG_FILE)
+
+
+def tablet_path(db_dir: str, tablet_id: int) -> str:
+    return os.path.join(db_dir, TABLETS_DIR, f"{tablet_id:08d}")
+
+
+def exists(db_dir: str) -> bool:
+    return os.path.exists(catalog_path(db_dir))
+
+
+def save(db_dir: str, state: CatalogState, *, sync: bool = True) -> None:
+    save_json(catalog_path(db_dir), MAGIC, VERSION, state.to_dict(), sync=sync)
+
+
+def load(db_dir: str) -> CatalogState:
+    path = catalog_path(db_dir)
+    body = load_json(path, MAGIC, VERSION, "catalog")
+    try:
+        return CatalogState.from_dict(body)
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptionError(path, 0, f"unreadable catalog: {e}") from e

@@ -1,0 +1,403 @@
+"""A database: a directory of tables, each split into tablets (Kudu's master and
+tablet servers on one machine, embedded in the process).
+
+Layout: ``catalog.meta`` (``catalog.py``), ``LOCK`` (one writer process), and
+``tablets/<id>/`` (one Tablet directory each). Every tablet of the database shares one
+HybridClock, one MVCC manager for multi-tablet batches, one block cache, one thread pool
+and one maintenance manager.
+
+DDL is crash-safe by ordering: CREATE writes the new tablets and then commits them by
+saving the catalog; DROP commits the catalog and then deletes the tablets; ALTER commits
+the catalog and then brings the tablets to the new schema. At open, tablet directories
+the catalog does not list are removed and tablets behind the catalog's schema version
+are altered, so an interrupted DDL statement is either fully done or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kudusql.common.errors import OperationalError, ProgrammingError
+from kudusql.common.hybrid_time import HybridClock, wall_micros
+from kudusql.common.options import TabletOptions
+from kudusql.common.schema import Schema
+from kudusql.storage.cfile import BlockCache
+from kudusql.storage.client import catalog
+from kudusql.storage.client.alter import AlterStep, apply_alter
+from kudusql.storage.client.catalog import CatalogState, TableMeta, TabletEntry
+from kudusql.storage.client.partition import Partition, PartitionSchema, create_partitions
+from kudusql.storage.client.table import Table
+from kudusql.storage.fs.lock import DirLock
+from kudusql.storage.tablet.maintenance import MaintenanceManager
+from kudusql.storage.tablet.mvcc import MvccManager
+from kudusql.storage.tablet.tablet import Tablet
+
+log = logging.getLogger(__name__)
+
+#: Most tablets one CREATE TABLE may make (a typo in a bucket count should not make 10^6).
+MAX_TABLETS_PER_TABLE = 4096
+
+
+class TableRuntime:
+    """A table's catalog entry, its partitions and its (lazily opened) tablets."""
+
+    def __init__(self, db: Database, meta: TableMeta) -> None:
+        self.db = db
+        self.meta = meta
+        self.partitions: list[Partition] = meta.partitions()
+        self.write_lock = threading.RLock()
+        self._tablets: dict[int, Tablet] = {}
+        self._open_lock = threading.Lock()
+
+    def tablet(self, slot: int) -> Tablet:
+        entry = self.meta.tablets[slot]
+        t = self._tablets.get(entry.id)
+        if t is None:
+            with self._open_lock:
+                t = self._tablets.get(entry.id)
+                if t is None:
+                    t = self.db._open_tablet(entry.id, self.meta.schema)
+                    self._tablets[entry.id] = t
+        return t
+
+    def tablets(self) -> list[Tablet]:
+        return [self.tablet(i) for i in range(len(self.meta.tablets))]
+
+    def opened(self) -> dict[int, Tablet]:
+        return dict(self._tablets)
+
+    def forget(self, tablet_id: int) -> Tablet | None:
+        return self._tablets.pop(tablet_id, None)
+
+
+class Database:
+    """Open (creating if needed) the database at ``path``; ``read_only=True`` opens a view
+    another process may hold while one writer process works."""
+
+    def __init__(
+        self,
+        path: str,
+        options: TabletOptions | None = None,
+        *,
+        read_only: bool = False,
+        create: bool = True,
+        clock: HybridClock | None = None,
+        maintenance: bool = True,
+        maintenance_manager: MaintenanceManager | None = None,
+    ) -> None:
+        self.path = os.path.abspath(path)
+        self.options = options or TabletOptions()
+        self.read_only = read_only
+        self._lock: DirLock | None = None
+        if not catalog.exists(self.path):
+            if read_only or not create:
+                raise OperationalError(f"no database at {self.path}")
+            os.makedirs(os.path.join(self.path, catalog.TABLETS_DIR), exist_ok=True)
+        if not read_only:
+            self._lock = DirLock(self.path)
+            self._lock.acquire()
+        try:
+            if not catalog.exists(self.path):
+                catalog.save(self.path, CatalogState(), sync=self.options.sync)
+            self._state = catalog.load(self.path)
+            if not read_only:
+                self._remove_orphans()
+        except BaseException:
+            if self._lock is not None:
+                self._lock.release()
+            raise
+        self.clock = clock or HybridClock()
+        self.mvcc = MvccManager(self.clock)
+        self.cache = BlockCache(self.options.block_cache_bytes)
+        self.pool = ThreadPoolExecutor(max(2, self.options.threads), thread_name_prefix="db")
+        self.maintenance = maintenance_manager
+        self._own_maintenance = False
+        if self.maintenance is None and maintenance and not read_only:
+            self.maintenance = MaintenanceManager()
+            self._own_maintenance = True
+        self._ddl_lock = threading.RLock()
+        self._runtimes: dict[int, TableRuntime] = {}
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop maintenance, close every tablet (their WALs are synced) and unlock."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._own_maintenance and self.maintenance is not None:
+                self.maintenance.stop()
+            for rt in self._runtimes.values():
+                for t in rt.opened().values():
+                    t.close()
+        finally:
+            self.pool.shutdown(wait=True)
+            if self._lock is not None:
+                self._lock.release()
+
+    def abandon(self) -> None:
+        """Drop everything as a crash would (tests)."""
+        self._closed = True
+        if self._own_maintenance and self.maintenance is not None:
+            self.maintenance.stop()
+        for rt in self._runtimes.values():
+            for t in rt.opened().values():
+                t.abandon()
+        self.pool.shutdown(wait=True)
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ProgrammingError(f"database {self.path} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise OperationalError(f"database {self.path} is open read-only")
+
+    def _remove_orphans(self) -> None:
+        """Remove tablet directories no table lists (an interrupted CREATE or DROP)."""
+        d = os.path.join(self.path, catalog.TABLETS_DIR)
+        os.makedirs(d, exist_ok=True)
+        known = {
+            os.path.basename(catalog.tablet_path(self.path, t.id))
+            for m in self._state.tables.values()
+            for t in m.tablets
+        }
+        for name in os.listdir(d):
+            if name not in known:
+                log.warning("removing orphaned tablet directory %s", os.path.join(d, name))
+                shutil.rmtree(os.path.join(d, name), ignore_errors=True)
+
+    def _open_tablet(self, tablet_id: int, schema: Schema) -> Tablet:
+        self._check_open()
+        t = Tablet.open(
+            catalog.tablet_path(self.path, tablet_id),
+            self.options,
+            read_only=self.read_only,
+            clock=self.clock,
+            cache=self.cache,
+        )
+        if not self.read_only and t.schema != schema:
+            t.alter_schema(schema)  # an ALTER committed in the catalog, not yet here
+        if self.maintenance is not None:
+            t.attach(self.maintenance)
+        return t
+
+    # -- time ----------------------------------------------------------------------------------
+    def snapshot(self, ts: int | None = None) -> int:
+        """``ts`` once every batch before it has applied; or the latest snapshot that sees
+        every finished batch and no unfinished one."""
+        if ts is None:
+            return self.mvcc.latest_snapshot()
+        self.mvcc.wait_for_snapshot(ts)
+        return ts
+
+    def latest_timestamp(self) -> int:
+        return self.mvcc.latest_snapshot()
+
+    # -- tables --------------------------------------------------------------------------------
+    def table_names(self) -> list[str]:
+        self._check_open()
+        return sorted(self._state.tables)
+
+    def has_table(self, name: str) -> bool:
+        return name in self._state.tables
+
+    def table(self, name: str) -> Table:
+        self._check_open()
+        meta = self._state.tables.get(name)
+        if meta is None:
+            raise ProgrammingError(f"table {name!r} does not exist")
+        return Table(self, meta.id)
+
+    def _runtime(self, table_id: int) -> TableRuntime:
+        self._check_open()
+        rt = self._runtimes.get(table_id)
+        if rt is not None:
+            return rt
+        with self._ddl_lock:
+            rt = self._runtimes.get(table_id)
+            if rt is None:
+                meta = next((m for m in self._state.tables.values() if m.id == table_id), None)
+                if meta is None:
+                    raise ProgrammingError(f"table id {table_id} was dropped")
+                rt = TableRuntime(self, meta)
+                self._runtimes[table_id] = rt
+        return rt
+
+    def create_table(
+        self,
+        name: str,
+        schema: Schema,
+        partition_schema: PartitionSchema | None = None,
+        *,
+        properties: dict[str, str] | None = None,
+        if_not_exists: bool = False,
+    ) -> Table:
+        """Create a table and its tablets (one per partition); nothing is visible, and
+        nothing stays on disk, unless every tablet was created and the catalog saved."""
+        self._check_writable()
+        if not name:
+            raise ProgrammingError("a table needs a name")
+        ps = partition_schema or PartitionSchema()
+        with self._ddl_lock:
+            if name in self._state.tables:
+                if if_not_exists:
+                    return self.table(name)
+                raise ProgrammingError(f"table {name!r} already exists")
+            ps.validate(schema)
+            parts = create_partitions(ps, schema)
+            if len(parts) > MAX_TABLETS_PER_TABLE:
+                raise ProgrammingError(
+                    f"table {name!r} would have {len(parts)} tablets; at most "
+                    f"{MAX_TABLETS_PER_TABLE} (fewer buckets or range partitions)"
+                )
+            state = self._state.copy()
+            entries = []
+            for p in parts:
+                entries.append(TabletEntry.of(state.next_tablet_id, p))
+                state.next_tablet_id += 1
+            meta = TableMeta(
+                state.next_table_id,
+                name,
+                schema,
+                ps,
+                tuple(entries),
+                properties=dict(properties or {}),
+                created_micros=wall_micros(),
+            )
+            state.next_table_id += 1
+            state.tables[name] = meta
+            self._create_tablets(entries, schema)
+            try:
+                catalog.save(self.path, state, sync=self.options.sync)
+            except BaseException:
+                self._delete_tablets(entries)
+                raise
+            self._state = state
+            return Table(self, meta.id)
+
+    def _create_tablets(self, entries: Iterable[TabletEntry], schema: Schema) -> None:
+        made: list[TabletEntry] = []
+        try:
+            for e in entries:
+                Tablet.create(
+                    catalog.tablet_path(self.path, e.id),
+                    schema,
+                    self.options,
+                    clock=self.clock,
+                    cache=self.cache,
+                ).close()
+                made.append(e)
+        except BaseException:
+            self._delete_tablets([*made, *[e for e in entries if e not in made]])
+            raise
+
+    def _delete_tablets(self, entries: Iterable[TabletEntry]) -> None:
+        for e in entries:
+            shutil.rmtree(catalog.tablet_path(self.path, e.id), ignore_errors=True)
+
+    def drop_table(self, name: str, *, if_exists: bool = False) -> None:
+        """Drop a table: the catalog forgets it at once, then its tablets are deleted."""
+        self._check_writable()
+        with self._ddl_lock:
+            meta = self._state.tables.get(name)
+            if meta is None:
+                if if_exists:
+                    return
+                raise ProgrammingError(f"table {name!r} does not exist")
+            rt = self._runtimes.get(meta.id)
+            lock = rt.write_lock if rt is not None else threading.RLock()
+            with lock:
+                state = self._state.copy()
+                del state.tables[name]
+                catalog.save(self.path, state, sync=self.options.sync)
+                self._state = state
+                self._runtimes.pop(meta.id, None)
+                if rt is not None:
+                    for t in rt.opened().values():
+                        t.close()
+                self._delete_tablets(meta.tablets)
+
+    def alter_table(self, name: str, steps: Sequence[AlterStep]) -> Table:
+        """Apply ALTER TABLE steps atomically (``alter.py``): new range partitions get new
+        tablets before the catalog commits; dropped ones are deleted after it commits;
+        schema changes reach every tablet after it commits (and at the next open, if
+        interrupted). Writes to the table wait while it runs."""
+        self._check_writable()
+        with self._ddl_lock:
+            meta = self._state.tables.get(name)
+            if meta is None:
+                raise ProgrammingError(f"table {name!r} does not exist")
+            rt = self._runtime(meta.id)
+            with rt.write_lock:
+                res = apply_alter(meta, steps, self._state.next_tablet_id)
+                new = res.meta
+                if new.name != name and new.name in self._state.tables:
+                    raise ProgrammingError(f"table {new.name!r} already exists")
+                if len(new.tablets) > MAX_TABLETS_PER_TABLE:
+                    raise ProgrammingError(
+                        f"table {name!r} would have {len(new.tablets)} tablets; at most "
+                        f"{MAX_TABLETS_PER_TABLE}"
+                    )
+                self._create_tablets(res.added, new.schema)
+                state = self._state.copy()
+                del state.tables[name]
+                state.tables[new.name] = new
+                state.next_tablet_id = res.next_tablet_id
+                try:
+                    catalog.save(self.path, state, sync=self.options.sync)
+                except BaseException:
+                    self._delete_tablets(res.added)
+                    raise
+                self._state = state
+                for e in res.dropped:
+                    t = rt.forget(e.id)
+                    if t is not None:
+                        t.close()
+                self._delete_tablets(res.dropped)
+                rt.meta = new
+                rt.partitions = new.partitions()
+                if res.schema_changed:
+                    for t in rt.opened().values():
+                        t.alter_schema(new.schema)
+        return Table(self, new.id)
+
+    def _set_statistics(self, table_id: int, stats: dict[str, Any]) -> None:
+        if self.read_only:
+            return
+        with self._ddl_lock:
+            rt = self._runtime(table_id)
+            state = self._state.copy()
+            new = rt.meta.with_(statistics=stats)
+            state.tables[new.name] = new
+            catalog.save(self.path, state, sync=self.options.sync)
+            self._state = state
+            rt.meta = new
+
+    # -- maintenance ---------------------------------------------------------------------------
+    def run_maintenance(self, **kw: Any) -> None:
+        """Flush, compact and GC every open tablet now."""
+        for rt in list(self._runtimes.values()):
+            for t in rt.opened().values():
+                t.run_maintenance(**kw)
+
+
+def connect(path: str, **kw: Any) -> Database:
+    """Open (or create) the database at ``path`` (``Database`` keyword arguments)."""
+    return Database(path, **kw)

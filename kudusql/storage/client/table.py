@@ -1,0 +1,571 @@
+"""A table of a database: writes routed to its tablets at one timestamp, and scans
+across its tablets at one snapshot (Kudu's client-side ``KuduTable`` / ``KuduSession`` /
+``KuduScanner`` on one machine).
+
+Writes: a batch is split by partition (vectorized routing, ``partition_for_batch``),
+every part is written to its tablet with the *same* HybridTime, taken from the database
+MVCC, and the batch becomes visible to scans when the last part is applied: a scan's
+snapshot is never past an unfinished batch. Rows no range partition covers fail with
+Kudu's "No tablet covering the requested range partition"; rows whose key cannot be
+routed (missing, NULL or unconvertible key values) go to the first tablet, whose
+validation reports them with the usual per-row error. Errors carry the row's index in
+the caller's batch. In atomic mode every tablet is locked and checked before any is
+written, so the batch applies everywhere or nowhere.
+
+Writes to one table are serialized (the table's write lock), so each tablet applies
+batches in timestamp order. A batch that spans tablets is atomic for readers but not
+across a crash: each tablet logs its part in its own WAL (docs/DECISIONS.md).
+
+Scans: partition pruning picks the tablets, the tablets are scanned in parallel on the
+database's thread pool at one snapshot, and batches stream back as they come (ordered
+scans concatenate disjoint range tablets, or sort across hash tablets).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.common.errors import DataError, IntegrityError, ProgrammingError
+from kudusql.common.hybrid_time import to_micros
+from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.schema import Schema
+from kudusql.common.types import cast_array
+from kudusql.storage.client.catalog import TableMeta
+from kudusql.storage.client.partition import (
+    NO_TABLET_MESSAGE,
+    Partition,
+    PartitionSchema,
+    partition_for_batch,
+)
+from kudusql.storage.client.pruning import prune_partitions
+from kudusql.storage.tablet.tablet import Tablet
+from kudusql.storage.tablet.write_ops import RowError, WriteOp, WriteResult, operations
+
+if TYPE_CHECKING:
+    from kudusql.storage.client.database import Database, TableRuntime
+    from kudusql.storage.client.scan_token import ScanToken
+
+#: Batches smaller than this are written tablet after tablet; larger ones in parallel.
+PARALLEL_WRITE_ROWS = 50_000
+
+
+@dataclass
+class _Part:
+    slot: int  # index into the table's tablets
+    rows: np.ndarray | None  # indices into the caller's batch; None = every row
+    data: pa.Table
+
+
+class Table:
+    """A handle on one table; stays valid across renames and ALTERs (it follows the
+    table's id), and raises once the table is dropped."""
+
+    def __init__(self, db: Database, table_id: int) -> None:
+        self.db = db
+        self.id = table_id
+
+    def _rt(self) -> TableRuntime:
+        return self.db._runtime(self.id)
+
+    # -- description ----------------------------------------------------------------------
+    @property
+    def meta(self) -> TableMeta:
+        return self._rt().meta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def schema(self) -> Schema:
+        return self.meta.schema
+
+    @property
+    def partition_schema(self) -> PartitionSchema:
+        return self.meta.partition_schema
+
+    @property
+    def partitions(self) -> list[Partition]:
+        return list(self._rt().partitions)
+
+    @property
+    def num_tablets(self) -> int:
+        return len(self.meta.tablets)
+
+    def tablets(self) -> list[Tablet]:
+        """The open tablets, in partition order (for maintenance and introspection)."""
+        return list(self._rt().tablets())
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {self.num_tablets} tablets)"
+
+    # -- writes ---------------------------------------------------------------------------
+    def write(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        op: WriteOp | str | int | None = None,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+    ) -> WriteResult:
+        """Apply a batch (one ``op`` for all rows, or per row from ``op_column``) at one
+        timestamp across every tablet it touches; see the module docstring."""
+        self.db._check_writable()
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        ops = operations(data, op, op_column)
+        rt = self._rt()
+        with rt.write_lock:
+            rt = self._rt()  # an ALTER may have finished while we waited
+            schema = rt.meta.schema
+            slots, unrouted = self._route(rt, data)
+            parts = _split(data, slots)
+            errors = [
+                RowError(
+                    int(i),
+                    WriteOp(int(ops[i])),
+                    _key_of(data, schema, int(i)),
+                    "NotFound",
+                    NO_TABLET_MESSAGE,
+                )
+                for i in np.flatnonzero(unrouted).tolist()
+            ]
+            if atomic and errors:
+                raise DataError(
+                    f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+                )
+            tablets = rt.tablets()
+            ts = self.db.mvcc.start_op()
+            try:
+                if atomic and len(parts) > 1:
+                    results = self._write_atomic(tablets, parts, op, op_column, ts)
+                else:
+                    results = self._write_parts(tablets, parts, op, op_column, atomic, ts)
+            finally:
+                self.db.mvcc.finish_op(ts)
+        applied = ignored = 0
+        for part, res in zip(parts, results, strict=True):
+            applied += res.applied
+            ignored += res.ignored
+            for e in res.errors:
+                idx = e.index if part.rows is None else int(part.rows[e.index])
+                errors.append(RowError(idx, e.op, e.key, e.status, e.message))
+        errors.sort(key=lambda e: e.index)
+        return WriteResult(ts, applied, ignored, errors)
+
+    def insert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.INSERT, **kw)
+
+    def insert_ignore(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.INSERT_IGNORE, **kw)
+
+    def upsert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.UPSERT, **kw)
+
+    def update(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.UPDATE, **kw)
+
+    def delete(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.DELETE, **kw)
+
+    def _route(self, rt: TableRuntime, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's tablet slot, and the mask of rows no range partition covers."""
+        n = data.num_rows
+        schema = rt.meta.schema
+        slots = np.zeros(n, dtype=np.int64)
+        unrouted = np.zeros(n, dtype=bool)
+        if len(rt.partitions) == 1 and not rt.meta.partition_schema.range_columns:
+            return slots, unrouted
+        if not rt.partitions:
+            unrouted[:] = True
+            return slots, unrouted
+        valid = np.ones(n, dtype=bool)
+        cols: list[pa.Array[Any]] = []
+        for c in schema.key_columns:
+            if c.name not in data.column_names:
+                return slots, unrouted  # every row fails validation in the first tablet
+            arr, bad = cast_array(data.column(c.name), c.type)
+            if bad is not None:
+                valid &= ~bad
+            if arr.null_count:
+                valid &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            cols.append(arr)
+        keys = pa.Table.from_arrays(cols, names=schema.key_names)
+        if not valid.all():
+            keys = keys.filter(pa.array(valid))
+        pidx = partition_for_batch(rt.meta.partition_schema, schema, keys)
+        routed = np.zeros(n, dtype=np.int64)
+        routed[valid] = pidx
+        unrouted[valid] = pidx < 0
+        unrouted &= valid
+        slots = np.where(valid, routed, 0)  # unroutable keys: the first tablet rejects them
+        slots[unrouted] = -1
+        return slots, unrouted
+
+    def _write_parts(
+        self,
+        tablets: Sequence[Tablet],
+        parts: list[_Part],
+        op: WriteOp | str | int | None,
+        op_column: str | None,
+        atomic: bool,
+        ts: int,
+    ) -> list[WriteResult]:
+        def one(p: _Part) -> WriteResult:
+            return tablets[p.slot].write(
+                p.data, op, op_column=op_column, atomic=atomic, timestamp=ts
+            )
+
+        total = sum(p.data.num_rows for p in parts)
+        if len(parts) > 1 and total >= PARALLEL_WRITE_ROWS:
+            return list(self.db.pool.map(one, parts))
+        return [one(p) for p in parts]
+
+    def _write_atomic(
+        self,
+        tablets: Sequence[Tablet],
+        parts: list[_Part],
+        op: WriteOp | str | int | None,
+        op_column: str | None,
+        ts: int,
+    ) -> list[WriteResult]:
+        """Lock every tablet the batch touches, check every part, then write them all."""
+        import contextlib
+
+        with contextlib.ExitStack() as stack:
+            for p in sorted(parts, key=lambda p: p.slot):
+                stack.enter_context(tablets[p.slot].exclusive())
+            errors: list[RowError] = []
+            for p in parts:
+                for e in tablets[p.slot].check_write(p.data, op, op_column=op_column):
+                    idx = e.index if p.rows is None else int(p.rows[e.index])
+                    errors.append(RowError(idx, e.op, e.key, e.status, e.message))
+            if errors:
+                errors.sort(key=lambda e: e.index)
+                msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+                if any(e.status in ("AlreadyPresent", "NotFound") for e in errors):
+                    raise IntegrityError(msg)
+                raise DataError(msg)
+            return [
+                tablets[p.slot].write(p.data, op, op_column=op_column, atomic=True, timestamp=ts)
+                for p in parts
+            ]
+
+    # -- reads ----------------------------------------------------------------------------
+    def scan(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        *,
+        snapshot: int | None = None,
+        ordered: bool = False,
+    ) -> pa.RecordBatchReader:
+        """Rows live at ``snapshot`` (default: the latest) matching every predicate, read
+        from the tablets the predicates do not prune, in parallel. ``ordered=True``
+        returns them in primary-key order."""
+        rt = self._rt()
+        schema = rt.meta.schema
+        names = list(schema.names if columns is None else columns)
+        for c in names:
+            schema.index_of(c)  # unknown column: ProgrammingError
+        preds = [p.bind(schema) for p in predicates]
+        snap = self.db.snapshot(snapshot)
+        keep = prune_partitions(rt.meta.partition_schema, schema, rt.partitions, preds)
+        tablets = [rt.tablet(i) for i in keep]
+        out_schema = schema.arrow_schema(names)
+        if not ordered:
+            jobs = [_scan_job(t, names, preds, snap) for t in tablets]
+            return pa.RecordBatchReader.from_batches(
+                out_schema, _parallel(jobs, self.db.pool, self.db.options.threads)
+            )
+        if not rt.meta.partition_schema.hash_dimensions:
+            # Range partitions are disjoint and in key order: concatenate.
+            def ranges() -> Iterator[pa.RecordBatch]:
+                for t in tablets:
+                    yield from t.scan(names, preds, snapshot=snap, ordered=True)
+
+            return pa.RecordBatchReader.from_batches(out_schema, ranges())
+        keys = schema.key_names
+        extra = [k for k in keys if k not in names]
+        jobs = [_scan_job(t, names + extra, preds, snap) for t in tablets]
+        batches = list(_parallel(jobs, self.db.pool, self.db.options.threads))
+        table = pa.Table.from_batches(batches, schema=schema.arrow_schema(names + extra))
+        if table.num_rows:
+            table = table.take(pc.sort_indices(table, [(k, "ascending") for k in keys]))
+        table = table.select(names)
+        return pa.RecordBatchReader.from_batches(
+            out_schema, table.to_batches(max_chunksize=self.db.options.scan_batch_rows)
+        )
+
+    def to_arrow(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        **kw: Any,
+    ) -> pa.Table:
+        return self.scan(columns, predicates, **kw).read_all()
+
+    def diff_scan(
+        self,
+        start: int,
+        end: int,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+    ) -> pa.RecordBatchReader:
+        """Rows changed in ``[start, end)`` across every tablet, with ``is_deleted``."""
+        rt = self._rt()
+        schema = rt.meta.schema
+        preds = [p.bind(schema) for p in predicates]
+        self.db.snapshot(end)
+        keep = prune_partitions(rt.meta.partition_schema, schema, rt.partitions, preds)
+        readers = [rt.tablet(i).diff_scan(start, end, columns, preds) for i in keep]
+        names = list(schema.names if columns is None else columns)
+        out = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_(), False))
+
+        def all_batches() -> Iterator[pa.RecordBatch]:
+            for r in readers:
+                yield from r
+
+        return pa.RecordBatchReader.from_batches(out, all_batches())
+
+    def lookup(
+        self,
+        key: Sequence[object],
+        columns: Sequence[str] | None = None,
+        snapshot: int | None = None,
+    ) -> dict[str, object] | None:
+        """The live row with primary key ``key``, or None (one tablet, found by routing)."""
+        rt = self._rt()
+        schema = rt.meta.schema
+        if len(key) != schema.num_key_columns:
+            raise ProgrammingError(
+                f"a key of {rt.meta.name!r} has {schema.num_key_columns} value(s), got {len(key)}"
+            )
+        if len(rt.partitions) == 1:
+            slot = 0
+        elif not rt.partitions:
+            return None
+        else:
+            try:
+                row = pa.table(
+                    {
+                        c.name: pa.array([v], c.type.arrow_type())
+                        for c, v in zip(schema.key_columns, key, strict=True)
+                    }
+                )
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+                raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
+            slot = int(partition_for_batch(rt.meta.partition_schema, schema, row)[0])
+            if slot < 0:
+                return None
+        snap = None if snapshot is None else self.db.snapshot(snapshot)
+        return rt.tablet(slot).lookup(key, columns, snap)
+
+    def count_rows(self, snapshot: int | None = None) -> int:
+        first = self.schema.key_names[0]
+        return sum(b.num_rows for b in self.scan([first], snapshot=snapshot))
+
+    def scan_tokens(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        *,
+        snapshot: int | None = None,
+        split_size_bytes: int | None = None,
+    ) -> list[ScanToken]:
+        """Serializable pieces of a scan at one fixed snapshot (see ``scan_token``)."""
+        from kudusql.storage.client.scan_token import plan_scan_tokens
+
+        return plan_scan_tokens(self, columns, predicates, snapshot, split_size_bytes)
+
+    # -- maintenance and statistics ---------------------------------------------------------
+    def flush(self) -> None:
+        """Flush every tablet's MemRowSet and DeltaMemStores."""
+        for t in self._rt().tablets():
+            t.flush()
+            t.flush_deltas()
+
+    def run_maintenance(self, **kw: Any) -> None:
+        """Flush, compact and GC every tablet now."""
+        for t in self._rt().tablets():
+            t.run_maintenance(**kw)
+
+    def statistics(self) -> dict[str, Any]:
+        """Sizes per tablet (cheap, from metadata) and the column statistics of the last
+        ``compute_statistics`` (None if never computed)."""
+        rt = self._rt()
+        tablets = []
+        for entry, part, t in zip(rt.meta.tablets, rt.partitions, rt.tablets(), strict=True):
+            st = t.stats()
+            tablets.append(
+                {
+                    "tablet_id": entry.id,
+                    "partition": part.describe(rt.meta.partition_schema),
+                    "memrowset_rows": st["memrowset_rows"],
+                    "diskrowsets": st["diskrowsets"],
+                    "disk_rows": sum(r["rows"] for r in st["rowsets"][1:]),
+                    "disk_bytes": st["disk_bytes"],
+                    "memory_bytes": t.memory_bytes(),
+                    "wal_bytes": st["wal_bytes"],
+                }
+            )
+        return {
+            "table": rt.meta.name,
+            "num_tablets": len(tablets),
+            "disk_bytes": sum(t["disk_bytes"] for t in tablets),
+            "memory_bytes": sum(t["memory_bytes"] for t in tablets),
+            "tablets": tablets,
+            "computed": rt.meta.statistics,
+        }
+
+    def compute_statistics(self) -> dict[str, Any]:
+        """Scan the table once and record per-table and per-tablet row counts and
+        per-column min, max and null counts in the catalog (COMPUTE STATS)."""
+        rt = self._rt()
+        schema = rt.meta.schema
+        snap = self.db.snapshot(None)
+        per_tablet = []
+        cols: dict[str, dict[str, Any]] = {
+            c.name: {"min": None, "max": None, "null_count": 0} for c in schema.columns
+        }
+        total = 0
+        for entry, t in zip(rt.meta.tablets, rt.tablets(), strict=True):
+            rows = 0
+            for b in t.scan(schema.names, snapshot=snap):
+                rows += b.num_rows
+                for c in schema.columns:
+                    _fold_column_stats(cols[c.name], b.column(c.name))
+            per_tablet.append({"tablet_id": entry.id, "rows": rows})
+            total += rows
+        stats = {
+            "rows": total,
+            "snapshot_micros": to_micros(snap),
+            "tablets": per_tablet,
+            "columns": {k: _json_stat(v) for k, v in cols.items()},
+        }
+        self.db._set_statistics(self.id, stats)
+        return stats
+
+
+def _split(data: pa.Table, slots: np.ndarray) -> list[_Part]:
+    """The batch cut by tablet slot (one take per tablet); slot -1 rows are left out."""
+    n = data.num_rows
+    if n == 0:
+        return []
+    first = int(slots[0])
+    if first >= 0 and bool((slots == first).all()):
+        return [_Part(first, None, data)]
+    order = np.argsort(slots, kind="stable")
+    order = order[slots[order] >= 0]
+    if not len(order):
+        return []
+    sorted_slots = slots[order]
+    cuts = np.flatnonzero(np.diff(sorted_slots)) + 1
+    return [
+        _Part(int(slots[rows[0]]), rows, data.take(rows)) for rows in np.split(order, cuts)
+    ]
+
+
+def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:
+    names = [k for k in schema.key_names if k in data.column_names]
+    return tuple(data.column(k)[i].as_py() for k in names) or None
+
+
+def _scan_job(
+    t: Tablet, names: list[str], preds: list[ColumnPredicate], snap: int
+) -> Callable[[], Iterator[pa.RecordBatch]]:
+    def run() -> Iterator[pa.RecordBatch]:
+        return iter(t.scan(names, preds, snapshot=snap))
+
+    return run
+
+
+_DONE = object()
+
+
+def _parallel(
+    jobs: list[Callable[[], Iterator[pa.RecordBatch]]], pool: Any, workers: int
+) -> Iterator[pa.RecordBatch]:
+    """Batches of every job, produced by up to ``workers`` jobs at a time on ``pool``, in
+    whatever order they finish; stops the producers if the consumer goes away."""
+    if len(jobs) <= 1 or workers <= 1:
+        for j in jobs:
+            yield from (b for b in j() if b.num_rows)
+        return
+    q: queue.Queue[Any] = queue.Queue(maxsize=4 * workers)
+    stop = threading.Event()
+    pending = list(reversed(jobs))
+    lock = threading.Lock()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def worker() -> None:
+        try:
+            while True:
+                with lock:
+                    if not pending or stop.is_set():
+                        return
+                    job = pending.pop()
+                for b in job():
+                    if b.num_rows and not put(b):
+                        return
+        except BaseException as e:  # handed to the consumer, which raises it
+            put(e)
+        finally:
+            put(_DONE)
+
+    n = min(workers, len(jobs))
+    for _ in range(n):
+        pool.submit(worker)
+    done = 0
+    try:
+        while done < n:
+            item = q.get()
+            if item is _DONE:
+                done += 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        stop.set()
+
+
+def _fold_column_stats(acc: dict[str, Any], col: pa.ChunkedArray[Any] | pa.Array[Any]) -> None:
+    acc["null_count"] += col.null_count
+    if len(col) == col.null_count:
+        return
+    try:
+        mm = pc.min_max(col)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if lo is not None and (acc["min"] is None or lo < acc["min"]):
+        acc["min"] = lo
+    if hi is not None and (acc["max"] is None or hi > acc["max"]):
+        acc["max"] = hi
+
+
+def _json_stat(acc: dict[str, Any]) -> dict[str, Any]:
+    from kudusql.common.json_values import to_json_value
+
+    return {
+        "min": None if acc["min"] is None else to_json_value(acc["min"]),
+        "max": None if acc["max"] is None else to_json_value(acc["max"]),
+        "null_count": acc["null_count"],
+    }
