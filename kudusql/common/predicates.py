@@ -21,6 +21,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.json_values import from_json_value, to_json_value
 from kudusql.common.keys import ArrowArray
 from kudusql.common.schema import Schema
+from kudusql.common.types import TypeKind
 
 
 class PredicateKind(enum.Enum):
@@ -147,6 +148,8 @@ class ColumnPredicate:
         def conv(v: Any) -> Any:
             if v is None:
                 return None
+            if t.kind is TypeKind.VARCHAR and isinstance(v, str):
+                return v  # compare the whole literal: truncating it would widen the match
             try:
                 return t.python_value(v)
             except ProgrammingError:

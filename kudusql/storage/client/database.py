@@ -27,7 +27,7 @@ from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
-from kudusql.storage.cfile import BlockCache
+from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
 from kudusql.storage.client import catalog
 from kudusql.storage.client.alter import AlterStep, apply_alter
 from kudusql.storage.client.catalog import CatalogState, TableMeta, TabletEntry
@@ -261,6 +261,7 @@ class Database:
                     return self.table(name)
                 raise ProgrammingError(f"table {name!r} already exists")
             ps.validate(schema)
+            _check_storage_attributes(schema)
             parts = create_partitions(ps, schema)
             if len(parts) > MAX_TABLETS_PER_TABLE:
                 raise ProgrammingError(
@@ -348,6 +349,7 @@ class Database:
             with rt.write_lock:
                 res = apply_alter(meta, steps, self._state.next_tablet_id)
                 new = res.meta
+                _check_storage_attributes(new.schema)
                 if new.name != name and new.name in self._state.tables:
                     raise ProgrammingError(f"table {new.name!r} already exists")
                 if len(new.tablets) > MAX_TABLETS_PER_TABLE:
@@ -396,6 +398,15 @@ class Database:
         for rt in list(self._runtimes.values()):
             for t in rt.opened().values():
                 t.run_maintenance(**kw)
+
+
+def _check_storage_attributes(schema: Schema) -> None:
+    """Unknown encodings or compressions fail the DDL, not a later flush."""
+    for c in schema.columns:
+        parse_encoding(c.encoding)
+        parse_compression(c.compression)
+        if c.block_size is not None and c.block_size <= 0:
+            raise ProgrammingError(f"column {c.name!r}: BLOCK_SIZE must be positive")
 
 
 def connect(path: str, **kw: Any) -> Database:

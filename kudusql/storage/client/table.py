@@ -284,7 +284,7 @@ class Table:
         if not ordered:
             jobs = [_scan_job(t, names, preds, snap) for t in tablets]
             return pa.RecordBatchReader.from_batches(
-                out_schema, _parallel(jobs, self.db.pool, self.db.options.threads)
+                out_schema, _parallel(jobs, self.db.options.threads)
             )
         if not rt.meta.partition_schema.hash_dimensions:
             # Range partitions are disjoint and in key order: concatenate.
@@ -296,7 +296,7 @@ class Table:
         keys = schema.key_names
         extra = [k for k in keys if k not in names]
         jobs = [_scan_job(t, names + extra, preds, snap) for t in tablets]
-        batches = list(_parallel(jobs, self.db.pool, self.db.options.threads))
+        batches = list(_parallel(jobs, self.db.options.threads))
         table = pa.Table.from_batches(batches, schema=schema.arrow_schema(names + extra))
         if table.num_rows:
             table = table.take(pc.sort_indices(table, [(k, "ascending") for k in keys]))
@@ -469,9 +469,7 @@ def _split(data: pa.Table, slots: np.ndarray) -> list[_Part]:
         return []
     sorted_slots = slots[order]
     cuts = np.flatnonzero(np.diff(sorted_slots)) + 1
-    return [
-        _Part(int(slots[rows[0]]), rows, data.take(rows)) for rows in np.split(order, cuts)
-    ]
+    return [_Part(int(slots[rows[0]]), rows, data.take(rows)) for rows in np.split(order, cuts)]
 
 
 def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:
@@ -492,9 +490,9 @@ _DONE = object()
 
 
 def _parallel(
-    jobs: list[Callable[[], Iterator[pa.RecordBatch]]], pool: Any, workers: int
+    jobs: list[Callable[[], Iterator[pa.RecordBatch]]], workers: int
 ) -> Iterator[pa.RecordBatch]:
-    """Batches of every job, produced by up to ``workers`` jobs at a time on ``pool``, in
+    """Batches of every job, produced by up to ``workers`` jobs at a time, in
     whatever order they finish; stops the producers if the consumer goes away."""
     if len(jobs) <= 1 or workers <= 1:
         for j in jobs:
@@ -530,8 +528,10 @@ def _parallel(
             put(_DONE)
 
     n = min(workers, len(jobs))
-    for _ in range(n):
-        pool.submit(worker)
+    # Own threads, not a shared pool: a scan its consumer abandons must not starve others
+    # (its producers wait on the full queue until the generator is closed or collected).
+    for i in range(n):
+        threading.Thread(target=worker, name=f"scan-{i}", daemon=True).start()
     done = 0
     try:
         while done < n:

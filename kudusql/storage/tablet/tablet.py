@@ -791,6 +791,12 @@ class Tablet:
         ``ordered=True`` returns them in primary-key order. ``key_range`` limits the scan
         to encoded primary keys in ``[lo, hi)`` (None: unbounded), as a scan token does.
         """
+        if columns is not None and not len(columns):  # COUNT(*): rows without columns
+            first = [self.schema.key_columns[0].name]
+            r = self.scan(
+                first, predicates, snapshot=snapshot, ordered=ordered, key_range=key_range
+            )
+            return pa.RecordBatchReader.from_batches(pa.schema([]), (b.select([]) for b in r))
         plan = self._plan(columns, predicates, snapshot, None, ordered, key_range)
         return self._reader(plan, ordered)
 

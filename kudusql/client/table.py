@@ -1,0 +1,301 @@
+"""``Table`` (a handle on one table of a client), ``Column`` (``table['col']``, whose
+comparison operators make scan predicates) and ``Predicate``.
+
+A ``Table`` follows its table by id, so it stays valid across renames and ALTERs (its
+``schema`` is always the current one) and raises ProgrammingError once the table is
+dropped. The Arrow write methods (``write_arrow``, ``insert_arrow``, ...) hand whole
+batches to storage with no per-row Python objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import pyarrow as pa
+
+from kudusql.client.schema import ColumnSchema, Schema
+from kudusql.client.write import (
+    Delete,
+    DeleteIgnore,
+    Insert,
+    InsertIgnore,
+    Update,
+    UpdateIgnore,
+    Upsert,
+    UpsertIgnore,
+)
+from kudusql.common.errors import NotSupportedError, ProgrammingError
+from kudusql.common.predicates import ColumnPredicate
+from kudusql.storage.client.table import Table as CoreTable
+from kudusql.storage.tablet.write_ops import WriteOp, WriteResult
+
+if TYPE_CHECKING:
+    from kudusql.client.client import Client
+    from kudusql.client.scanner import Scanner, ScanTokenBuilder
+
+__all__ = ["ArrowData", "Column", "Predicate", "Table"]
+
+ArrowData: TypeAlias = "pa.Table | pa.RecordBatch | pa.RecordBatchReader | Mapping[str, Any]"
+Record: TypeAlias = "Mapping[Any, Any] | Sequence[Any] | None"
+
+
+class Predicate:
+    """A scan predicate on one column (``table['a'] > 10``), for ``Scanner.add_predicate``.
+    ``predicate`` is the storage ``ColumnPredicate``, its literal already converted to
+    the column's type."""
+
+    __slots__ = ("predicate", "table_id")
+
+    def __init__(self, table_id: int, predicate: ColumnPredicate) -> None:
+        self.table_id = table_id
+        self.predicate = predicate
+
+    def __repr__(self) -> str:
+        return f"Predicate({self.predicate})"
+
+
+class Column:
+    """A column of a table, for building predicates: ``table['a'] >= 0``,
+    ``table['a'].in_list([1, 2])``, ``table['s'].is_null()``."""
+
+    __slots__ = ("name", "parent", "spec")
+
+    def __init__(self, parent: Table, spec: ColumnSchema) -> None:
+        self.parent = parent
+        self.spec = spec
+        self.name = spec.name
+
+    def __repr__(self) -> str:
+        return f"Column({self.name}, parent={self.parent.name}, type={self.spec.type.name})"
+
+    def _bind(self, pred: ColumnPredicate) -> Predicate:
+        return Predicate(self.parent.id, pred.bind(self.parent.core.schema))
+
+    def _value(self, value: Any, op: str) -> Any:
+        if value is None:
+            raise ProgrammingError(
+                f"cannot compare column {self.name!r} {op} None; use is_null() or is_not_null()"
+            )
+        return value
+
+    def __lt__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.lt(self.name, self._value(value, "<")))
+
+    def __le__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.le(self.name, self._value(value, "<=")))
+
+    def __gt__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.gt(self.name, self._value(value, ">")))
+
+    def __ge__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.ge(self.name, self._value(value, ">=")))
+
+    def __eq__(self, value: Any) -> Predicate:  # type: ignore[override]
+        return self._bind(ColumnPredicate.eq(self.name, self._value(value, "==")))
+
+    def __ne__(self, value: Any) -> Predicate:  # type: ignore[override]
+        raise NotSupportedError(
+            f"!= predicates are not supported (column {self.name!r}); Kudu scans take "
+            "=, <, <=, >, >=, IN lists and NULL tests"
+        )
+
+    __hash__ = object.__hash__
+
+    def in_list(self, values: Sequence[Any]) -> Predicate:
+        """``column IN values`` (None values never match)."""
+        if isinstance(values, (str, bytes)):
+            raise ProgrammingError("in_list() takes a list of values, not a single string")
+        return self._bind(ColumnPredicate.in_list(self.name, list(values)))
+
+    def is_null(self) -> Predicate:
+        return self._bind(ColumnPredicate.is_null(self.name))
+
+    def is_not_null(self) -> Predicate:
+        return self._bind(ColumnPredicate.is_not_null(self.name))
+
+    def prefix(self, prefix: str | bytes) -> Predicate:
+        """``column LIKE 'prefix%'`` (string and binary columns)."""
+        return self._bind(ColumnPredicate.prefix(self.name, prefix))
+
+
+class Table:
+    """A table of a ``Client`` (``client.table(name)``)."""
+
+    def __init__(self, client: Client, core: CoreTable) -> None:
+        self._client = client
+        self._core = core
+
+    # -- description ---------------------------------------------------------------------------
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    @property
+    def core(self) -> CoreTable:
+        """The storage table (``kudusql.storage.client.table.Table``)."""
+        return self._core
+
+    @property
+    def name(self) -> str:
+        return self._core.name
+
+    @property
+    def id(self) -> int:
+        return self._core.id
+
+    @property
+    def schema(self) -> Schema:
+        return Schema(self._core.schema)
+
+    @property
+    def num_columns(self) -> int:
+        return len(self._core.schema.columns)
+
+    @property
+    def num_replicas(self) -> int:
+        """Always 1: one embedded copy of each tablet."""
+        return 1
+
+    @property
+    def num_tablets(self) -> int:
+        return self._core.num_tablets
+
+    @property
+    def partitioning(self) -> str:
+        """The partition schema, described (``HASH (k) PARTITIONS 4, RANGE (k)``)."""
+        return self._core.partition_schema.describe()
+
+    def range_partitions(self) -> list[str]:
+        """The range partitions, described (``0 <= VALUES < 10``)."""
+        return [b.describe() for b in self._core.partition_schema.range_bounds]
+
+    def __getitem__(self, key: str | int) -> Column:
+        return Column(self, self.schema[key])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Table) and other._core.db is self._core.db and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {self.num_tablets} tablets)"
+
+    # -- row operations --------------------------------------------------------------------------
+    def new_insert(self, record: Record = None) -> Insert:
+        """An INSERT of one row (cells from ``record``: dict, tuple or list)."""
+        return Insert(self, record)
+
+    def new_insert_ignore(self, record: Record = None) -> InsertIgnore:
+        return InsertIgnore(self, record)
+
+    def new_upsert(self, record: Record = None) -> Upsert:
+        return Upsert(self, record)
+
+    def new_upsert_ignore(self, record: Record = None) -> UpsertIgnore:
+        return UpsertIgnore(self, record)
+
+    def new_update(self, record: Record = None) -> Update:
+        return Update(self, record)
+
+    def new_update_ignore(self, record: Record = None) -> UpdateIgnore:
+        return UpdateIgnore(self, record)
+
+    def new_delete(self, record: Record = None) -> Delete:
+        return Delete(self, record)
+
+    def new_delete_ignore(self, record: Record = None) -> DeleteIgnore:
+        return DeleteIgnore(self, record)
+
+    # -- Arrow writes ------------------------------------------------------------------------------
+    def _write(
+        self,
+        data: pa.Table,
+        op: WriteOp | str | int | None,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+    ) -> WriteResult:
+        result = self._core.write(data, op, op_column=op_column, atomic=atomic)
+        self._client._observe(result.timestamp)
+        return result
+
+    def write_arrow(
+        self,
+        data: ArrowData,
+        op: WriteOp | str | int | None = WriteOp.INSERT,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+    ) -> WriteResult:
+        """Write an Arrow table, record batch, stream or dict of columns in one batch
+        (a stream: one batch per record batch): ``op`` for every row (a ``WriteOp``, its
+        name such as 'upsert', or its code), or per row from the column ``op_column``.
+        Returns the ``WriteResult``; row errors name the row's index in ``data``.
+        ``atomic=True`` applies all rows or none (raising IntegrityError or DataError)."""
+        from kudusql.client.session import arrow_table
+
+        if op_column is not None:
+            op = None
+        elif op is None:
+            raise ProgrammingError("write_arrow() needs an operation or an op_column")
+        tbl = arrow_table(data)
+        if isinstance(tbl, pa.Table):
+            return self._write(tbl, op, op_column=op_column, atomic=atomic)
+        total = WriteResult(0, 0, 0, [])
+        offset = 0
+        for batch in tbl:
+            res = self._write(
+                pa.Table.from_batches([batch]), op, op_column=op_column, atomic=atomic
+            )
+            total.timestamp = res.timestamp
+            total.applied += res.applied
+            total.ignored += res.ignored
+            total.errors.extend(
+                type(e)(e.index + offset, e.op, e.key, e.status, e.message) for e in res.errors
+            )
+            offset += batch.num_rows
+        return total
+
+    def insert_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.INSERT, **kw)
+
+    def insert_ignore_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.INSERT_IGNORE, **kw)
+
+    def upsert_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.UPSERT, **kw)
+
+    def upsert_ignore_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.UPSERT_IGNORE, **kw)
+
+    def update_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.UPDATE, **kw)
+
+    def update_ignore_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.UPDATE_IGNORE, **kw)
+
+    def delete_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.DELETE, **kw)
+
+    def delete_ignore_arrow(self, data: ArrowData, **kw: Any) -> WriteResult:
+        return self.write_arrow(data, WriteOp.DELETE_IGNORE, **kw)
+
+    # -- reads ------------------------------------------------------------------------------------
+    def scanner(self) -> Scanner:
+        """A new scanner of this table (``add_predicate``, ``open``, ``read_all_tuples``,
+        ``to_arrow``, ...)."""
+        from kudusql.client.scanner import Scanner
+
+        return Scanner(self)
+
+    def scan_token_builder(self) -> ScanTokenBuilder:
+        """Plan a scan as serializable tokens (one or more per tablet)."""
+        from kudusql.client.scanner import ScanTokenBuilder
+
+        return ScanTokenBuilder(self)
+
+    def count_rows(self) -> int:
+        """The number of live rows (a scan of the first key column)."""
+        return self._core.count_rows()
