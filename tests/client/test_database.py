@@ -516,3 +516,13 @@ def test_varchar_predicate_literal_is_not_truncated(db: Database) -> None:
     assert t.scan(["id"], [P.eq("v", "abcdef")]).read_all().num_rows == 0
     assert t.scan(["id"], [P.gt("v", "abcdef")]).read_all().column("id").to_pylist() == [2]
     assert t.scan(["id"], [P.eq("v", "abc")]).read_all().column("id").to_pylist() == [1]
+
+
+def test_write_to_a_table_without_range_partitions(db: Database) -> None:
+    """Pinned: with every range partition dropped, rows fail per row (no IndexError)."""
+    t = db.create_table("t", SCHEMA, ranged((0, 10)))
+    db.alter_table("t", [DropRangePartition(RangeBounds((0,), (10,)))])
+    assert t.num_tablets == 0
+    res = t.upsert(rows([1, 2]))
+    assert res.applied == 0 and [e.message for e in res.errors] == [NO_TABLET_MESSAGE] * 2
+    assert content(t) == [] and t.lookup([1]) is None and t.count_rows() == 0

@@ -184,8 +184,9 @@ class Table:
         unrouted = np.zeros(n, dtype=bool)
         if len(rt.partitions) == 1 and not rt.meta.partition_schema.range_columns:
             return slots, unrouted
-        if not rt.partitions:
+        if not rt.partitions:  # every range partition was dropped
             unrouted[:] = True
+            slots[:] = -1
             return slots, unrouted
         valid = np.ones(n, dtype=bool)
         cols: list[pa.Array[Any]] = []
