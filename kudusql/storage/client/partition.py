@@ -25,6 +25,7 @@ bound is any prefix of the range columns.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import functools
 import itertools
@@ -39,7 +40,8 @@ import pyarrow as pa
 
 from kudusql.common.errors import DataError, ProgrammingError
 from kudusql.common.json_values import from_json_value, to_json_value
-from kudusql.common.keys import ArrowArray, encode_keys, fixed_key_width
+from kudusql.common.keys import ArrowArray, encode_key, encode_keys, fixed_key_width
+from kudusql.common.murmur import murmur2_64
 from kudusql.common.schema import Schema
 from kudusql.common.types import DataType
 from kudusql.storage.client.batch_keys import locate_in_ranges, murmur2_64_keys
@@ -440,6 +442,29 @@ def partition_for_batch(
     out: np.ndarray = combo * len(ranges) + ridx
     out[ridx < 0] = -1
     return out
+
+
+def partition_for_row(
+    partition_schema: PartitionSchema, schema: Schema, row: Mapping[str, Any]
+) -> int:
+    """``partition_for_batch`` for one row of Python values (key column -> value), without
+    building Arrow arrays: the point-lookup path. Raises DataError for a bad key value."""
+    ranges = _ranges_of(partition_schema, schema)
+    if not ranges:
+        return -1
+    r = 0
+    if partition_schema.range_columns:
+        cols = partition_schema.range_columns
+        key = encode_key([row[c] for c in cols], [schema.column(c).type for c in cols])
+        r = bisect.bisect_right([x.lower for x in ranges], key) - 1
+        if r < 0 or (ranges[r].upper is not None and key >= ranges[r].upper):  # type: ignore[operator]
+            return -1
+    combo = 0
+    for dim in partition_schema.hash_dimensions:
+        cols = dim.columns
+        key = encode_key([row[c] for c in cols], [schema.column(c).type for c in cols])
+        combo = combo * dim.num_buckets + murmur2_64(key, dim.seed) % dim.num_buckets
+    return combo * len(ranges) + r
 
 
 # ------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import DataError, IntegrityError, ProgrammingError
+from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
 from kudusql.common.hybrid_time import to_micros
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
@@ -44,6 +44,7 @@ from kudusql.storage.client.partition import (
     Partition,
     PartitionSchema,
     partition_for_batch,
+    partition_for_row,
 )
 from kudusql.storage.client.pruning import prune_partitions
 from kudusql.storage.tablet.tablet import Tablet
@@ -356,15 +357,13 @@ class Table:
             return None
         else:
             try:
-                row = pa.table(
-                    {
-                        c.name: pa.array([v], c.type.arrow_type())
-                        for c, v in zip(schema.key_columns, key, strict=True)
-                    }
+                slot = partition_for_row(
+                    rt.meta.partition_schema,
+                    schema,
+                    {c.name: v for c, v in zip(schema.key_columns, key, strict=True)},
                 )
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            except Error as e:
                 raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
-            slot = int(partition_for_batch(rt.meta.partition_schema, schema, row)[0])
             if slot < 0:
                 return None
         snap = None if snapshot is None else self.db.snapshot(snapshot)
