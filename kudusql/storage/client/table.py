@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 #: Batches smaller than this are written tablet after tablet; larger ones in parallel.
 PARALLEL_WRITE_ROWS = 50_000
+#: Batches up to this many rows are routed row by row with Python values.
+SMALL_BATCH_ROWS = 8
 
 
 @dataclass
@@ -189,6 +191,8 @@ class Table:
             unrouted[:] = True
             slots[:] = -1
             return slots, unrouted
+        if n <= SMALL_BATCH_ROWS:
+            return self._route_rows(rt, data)
         valid = np.ones(n, dtype=bool)
         cols: list[pa.Array[Any]] = []
         for c in schema.key_columns:
@@ -211,6 +215,28 @@ class Table:
         slots = np.where(valid, routed, 0)  # unroutable keys: the first tablet rejects them
         slots[unrouted] = -1
         return slots, unrouted
+
+    def _route_rows(self, rt: TableRuntime, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """``_route`` for a few rows: Python values and the scalar router, no Arrow
+        kernels (each costs more than routing one row)."""
+        schema = rt.meta.schema
+        names = schema.key_names
+        if any(k not in data.column_names for k in names):
+            return np.zeros(data.num_rows, dtype=np.int64), np.zeros(data.num_rows, dtype=bool)
+        values = [data.column(k).to_pylist() for k in names]
+        slots, unrouted = [], []
+        for row in zip(*values, strict=True):
+            slot = 0  # unroutable keys: the first tablet rejects them
+            if None not in row:
+                try:
+                    slot = partition_for_row(
+                        rt.meta.partition_schema, schema, dict(zip(names, row, strict=True))
+                    )
+                except Error:
+                    slot = 0
+            unrouted.append(slot < 0)
+            slots.append(slot)
+        return np.array(slots, dtype=np.int64), np.array(unrouted, dtype=bool)
 
     def _write_parts(
         self,
