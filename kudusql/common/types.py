@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import decimal
 import enum
 import re
 from dataclasses import dataclass
@@ -199,6 +200,8 @@ class DataType:
 
     def python_value(self, v: object) -> object:
         """Check and convert a Python value to this type (used for defaults and bounds)."""
+        if self.kind is TypeKind.DECIMAL and isinstance(v, int) and not isinstance(v, bool):
+            v = decimal.Decimal(v)  # Arrow does not cast an int64 array to a decimal
         arr, bad = cast_array(pa.array([v]), self)
         if bad is not None and bad[0]:
             raise ProgrammingError(f"value {v!r} is not a valid {self}")

@@ -1,5 +1,16 @@
-"""Owns the sqlglot dialect (Kudu/Impala DDL, UPSERT) and the statement model; syntax only
-(issue 6).
+"""The SQL front end's syntax layer: the kudusql dialect on sqlglot and the typed
+statement model (issue 6). ``parse(sql)`` turns a script into ``Statement``s; see
+``docs/SQL.md`` for the language.
 
-Not built yet: the package exists so the layer contracts in pyproject.toml hold.
+Modules: ``dialect`` (tokenizer, statement parser, the ``KuduSQL`` dialect),
+``ddl_parser`` (CREATE/ALTER/DROP grammar), ``nodes`` (syntax-tree nodes), ``generator``
+(canonical SQL and DuckDB SQL), ``statements`` (typed statements), ``convert`` and
+``ddl_convert`` (trees to statements), ``literals`` (constants and types), ``names``
+(identifier folding), ``errors`` (messages with line, column and caret).
 """
+
+from kudusql.parser.dialect import DIALECT, KuduSQL
+from kudusql.parser.generator import to_duckdb_sql
+from kudusql.parser.statements import Statement, parse, parse_one
+
+__all__ = ["DIALECT", "KuduSQL", "Statement", "parse", "parse_one", "to_duckdb_sql"]

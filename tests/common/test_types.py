@@ -106,3 +106,10 @@ def test_schema_rules() -> None:
     assert s.names == ["k", "v"] and not s.columns[0].nullable
     assert [c.id for c in s.columns] == [0, 1]
     assert Schema.from_dict(s.to_dict()) == s
+
+
+def test_python_value_of_an_int_for_a_decimal() -> None:
+    """Pinned: an integer default or bound for a DECIMAL column converts exactly."""
+    import decimal
+
+    assert DataType.parse("DECIMAL(10,2)").python_value(3) == decimal.Decimal("3.00")

@@ -1,0 +1,296 @@
+"""SQL generation for the kudusql dialect: canonical text for kudusql's own statements
+and DuckDB SQL for everything else.
+
+This module owns ``KuduGenerator``: a sqlglot DuckDB generator that also prints every
+node of ``nodes.py`` (canonical kudusql SQL that parses back to the same tree) and prints
+time travel as ``FOR SYSTEM_TIME AS OF <expr>``. ``to_duckdb_sql`` prints a query for
+DuckDB itself: time-travel clauses are removed (the planner resolves them into a snapshot
+of the scan) and left as a comment such as ``/* t FOR SYSTEM_TIME AS OF 5 */``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sqlglot import exp
+from sqlglot.generators.duckdb import DuckDBGenerator
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.types import TypeKind
+from kudusql.parser import nodes
+from kudusql.parser.literals import data_type
+
+_IMPALA_NAMES = {
+    TypeKind.BOOL: "BOOLEAN",
+    TypeKind.INT8: "TINYINT",
+    TypeKind.INT16: "SMALLINT",
+    TypeKind.INT32: "INT",
+    TypeKind.INT64: "BIGINT",
+    TypeKind.STRING: "STRING",
+}
+
+
+def _type_name(node: exp.Expr) -> str | None:
+    """A column type by its Impala name (``BIGINT``, ``STRING``, ``VARCHAR(20)``)."""
+    if not isinstance(node, exp.DataType):
+        return None
+    try:
+        dtype = data_type(node)
+    except ProgrammingError:
+        return None
+    return _IMPALA_NAMES.get(dtype.kind) or str(dtype)
+
+
+def _flag(expression: exp.Expr, arg: str, text: str) -> str:
+    return f" {text}" if expression.args.get(arg) else ""
+
+
+class KuduGenerator(DuckDBGenerator):
+    """DuckDB SQL plus kudusql's statements (see the module docstring)."""
+
+    # -- databases and settings ---------------------------------------------------------------
+    def k_create_database(self, e: nodes.CreateDatabase) -> str:
+        comment = self.sql(e, "comment")
+        comment = f" COMMENT {comment}" if comment else ""
+        return (
+            f"CREATE DATABASE{_flag(e, 'exists', 'IF NOT EXISTS')} {self.sql(e, 'this')}{comment}"
+        )
+
+    def k_drop_database(self, e: nodes.DropDatabase) -> str:
+        exists = _flag(e, "exists", "IF EXISTS")
+        return f"DROP DATABASE{exists} {self.sql(e, 'this')}{_flag(e, 'cascade', 'CASCADE')}"
+
+    def k_use(self, e: nodes.UseDatabase) -> str:
+        return f"USE {self.sql(e, 'this')}"
+
+    def k_set_option(self, e: nodes.SetOption) -> str:
+        return f"SET {self.sql(e, 'this')} = {self.sql(e, 'expression')}"
+
+    def k_show_settings(self, e: nodes.ShowSettings) -> str:
+        return f"SHOW {self.sql(e, 'this')}" if e.args.get("this") else "SHOW SETTINGS"
+
+    # -- introspection ----------------------------------------------------------------------
+    def k_show_databases(self, e: nodes.ShowDatabases) -> str:
+        like = self.sql(e, "like")
+        return "SHOW DATABASES" + (f" LIKE {like}" if like else "")
+
+    def k_show_tables(self, e: nodes.ShowTables) -> str:
+        db = self.sql(e, "this")
+        like = self.sql(e, "like")
+        return "SHOW TABLES" + (f" IN {db}" if db else "") + (f" LIKE {like}" if like else "")
+
+    def k_show_create_table(self, e: nodes.ShowCreateTable) -> str:
+        return f"SHOW CREATE TABLE {self.sql(e, 'this')}"
+
+    def k_describe(self, e: nodes.DescribeTable) -> str:
+        style = self.sql(e, "style")
+        return f"DESCRIBE {style + ' ' if style else ''}{self.sql(e, 'this')}"
+
+    def k_show_partitions(self, e: nodes.ShowPartitions) -> str:
+        return f"SHOW{_flag(e, 'range', 'RANGE')} PARTITIONS {self.sql(e, 'this')}"
+
+    def k_show_table_stats(self, e: nodes.ShowTableStats) -> str:
+        kind = "COLUMN" if e.args.get("columns") else "TABLE"
+        return f"SHOW {kind} STATS {self.sql(e, 'this')}"
+
+    def k_compute_stats(self, e: nodes.ComputeStats) -> str:
+        return f"COMPUTE STATS {self.sql(e, 'this')}"
+
+    def k_explain(self, e: nodes.ExplainStatement) -> str:
+        return f"EXPLAIN {self.sql(e, 'this')}"
+
+    def k_maintain(self, e: nodes.MaintainTable) -> str:
+        return f"ALTER TABLE {self.sql(e, 'this')} EXECUTE {self.sql(e, 'kind')}"
+
+    # -- DML ------------------------------------------------------------------------------------
+    def k_upsert(self, e: nodes.Upsert) -> str:
+        text = self.sql(e, "this")
+        assert text.startswith("INSERT ")
+        return "UPSERT " + text[len("INSERT ") :]
+
+    def insert_sql(self, expression: exp.Insert) -> str:
+        text = super().insert_sql(expression)
+        if expression.args.get("ignore") and text.startswith("INSERT INTO"):
+            text = "INSERT IGNORE INTO" + text[len("INSERT INTO") :]
+        return text
+
+    def hexstring_sql(
+        self, expression: exp.HexString, binary_function_repr: str | None = None
+    ) -> str:
+        return f"X'{expression.name}'"
+
+    # -- time travel and table functions ------------------------------------------------------
+    def version_sql(self, expression: exp.Version) -> str:
+        return f"FOR SYSTEM_TIME AS OF {self.sql(expression, 'expression')}"
+
+    def k_table_changes(self, e: nodes.TableChanges) -> str:
+        args = [self.sql(e, k) for k in ("this", "start", "end") if e.args.get(k) is not None]
+        return f"table_changes({', '.join(args)})"
+
+    # -- CREATE / DROP / ALTER TABLE -------------------------------------------------------
+    def k_column_def(self, e: nodes.KuduColumnDef) -> str:
+        parts = [self.sql(e, "this"), _type_name(e.args["kind"]) or self.sql(e, "kind")]
+        if e.args.get("primary_key"):
+            parts.append("PRIMARY KEY")
+        nullable = e.args.get("nullable")
+        if nullable is not None:
+            parts.append("NULL" if nullable else "NOT NULL")
+        parts.extend(
+            f"{attr.upper()} {self.sql(e, attr)}"
+            for attr in ("default", "encoding", "compression", "block_size", "comment")
+            if e.args.get(attr) is not None
+        )
+        return " ".join(parts)
+
+    def k_property(self, e: nodes.TableProperty) -> str:
+        value = self.sql(e, "expression")
+        return f"{self.sql(e, 'this')} = {value}" if value else self.sql(e, "this")
+
+    def k_hash(self, e: nodes.HashPartitioning) -> str:
+        cols = self.expressions(e, flat=True)
+        seed = self.sql(e, "seed")
+        return f"HASH{f' ({cols})' if cols else ''} PARTITIONS {self.sql(e, 'buckets')}" + (
+            f" SEED {seed}" if seed else ""
+        )
+
+    def k_range_bound(self, e: nodes.RangeBound) -> str:
+        if e.args.get("single"):
+            return f"VALUE = {self.sql(e, 'lower')}"
+        text = "VALUES"
+        if e.args.get("lower") is not None:
+            op = "<=" if e.args.get("lower_inclusive") else "<"
+            text = f"{self.sql(e, 'lower')} {op} {text}"
+        if e.args.get("upper") is not None:
+            op = "<=" if e.args.get("upper_inclusive") else "<"
+            text = f"{text} {op} {self.sql(e, 'upper')}"
+        return text
+
+    def k_range(self, e: nodes.RangePartitioning) -> str:
+        text = f"RANGE ({self.expressions(e, flat=True)})"
+        parts = e.args.get("partitions")
+        if parts:
+            text += " (" + ", ".join(f"PARTITION {self.sql(p)}" for p in parts) + ")"
+        splits = e.args.get("split_rows")
+        if splits:
+            text += " SPLIT ROWS (" + ", ".join(self.sql(s) for s in splits) + ")"
+        return text
+
+    def k_partitioning(self, e: nodes.Partitioning) -> str:
+        levels = [self.sql(h) for h in e.args.get("hash") or ()]
+        if e.args.get("range"):
+            levels.append(self.sql(e, "range"))
+        return "PARTITION BY " + ", ".join(levels)
+
+    def k_create_table(self, e: nodes.KuduCreateTable) -> str:
+        text = f"CREATE TABLE{_flag(e, 'exists', 'IF NOT EXISTS')} {self.sql(e, 'this')}"
+        if e.args.get("like"):
+            text += f" LIKE {self.sql(e, 'like')}"
+        elements = [self.sql(c) for c in e.args.get("columns") or ()]
+        key = e.args.get("primary_key")
+        key_sql = f"PRIMARY KEY ({', '.join(self.sql(k) for k in key)})" if key else ""
+        if elements:
+            text += " (" + ", ".join(elements + ([key_sql] if key_sql else [])) + ")"
+        elif key_sql:
+            text += f" {key_sql}"
+        if e.args.get("partitioning"):
+            text += f" {self.sql(e, 'partitioning')}"
+        if e.args.get("comment"):
+            text += f" COMMENT {self.sql(e, 'comment')}"
+        if e.args.get("stored_as"):
+            text += f" STORED AS {self.sql(e, 'stored_as')}"
+        props = e.args.get("properties")
+        if props:
+            text += " TBLPROPERTIES (" + ", ".join(self.sql(p) for p in props) + ")"
+        if e.args.get("as_select"):
+            text += f" AS {self.sql(e, 'as_select')}"
+        return text
+
+    def k_drop_table(self, e: nodes.KuduDropTable) -> str:
+        exists = _flag(e, "exists", "IF EXISTS")
+        return f"DROP TABLE{exists} {self.sql(e, 'this')}{_flag(e, 'purge', 'PURGE')}"
+
+    def k_alter_table(self, e: nodes.KuduAlterTable) -> str:
+        actions = ", ".join(self.sql(a) for a in e.args["actions"])
+        return f"ALTER TABLE {self.sql(e, 'this')} {actions}"
+
+    def k_add_range(self, e: nodes.AddRangePartitionAction) -> str:
+        return f"ADD{_flag(e, 'exists', 'IF NOT EXISTS')} RANGE PARTITION {self.sql(e, 'this')}"
+
+    def k_drop_range(self, e: nodes.DropRangePartitionAction) -> str:
+        return f"DROP{_flag(e, 'exists', 'IF EXISTS')} RANGE PARTITION {self.sql(e, 'this')}"
+
+    def k_add_columns(self, e: nodes.AddColumnsAction) -> str:
+        cols = ", ".join(self.sql(c) for c in e.expressions)
+        return f"ADD{_flag(e, 'exists', 'IF NOT EXISTS')} COLUMNS ({cols})"
+
+    def k_drop_column(self, e: nodes.DropColumnAction) -> str:
+        return f"DROP COLUMN {self.sql(e, 'this')}"
+
+    def k_change_column(self, e: nodes.ChangeColumnAction) -> str:
+        return f"CHANGE COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}"
+
+    def k_rename_table(self, e: nodes.RenameTableAction) -> str:
+        return f"RENAME TO {self.sql(e, 'this')}"
+
+    def k_alter_column(self, e: nodes.AlterColumnAction) -> str:
+        name = self.sql(e, "this")
+        if e.args.get("drop"):
+            return f"ALTER COLUMN {name} DROP DEFAULT"
+        return f"ALTER COLUMN {name} SET {self.sql(e, 'kind')} {self.sql(e, 'expression')}"
+
+    def k_set_properties(self, e: nodes.SetTblPropertiesAction) -> str:
+        props = ", ".join(self.sql(p) for p in e.expressions)
+        return f"{'UNSET' if e.args.get('unset') else 'SET'} TBLPROPERTIES ({props})"
+
+    TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
+        **DuckDBGenerator.TRANSFORMS,
+        nodes.CreateDatabase: k_create_database,
+        nodes.DropDatabase: k_drop_database,
+        nodes.UseDatabase: k_use,
+        nodes.SetOption: k_set_option,
+        nodes.ShowSettings: k_show_settings,
+        nodes.ShowDatabases: k_show_databases,
+        nodes.ShowTables: k_show_tables,
+        nodes.ShowCreateTable: k_show_create_table,
+        nodes.DescribeTable: k_describe,
+        nodes.ShowPartitions: k_show_partitions,
+        nodes.ShowTableStats: k_show_table_stats,
+        nodes.ComputeStats: k_compute_stats,
+        nodes.ExplainStatement: k_explain,
+        nodes.MaintainTable: k_maintain,
+        nodes.Upsert: k_upsert,
+        nodes.TableChanges: k_table_changes,
+        nodes.KuduColumnDef: k_column_def,
+        nodes.TableProperty: k_property,
+        nodes.HashPartitioning: k_hash,
+        nodes.RangeBound: k_range_bound,
+        nodes.RangePartitioning: k_range,
+        nodes.Partitioning: k_partitioning,
+        nodes.KuduCreateTable: k_create_table,
+        nodes.KuduDropTable: k_drop_table,
+        nodes.KuduAlterTable: k_alter_table,
+        nodes.AddRangePartitionAction: k_add_range,
+        nodes.DropRangePartitionAction: k_drop_range,
+        nodes.AddColumnsAction: k_add_columns,
+        nodes.DropColumnAction: k_drop_column,
+        nodes.ChangeColumnAction: k_change_column,
+        nodes.RenameTableAction: k_rename_table,
+        nodes.AlterColumnAction: k_alter_column,
+        nodes.SetTblPropertiesAction: k_set_properties,
+    }
+
+
+def _strip_time_travel(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Table) and node.args.get("version") is not None:
+        version = node.args["version"]
+        note = f"{node.name} FOR SYSTEM_TIME AS OF {version.expression.sql('duckdb')}"
+        node.set("version", None)
+        node.add_comments([note.replace("*/", "* /")])
+    return node
+
+
+def to_duckdb_sql(expression: exp.Expr, **opts: Any) -> str:
+    """``expression`` as DuckDB SQL, time travel stripped and noted in a comment."""
+    tree = expression.copy().transform(_strip_time_travel, copy=False)
+    return tree.sql(dialect="duckdb", **opts)
