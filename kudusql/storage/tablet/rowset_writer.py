@@ -33,6 +33,12 @@ class RowSetWriteOptions:
     bloom_fp_rate: float = 0.001
 
 
+def rowset_rows(bytes_per_row: int, opts: RowSetWriteOptions) -> int:
+    """Rows per output rowset: the target size in whole pages (at least one page)."""
+    rows = max(opts.rows_per_page, opts.target_rowset_bytes // max(1, bytes_per_row))
+    return (rows // opts.rows_per_page) * opts.rows_per_page
+
+
 def write_rowsets(
     tablet_dir: str,
     first_id: int,
@@ -50,8 +56,7 @@ def write_rowsets(
     if n == 0:
         return []
     per_row = max(1, rows.nbytes // n + len(keys.buffers()[-1] or b"") // max(n, 1))
-    rows_per_rowset = max(opts.rows_per_page, opts.target_rowset_bytes // per_row)
-    rows_per_rowset = (rows_per_rowset // opts.rows_per_page) * opts.rows_per_page or n
+    rows_per_rowset = rowset_rows(per_row, opts) or n
     metas = []
     for i, start in enumerate(range(0, n, rows_per_rowset)):
         stop = min(n, start + rows_per_rowset)

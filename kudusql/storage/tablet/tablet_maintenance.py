@@ -52,7 +52,7 @@ from kudusql.storage.tablet.maintenance import (
     MaintenanceRecord,
     flush_score,
 )
-from kudusql.storage.tablet.rowset_writer import write_rowsets
+from kudusql.storage.tablet.rowset_writer import rowset_rows, write_rowsets
 from kudusql.storage.tablet.rowsets import RowSets
 
 if TYPE_CHECKING:
@@ -400,13 +400,24 @@ class TabletMaintainer:
         sel = select_rowsets(infos, opts)
         chosen = sorted((i for i in infos if i.id in sel.ids), key=lambda i: i.min_key)
         disjoint = all(a.max_key < b.min_key for a, b in itertools.pairwise(chosen))
-        outputs = -(-sum(i.size_bytes for i in chosen) // max(1, target))
+        outputs = self._merge_outputs(sel.ids)
         if disjoint and outputs >= len(chosen):
             # Merging rowsets that do not overlap only pays when it makes fewer of them:
             # the output rolls at the target size, so this merge would rewrite the same
             # layout again and again.
             return Selection((), 0.0)
         return sel
+
+    def _merge_outputs(self, ids: Sequence[int]) -> int:
+        """How many rowsets merging ``ids`` writes, by the writer's own rolling rule
+        (whole pages of about the target size, from the inputs' raw bytes per row)."""
+        drs = [d for d in self.t._rowsets.drs if d.id in set(ids)]
+        rows = sum(d.num_rows for d in drs)
+        if not rows:
+            return 0
+        raw = sum(d.meta.raw_bytes or d.meta.base_bytes for d in drs)
+        per_rowset = rowset_rows(raw // rows, self.t._write_opts()) or rows
+        return -(-rows // per_rowset)
 
     def record(self, op: str, t0: float, read: int, written: int, note: str = "") -> None:
         rec = MaintenanceRecord(
