@@ -526,3 +526,63 @@ def test_write_to_a_table_without_range_partitions(db: Database) -> None:
     res = t.upsert(rows([1, 2]))
     assert res.applied == 0 and [e.message for e in res.errors] == [NO_TABLET_MESSAGE] * 2
     assert content(t) == [] and t.lookup([1]) is None and t.count_rows() == 0
+
+
+def test_string_view_columns_split_across_tablets(db: Database) -> None:
+    """Pinned: Arrow has no take kernel for string_view; splitting a batch cast it."""
+    t = db.create_table("t", SCHEMA, hashed(3))
+    data = pa.table(
+        {"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"], pa.string_view())}
+    )
+    assert t.insert(data).applied == 3
+    assert [r["name"] for r in content(t)] == ["a", "b", "c"]
+
+
+def test_bulk_path_is_chosen_for_the_batch(tmp_path: Path) -> None:
+    """A bulk-sized batch over many tablets is bulk loaded into every tablet whose part is
+    big enough (straight to DiskRowSets), even if each part is below bulk_load_rows."""
+    d = Database(str(tmp_path / "db"), OPTS.with_(bulk_load_rows=40_000), maintenance=False)
+    t = d.create_table("t", SCHEMA, hashed(4))
+    t.insert(rows(list(range(60_000))))
+    assert all(x.stats()["diskrowsets"] >= 1 for x in t.tablets())
+    assert all(x.stats()["memrowset_rows"] == 0 for x in t.tablets())
+    t.insert(rows(list(range(60_000, 60_100))))  # small: through the WAL
+    assert sum(x.stats()["memrowset_rows"] for x in t.tablets()) == 100
+    assert t.count_rows() == 60_100
+    d.close()
+
+
+def test_scan_fixing_the_whole_key_takes_the_lookup_path(db: Database) -> None:
+    t = db.create_table(
+        "t",
+        schema(("a", "INT64"), ("b", "STRING"), ("v", "INT32"), key=["a", "b"]),
+        PartitionSchema.create(
+            schema(("a", "INT64"), ("b", "STRING"), ("v", "INT32"), key=["a", "b"]),
+            [HashDimension(("a",), 3)],
+        ),
+    )
+    t.insert(
+        pa.table(
+            {
+                "a": pa.array([1, 1, 2], pa.int64()),
+                "b": ["x", "y", "x"],
+                "v": pa.array([10, None, 30], pa.int32()),
+            }
+        )
+    )
+    t.flush()
+    t.update(
+        pa.table({"a": pa.array([1], pa.int64()), "b": ["x"], "v": pa.array([11], pa.int32())})
+    )
+
+    def q(*preds: P, cols: list[str] | None = None) -> list[dict[str, Any]]:
+        return t.scan(cols, list(preds)).read_all().to_pylist()
+
+    assert q(P.eq("a", 1), P.eq("b", "x")) == [{"a": 1, "b": "x", "v": 11}]
+    assert q(P.eq("a", 1), P.eq("b", "x"), P.gt("v", 11)) == []
+    assert q(P.eq("a", 1), P.eq("b", "y"), P.is_null("v"), cols=["b"]) == [{"b": "y"}]
+    assert q(P.eq("a", 3), P.eq("b", "x")) == []
+    r = t.scan(["v"], [P.eq("a", 2), P.eq("b", "x")]).read_all()
+    assert r.schema == t.schema.arrow_schema(["v"]) and r.to_pylist() == [{"v": 30}]
+    t.delete(pa.table({"a": pa.array([2], pa.int64()), "b": ["x"]}))
+    assert q(P.eq("a", 2), P.eq("b", "x")) == []

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
 from kudusql.common.hybrid_time import to_micros
-from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.predicates import ColumnPredicate, PredicateKind
 from kudusql.common.schema import Schema
 from kudusql.common.types import cast_array
 from kudusql.storage.client.catalog import TableMeta
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 PARALLEL_WRITE_ROWS = 50_000
 #: Batches up to this many rows are routed row by row with Python values.
 SMALL_BATCH_ROWS = 8
+#: In a bulk-sized batch, a tablet's part of at least this many rows is bulk loaded.
+MIN_BULK_PART_ROWS = 10_000
 
 
 @dataclass
@@ -247,12 +249,18 @@ class Table:
         atomic: bool,
         ts: int,
     ) -> list[WriteResult]:
+        total = sum(p.data.num_rows for p in parts)
+        # The bulk path is chosen for the batch, not per tablet: a big load spread over
+        # many tablets still skips the WAL, unless a tablet's share is tiny.
+        bulk_rows = None
+        if total >= self.db.options.bulk_load_rows:
+            bulk_rows = min(self.db.options.bulk_load_rows, MIN_BULK_PART_ROWS)
+
         def one(p: _Part) -> WriteResult:
             return tablets[p.slot].write(
-                p.data, op, op_column=op_column, atomic=atomic, timestamp=ts
+                p.data, op, op_column=op_column, atomic=atomic, timestamp=ts, bulk_rows=bulk_rows
             )
 
-        total = sum(p.data.num_rows for p in parts)
         if len(parts) > 1 and total >= PARALLEL_WRITE_ROWS:
             return list(self.db.pool.map(one, parts))
         return [one(p) for p in parts]
@@ -305,10 +313,13 @@ class Table:
         for c in names:
             schema.index_of(c)  # unknown column: ProgrammingError
         preds = [p.bind(schema) for p in predicates]
+        out_schema = schema.arrow_schema(names)
+        key = _full_key(schema, preds) if snapshot is None and names else None
+        if key is not None:
+            return self._scan_one_key(key, names, preds, out_schema)
         snap = self.db.snapshot(snapshot)
         keep = prune_partitions(rt.meta.partition_schema, schema, rt.partitions, preds)
         tablets = [rt.tablet(i) for i in keep]
-        out_schema = schema.arrow_schema(names)
         if not ordered:
             jobs = [_scan_job(t, names, preds, snap) for t in tablets]
             return pa.RecordBatchReader.from_batches(
@@ -332,6 +343,27 @@ class Table:
         return pa.RecordBatchReader.from_batches(
             out_schema, table.to_batches(max_chunksize=self.db.options.scan_batch_rows)
         )
+
+    def _scan_one_key(
+        self,
+        key: tuple[Any, ...],
+        names: list[str],
+        preds: list[ColumnPredicate],
+        out_schema: pa.Schema,
+    ) -> pa.RecordBatchReader:
+        """A latest-snapshot scan whose predicates fix the whole primary key: the point
+        lookup path (one tablet, one rowset probe), then the other predicates."""
+        wanted = list(dict.fromkeys([*names, *(p.column for p in preds)]))
+        row = self.lookup(key, wanted)
+        batches = []
+        if row is not None:
+            schema = self.schema
+            one = pa.table(
+                {c: pa.array([row[c]], schema.column(c).type.arrow_type()) for c in wanted}
+            )
+            if all(bool(p.evaluate(one.column(p.column))[0]) for p in preds):
+                batches = one.select(names).cast(out_schema).to_batches()
+        return pa.RecordBatchReader.from_batches(out_schema, iter(batches))
 
     def to_arrow(
         self,
@@ -415,9 +447,12 @@ class Table:
     # -- maintenance and statistics ---------------------------------------------------------
     def flush(self) -> None:
         """Flush every tablet's MemRowSet and DeltaMemStores."""
-        for t in self._rt().tablets():
+
+        def one(t: Tablet) -> None:
             t.flush()
             t.flush_deltas()
+
+        list(self.db.pool.map(one, self._rt().tablets()))
 
     def run_maintenance(self, **kw: Any) -> None:
         """Flush, compact and GC every tablet now."""
@@ -489,6 +524,7 @@ def _split(data: pa.Table, slots: np.ndarray) -> list[_Part]:
     first = int(slots[0])
     if first >= 0 and bool((slots == first).all()):
         return [_Part(first, None, data)]
+    data = _takeable(data)
     order = np.argsort(slots, kind="stable")
     order = order[slots[order] >= 0]
     if not len(order):
@@ -496,6 +532,30 @@ def _split(data: pa.Table, slots: np.ndarray) -> list[_Part]:
     sorted_slots = slots[order]
     cuts = np.flatnonzero(np.diff(sorted_slots)) + 1
     return [_Part(int(slots[rows[0]]), rows, data.take(rows)) for rows in np.split(order, cuts)]
+
+
+def _full_key(schema: Schema, preds: Sequence[ColumnPredicate]) -> tuple[Any, ...] | None:
+    """The primary key the (bound) predicates fix with equalities, if they fix all of it."""
+    eq = {p.column: p.value for p in preds if p.kind is PredicateKind.EQ}
+    if any(c.name not in eq for c in schema.key_columns):
+        return None
+    return tuple(eq[c.name] for c in schema.key_columns)
+
+
+def _takeable(data: pa.Table) -> pa.Table:
+    """View-layout string and binary columns as plain ones (Arrow has no take kernel for
+    them); the tablet casts every column to its type anyway."""
+    fields = list(data.schema)
+    views = [
+        i
+        for i, f in enumerate(fields)
+        if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type)
+    ]
+    for i in views:
+        f = fields[i]
+        plain = pa.string() if pa.types.is_string_view(f.type) else pa.binary()
+        data = data.set_column(i, f.with_type(plain), data.column(i).cast(plain))
+    return data
 
 
 def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:

@@ -327,13 +327,16 @@ class Tablet:
         op_column: str | None = None,
         atomic: bool = False,
         timestamp: int | None = None,
+        bulk_rows: int | None = None,
     ) -> WriteResult:
         """Apply a batch: one operation for every row (``op``) or per row (``op_column``).
 
         Good rows commit together at one timestamp; bad rows are returned as per-row
         errors. With ``atomic=True`` the batch applies entirely or raises. The batch is
         in the WAL (and, with the ``batch`` or ``always`` fsync policy, on disk) before
-        this returns and before any reader can see it.
+        this returns and before any reader can see it. An INSERT batch of at least
+        ``bulk_rows`` rows (default: the ``bulk_load_rows`` option) is written straight
+        to DiskRowSets instead.
         """
         if self.read_only:
             raise OperationalError(f"tablet {self.path} is open read-only")
@@ -347,7 +350,8 @@ class Tablet:
         if op_column is not None:
             data = data.drop_columns([op_column])
         pb = prepare(self.schema, data, ops, self._pool)
-        bulk = pb.n >= self.options.bulk_load_rows and bool(
+        threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
+        bulk = pb.n >= threshold and bool(
             np.all((ops == WriteOp.INSERT) | (ops == WriteOp.INSERT_IGNORE))
         )
         with contextlib.ExitStack() as locks:
