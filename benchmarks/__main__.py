@@ -22,6 +22,7 @@ BENCHMARKS = {
     "wal": "benchmarks.bench_wal",
     "compaction": "benchmarks.bench_compaction",
     "sustained": "benchmarks.bench_sustained",
+    "tables": "benchmarks.bench_tables",
 }
 
 
