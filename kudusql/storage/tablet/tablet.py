@@ -266,7 +266,15 @@ class Tablet:
         for name in os.listdir(d):
             full = os.path.join(d, name)
             if full not in known:
-                log.warning("removing orphaned rowset directory %s", full)
+                # Replaced by a compaction or GC (kept for file_grace_s) is routine; any
+                # other unlisted directory is what an interrupted flush left.
+                retired = name.isdigit() and int(name) < self.meta.next_rowset_id
+                log.log(
+                    logging.INFO if retired else logging.WARNING,
+                    "removing %s rowset directory %s",
+                    "retired" if retired else "orphaned",
+                    full,
+                )
                 shutil.rmtree(full, ignore_errors=True)
         for m in self.meta.rowsets:  # files an interrupted or superseded compaction left
             rdir = rowset_dir(self.path, m.id)
