@@ -71,6 +71,8 @@ class ScanToken:
     def deserialize(cls, data: bytes | str) -> ScanToken:
         try:
             d = json.loads(data)
+            if not isinstance(d, dict):
+                raise ProgrammingError("not a scan token: expected a JSON object")
             if d.get("v") != FORMAT_VERSION:
                 raise ProgrammingError(f"unsupported scan token version {d.get('v')!r}")
             return cls(

@@ -127,6 +127,8 @@ class TabletMaintainer:
             name = f"c{c.id}.g{gen}.cfile"
             written += self._write_column(drs, name, c, rb.columns[c.id])
             meta.column_files[c.id] = name
+            if c.id not in meta.column_ids:  # a column added after the rowset was written
+                meta.column_ids = [*meta.column_ids, c.id]
         meta.undo_files = (
             [self._write_deltas(drs, f"undo.g{gen}.delta", "undo", rb.undo)] if len(rb.undo) else []
         )

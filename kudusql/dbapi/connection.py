@@ -1,0 +1,272 @@
+"""The PEP 249 connection and cursor.
+
+This module owns ``connect``, ``Connection`` and ``Cursor``. A connection holds one
+engine ``Session`` (the open database, the current database namespace, the settings).
+
+Transactions: every statement commits when it returns (autocommit), as in Impala on
+Kudu. ``commit()`` therefore has nothing to do and returns; ``rollback()`` cannot undo
+a statement that has already committed, so it also does nothing (it exists so tools
+that call it keep working). Closing a connection closes its database, and with
+``":memory:"`` removes the temporary directory.
+
+A cursor runs one statement at a time; its result is an Arrow table it hands out as
+tuples (``fetchone``/``fetchmany``/``fetchall``, iteration), as Arrow
+(``fetch_arrow_table``) or as pandas (``fetchdf``). ``rowcount`` is the number of rows
+a DML statement applied (rows that failed are not counted; see ``warnings``), the number
+of rows of a query result, or -1. ``timestamp`` is the HybridTime the statement read at
+(queries) or its last write's (DML): ``SELECT ... FROM t FOR SYSTEM_TIME AS OF <it + 1>``
+sees that write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+
+from kudusql.common.errors import InterfaceError, NotSupportedError, ProgrammingError, Warning
+from kudusql.common.options import TabletOptions
+from kudusql.dbapi.types import describe
+from kudusql.engine.params import Params
+from kudusql.engine.session import Result, Session
+from kudusql.engine.settings import Settings
+from kudusql.storage.client.database import Database
+
+_DB_KWARGS = {"read_only", "maintenance"}
+
+
+def connect(path: str, **options: Any) -> Connection:
+    """Open (creating if needed) the database directory ``path``; ``":memory:"`` is a
+    temporary directory removed on close. Options: any ``TabletOptions`` field
+    (``flush_threshold_bytes``, ``history_max_age_s``, ``threads``, ...), ``read_only``,
+    ``maintenance`` (background flushes and compactions, default True) and the session
+    settings (``abort_on_error``, ``dml_batch_rows``)."""
+    fields = {f.name for f in dataclasses.fields(TabletOptions)}
+    tablet = {k: v for k, v in options.items() if k in fields}
+    db_kw = {k: v for k, v in options.items() if k in _DB_KWARGS}
+    settings = {k: v for k, v in options.items() if Settings.is_setting(k)}
+    unknown = set(options) - set(tablet) - set(db_kw) - set(settings)
+    if unknown:
+        known = sorted(fields | _DB_KWARGS | {"abort_on_error", "dml_batch_rows"})
+        raise ProgrammingError(
+            f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(known)}"
+        )
+    temp = None
+    if path == ":memory:":
+        temp = tempfile.mkdtemp(prefix="kudusql-")
+        path = temp
+    try:
+        db = Database(path, TabletOptions().with_(**tablet), **db_kw)
+    except BaseException:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return Connection(Session(db, **settings), temp_dir=temp)
+
+
+class Connection:
+    def __init__(self, session: Session, *, temp_dir: str | None = None) -> None:
+        self._session: Session | None = session
+        self._temp_dir = temp_dir
+        self._cursors: list[Cursor] = []
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise InterfaceError("the connection is closed")
+        return self._session
+
+    @property
+    def closed(self) -> bool:
+        return self._session is None
+
+    def cursor(self) -> Cursor:
+        c = Cursor(self)
+        self._cursors.append(c)
+        return c
+
+    def commit(self) -> None:
+        """Nothing to do: every statement committed when it returned (autocommit)."""
+        self.session  # noqa: B018 (raises if closed)
+
+    def rollback(self) -> None:
+        """Nothing to undo: every statement committed when it returned (autocommit)."""
+        self.session  # noqa: B018
+
+    def close(self) -> None:
+        if self._session is None:
+            return
+        for c in self._cursors:
+            c._result = None
+            c._closed = True
+        session, self._session = self._session, None
+        try:
+            session.close()
+        finally:
+            if self._temp_dir is not None:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    def execute(self, sql: str, params: Params = None) -> Cursor:
+        """A new cursor that ran ``sql`` (a shortcut, as in sqlite3 and DuckDB)."""
+        return self.cursor().execute(sql, params)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_session", None) is not None:
+            with contextlib.suppress(Exception):  # at interpreter shutdown
+                self.close()
+
+    # PEP 249 optional extension: the exception classes as attributes.
+    from kudusql.common.errors import (
+        DatabaseError,
+        DataError,
+        Error,
+        IntegrityError,
+        InterfaceError,
+        InternalError,
+        NotSupportedError,
+        OperationalError,
+        ProgrammingError,
+        Warning,
+    )
+
+
+class Cursor:
+    arraysize: int = 1
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.arraysize = 1
+        self._result: Result | None = None
+        self._pos = 0
+        self._closed = False
+        self.warnings: list[str] = []
+        self.messages: list[tuple[type[Warning], str]] = []
+
+    def _session(self) -> Session:
+        if self._closed:
+            raise InterfaceError("the cursor is closed")
+        return self.connection.session
+
+    # -- running --------------------------------------------------------------------------
+    def execute(self, operation: str, parameters: Params = None) -> Cursor:
+        session = self._session()
+        self._result = None
+        self._pos = 0
+        res = session.execute(operation, parameters)
+        self._set(res)
+        return self
+
+    def executemany(self, operation: str, seq_of_parameters: Sequence[Params]) -> Cursor:
+        session = self._session()
+        self._result = None
+        self._pos = 0
+        self._set(session.execute_many(operation, seq_of_parameters))
+        return self
+
+    def _set(self, res: Result) -> None:
+        self._result = res
+        self.warnings = list(res.warnings)
+        self.messages = [(Warning, w) for w in res.warnings]
+
+    @property
+    def description(self) -> list[tuple[Any, ...]] | None:
+        if self._result is None or self._result.table is None:
+            return None
+        return describe(self._result.table.schema)
+
+    @property
+    def rowcount(self) -> int:
+        if self._result is None:
+            return -1
+        if self._result.table is not None:
+            return int(self._result.table.num_rows)
+        return self._result.rowcount
+
+    @property
+    def timestamp(self) -> int | None:
+        return None if self._result is None else self._result.timestamp
+
+    @property
+    def lastrowid(self) -> None:
+        return None
+
+    # -- fetching -------------------------------------------------------------------------
+    def _table(self) -> pa.Table:
+        self._session()
+        if self._result is None or self._result.table is None:
+            raise ProgrammingError("no result set: the last statement returned no rows")
+        return self._result.table
+
+    def _take(self, n: int) -> list[tuple[Any, ...]]:
+        t = self._table()
+        part = t.slice(self._pos, max(0, n))
+        self._pos += part.num_rows
+        cols = [c.to_pylist() for c in part.columns]
+        return list(zip(*cols, strict=True)) if cols else [() for _ in range(part.num_rows)]
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self._take(1)
+        return rows[0] if rows else None
+
+    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
+        return self._take(self.arraysize if size is None else size)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        t = self._table()
+        return self._take(t.num_rows - self._pos)
+
+    def fetch_arrow_table(self) -> pa.Table:
+        """The rest of the result as an Arrow table."""
+        t = self._table()
+        out = t.slice(self._pos)
+        self._pos = t.num_rows
+        return out
+
+    def fetchdf(self) -> Any:
+        """The rest of the result as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas  # type: ignore[import-untyped]  # noqa: F401
+        except ImportError:
+            raise NotSupportedError(
+                "fetchdf needs pandas, which is not installed: pip install pandas "
+                "(or use fetch_arrow_table)"
+            ) from None
+        return self.fetch_arrow_table().to_pandas()
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while True:
+            row = self.fetchone()
+            if row is None:
+                return
+            yield row
+
+    # -- PEP 249 no-ops and lifecycle --------------------------------------------------------
+    def setinputsizes(self, sizes: Any) -> None:
+        pass
+
+    def setoutputsize(self, size: Any, column: Any = None) -> None:
+        pass
+
+    def close(self) -> None:
+        self._closed = True
+        self._result = None
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

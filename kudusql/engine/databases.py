@@ -1,0 +1,98 @@
+"""SQL databases (namespaces): which exist, their comments.
+
+This module owns the registry of databases made by CREATE DATABASE: the JSON file
+``sql_databases.json`` in the database directory, replaced atomically (temporary file,
+fsync, rename). The database ``default`` always exists, and so does any database that
+holds a table (a storage table ``db.t``, see ``planner.names``). Tables are not listed
+here: they live in the storage catalog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Any
+
+from kudusql.common.errors import OperationalError, ProgrammingError
+from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name
+from kudusql.storage.client.database import Database
+
+FILE_NAME = "sql_databases.json"
+
+
+class DatabaseRegistry:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.path = os.path.join(db.path, FILE_NAME)
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as e:
+            raise OperationalError(f"cannot read {self.path}: {e}") from e
+        return dict(data.get("databases", {}))
+
+    def _save(self, dbs: dict[str, dict[str, Any]]) -> None:
+        if self.db.read_only:
+            raise OperationalError("the database is open read-only")
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "databases": dbs}, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        with contextlib.suppress(OSError):
+            fd = os.open(self.db.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def names(self) -> list[str]:
+        out = {DEFAULT_DATABASE, *self._load()}
+        out.update(split_storage_name(t)[0] for t in self.db.table_names())
+        return sorted(out)
+
+    def exists(self, name: str) -> bool:
+        return name in self.names()
+
+    def comment(self, name: str) -> str:
+        return str(self._load().get(name, {}).get("comment", ""))
+
+    def tables(self, name: str) -> list[str]:
+        """Storage names of the tables of database ``name``."""
+        return [t for t in self.db.table_names() if split_storage_name(t)[0] == name]
+
+    def create(self, name: str, *, if_not_exists: bool, comment: str) -> None:
+        if "." in name:
+            raise ProgrammingError(f"database name {name!r} may not contain '.'")
+        if self.exists(name):
+            if if_not_exists:
+                return
+            raise ProgrammingError(f"database {name!r} already exists")
+        dbs = self._load()
+        dbs[name] = {"comment": comment}
+        self._save(dbs)
+
+    def drop(self, name: str, *, if_exists: bool, cascade: bool) -> None:
+        if name == DEFAULT_DATABASE:
+            raise ProgrammingError("the default database cannot be dropped")
+        if not self.exists(name):
+            if if_exists:
+                return
+            raise ProgrammingError(f"database {name!r} does not exist")
+        tables = self.tables(name)
+        if tables and not cascade:
+            raise ProgrammingError(
+                f"database {name!r} is not empty ({len(tables)} table(s)): drop them or use "
+                "DROP DATABASE ... CASCADE"
+            )
+        for t in tables:
+            self.db.drop_table(t, if_exists=True)
+        dbs = self._load()
+        if dbs.pop(name, None) is not None:
+            self._save(dbs)

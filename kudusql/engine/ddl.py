@@ -1,0 +1,164 @@
+"""DDL, settings and maintenance statements: the catalog side of the engine.
+
+This module owns CREATE/DROP DATABASE, USE, SET, CREATE TABLE (plain, ``AS SELECT`` and
+``LIKE``), DROP TABLE, ALTER TABLE and the maintenance statements (``ALTER TABLE t
+EXECUTE FLUSH | COMPACT | GC | MAINTENANCE``). Table statements map SQL names to storage
+names (``planner.names``) and call ``Database.create_table`` / ``drop_table`` /
+``alter_table``; a table comment is stored as the table property ``comment``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.schema import Schema
+from kudusql.parser import statements as st
+
+if TYPE_CHECKING:
+    from kudusql.engine.session import Result, Session
+
+
+def _result(**kw: Any) -> Result:
+    from kudusql.engine.session import Result
+
+    return Result(**kw)
+
+
+def _check_database(session: Session, name: st.TableName) -> None:
+    db = name.database or session.database
+    if not session.registry.exists(db):
+        raise ProgrammingError(f"database {db!r} does not exist")
+
+
+def create_database(session: Session, s: st.CreateDatabase) -> Result:
+    session.registry.create(s.name, if_not_exists=s.if_not_exists, comment=s.comment)
+    return _result()
+
+
+def drop_database(session: Session, s: st.DropDatabase) -> Result:
+    session.registry.drop(s.name, if_exists=s.if_exists, cascade=s.cascade)
+    if session.database == s.name:
+        from kudusql.planner.names import DEFAULT_DATABASE
+
+        session.database = DEFAULT_DATABASE
+    return _result()
+
+
+def use_database(session: Session, s: st.UseDatabase) -> Result:
+    if not session.registry.exists(s.name):
+        raise ProgrammingError(f"database {s.name!r} does not exist")
+    session.database = s.name
+    return _result()
+
+
+def set_option(session: Session, s: st.SetOption) -> Result:
+    session.settings.set(s.name, s.value)
+    return _result()
+
+
+def _properties(s: st.CreateTable) -> dict[str, str]:
+    props = dict(s.properties)
+    if s.comment:
+        props["comment"] = s.comment
+    return props
+
+
+def _fresh(schema: Schema) -> Schema:
+    cols = [dataclasses.replace(c, id=-1, read_default=None) for c in schema.columns]
+    return Schema.build(cols, schema.key_names)
+
+
+def create_table(session: Session, s: st.CreateTable) -> Result:
+    _check_database(session, s.table)
+    name = session.storage_name(s.table)
+    warnings = list(s.warnings)
+    if s.if_not_exists and session.db.has_table(name):
+        return _result(warnings=[f"table {s.table} already exists"])
+    if s.like is not None:
+        src = session.table(s.like)
+        schema = _fresh(src.schema)
+        ps = s.partition_schema(schema) if s.partitioning else src.partition_schema
+        props = {**src.meta.properties, **_properties(s)}
+        session.db.create_table(name, schema, ps, properties=props, if_not_exists=s.if_not_exists)
+        return _result(warnings=warnings)
+    if s.as_select is not None:
+        return _create_table_as(session, s, name, warnings)
+    schema = s.schema()
+    session.db.create_table(
+        name,
+        schema,
+        s.partition_schema(schema),
+        properties=_properties(s),
+        if_not_exists=s.if_not_exists,
+    )
+    return _result(warnings=warnings)
+
+
+def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: list[str]) -> Result:
+    from kudusql.storage.tablet.write_ops import WriteOp
+
+    assert s.as_select is not None
+    snap = session.db.snapshot()
+    data = session.runner.query(session.plan(s.as_select), snap)
+    schema, order = session.schema_from_arrow(data.schema, s.primary_key, str(s.table))
+    table = session.db.create_table(
+        name, schema, s.partition_schema(schema), properties=_properties(s)
+    )
+    try:
+        res = session._write(table, data.select(order), order, WriteOp.INSERT)
+    except Error:
+        session.db.drop_table(name, if_exists=True)
+        raise
+    out = session._finish("CREATE TABLE AS SELECT", res, snap)
+    out.warnings = warnings + out.warnings
+    return out
+
+
+def drop_table(session: Session, s: st.DropTable) -> Result:
+    name = session.storage_name(s.table)
+    if not session.db.has_table(name):
+        if s.if_exists:
+            return _result()
+        session.table(s.table)  # raises the right "does not exist" error
+    session.db.drop_table(name, if_exists=s.if_exists)
+    return _result()
+
+
+def alter_table(session: Session, s: st.AlterTable) -> Result:
+    table = session.table(s.table)
+
+    def rename(target: st.TableName) -> str:
+        _check_database(session, target)
+        return session.storage_name(target)
+
+    steps = s.storage_steps(table.schema, table.partition_schema, rename)
+    session.db.alter_table(table.name, steps)
+    return _result()
+
+
+def maintain_table(session: Session, s: st.MaintainTable) -> Result:
+    table = session.table(s.table)
+    if s.action == "FLUSH":
+        table.flush()
+    elif s.action == "COMPACT":
+        table.run_maintenance(flush=False, compact=True, gc=False)
+    elif s.action == "GC":
+        table.run_maintenance(flush=False, compact=False, gc=True)
+    else:
+        table.run_maintenance()
+    return _result()
+
+
+HANDLERS: dict[type[st.Statement], Callable[[Session, Any], Result]] = {
+    st.CreateDatabase: create_database,
+    st.DropDatabase: drop_database,
+    st.UseDatabase: use_database,
+    st.SetOption: set_option,
+    st.CreateTable: create_table,
+    st.DropTable: drop_table,
+    st.AlterTable: alter_table,
+    st.MaintainTable: maintain_table,
+}

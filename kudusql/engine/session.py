@@ -1,0 +1,291 @@
+"""The SQL entry point: a session parses, plans and executes statements.
+
+This module owns ``Session``: the open ``Database``, the current database namespace
+(``USE``), the settings (``SET``), the DuckDB runner, and the dispatch of every typed
+statement. Semantics:
+
+- **One snapshot per statement.** A statement reads every table it names at one
+  snapshot taken when it starts (a reference with ``AS OF`` reads at its own).
+- **DML** reads at that snapshot, then writes by key at a new timestamp; a statement
+  whose rows fit one write batch (``dml_batch_rows``) becomes visible at once across
+  all tablets. Failed rows are skipped and reported as warnings unless
+  ``abort_on_error`` is set (then the statement applies all rows or raises).
+- **Autocommit**: each statement commits when it returns; there are no transactions.
+- **DDL** goes straight to the storage catalog (``Database.create_table`` ...).
+
+Every error is a ``kudusql.common.errors`` class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.common.types import DataType
+from kudusql.engine.databases import DatabaseRegistry
+from kudusql.engine.params import Params, bind
+from kudusql.engine.settings import Settings
+from kudusql.executor.dml import DmlResult, rows_to_table, write_batches
+from kudusql.executor.duck import DuckRunner
+from kudusql.parser import statements as st
+from kudusql.parser.statements import parse
+from kudusql.planner.dml import (
+    Param,
+    constant_rows,
+    delete_query,
+    target_columns,
+    update_query,
+    values_query,
+)
+from kudusql.planner.names import DEFAULT_DATABASE, storage_name
+from kudusql.planner.plan import QueryPlan, plan_query
+from kudusql.storage.client.database import Database
+from kudusql.storage.client.table import Table
+from kudusql.storage.tablet.write_ops import WriteOp
+
+
+@dataclass
+class Result:
+    """What one statement returned: rows (queries and SHOW statements) or a row count
+    (DML), warnings, and the HybridTime it read at or wrote at."""
+
+    table: pa.Table | None = None
+    rowcount: int = -1
+    warnings: list[str] = field(default_factory=list)
+    timestamp: int | None = None
+    dml: DmlResult | None = None
+
+
+class Session:
+    """A connection's state; not thread-safe (one per thread)."""
+
+    def __init__(self, db: Database, *, owns_db: bool = True, **settings: Any) -> None:
+        self.db = db
+        self.owns_db = owns_db
+        self.settings = Settings(db.options, **settings)
+        self.database = DEFAULT_DATABASE
+        self.registry = DatabaseRegistry(db)
+        self.runner = DuckRunner(db)
+        self.closed = False
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.runner.close()
+        if self.owns_db:
+            self.db.close()
+
+    # -- names -------------------------------------------------------------------------------
+    def storage_name(self, name: st.TableName) -> str:
+        return storage_name(name, self.database)
+
+    def table(self, name: st.TableName) -> Table:
+        sname = self.storage_name(name)
+        if not self.db.has_table(sname):
+            db = name.database or self.database
+            if not self.registry.exists(db):
+                raise ProgrammingError(f"database {db!r} does not exist")
+            raise ProgrammingError(f"table {_display(name, self.database)!r} does not exist")
+        return self.db.table(sname)
+
+    def resolve(self, name: st.TableName) -> tuple[str, Schema]:
+        t = self.table(name)
+        return t.name, t.schema
+
+    # -- entry points -------------------------------------------------------------------------
+    def execute(self, sql: str, params: Params = None) -> Result:
+        """Run every statement of ``sql``; the last one's result (warnings of all)."""
+        if params is not None:
+            sql = bind(sql, params)
+        stmts = parse(sql)
+        if not stmts:
+            raise ProgrammingError("no SQL statement to execute")
+        warnings: list[str] = []
+        res = Result()
+        for s in stmts:
+            res = self.execute_statement(s)
+            warnings += res.warnings
+        res.warnings = warnings
+        return res
+
+    def execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
+        """Run ``sql`` once per parameter set; an INSERT or UPSERT of constant VALUES
+        becomes one batched write of every row."""
+        seq = list(seq_of_params)
+        stmts = parse(sql)
+        if len(stmts) == 1 and isinstance(stmts[0], st.Insert | st.Upsert) and seq:
+            res = self._insert_many(stmts[0], seq)
+            if res is not None:
+                return res
+        total = Result(rowcount=0)
+        for p in seq:
+            r = self.execute(sql, p)
+            total.warnings += r.warnings
+            total.rowcount += max(0, r.rowcount)
+            total.timestamp = r.timestamp
+        if not seq:
+            total.rowcount = 0
+        return total
+
+    def execute_statement(self, s: st.Statement) -> Result:
+        from kudusql.engine import ddl, introspect
+
+        if isinstance(s, st.Query):
+            return self.query(s.ast)
+        if isinstance(s, st.Insert | st.Upsert):
+            return self._insert(s)
+        if isinstance(s, st.Update):
+            return self._update(s)
+        if isinstance(s, st.Delete):
+            return self._delete(s)
+        handler = ddl.HANDLERS.get(type(s)) or introspect.HANDLERS.get(type(s))
+        if handler is None:
+            raise ProgrammingError(f"{type(s).__name__} statements are not supported yet")
+        return handler(self, s)
+
+    # -- queries ------------------------------------------------------------------------------
+    def plan(self, tree: exp.Expr) -> QueryPlan:
+        return plan_query(tree, self.resolve)
+
+    def query(self, tree: exp.Expr) -> Result:
+        snap = self.db.snapshot()
+        plan = self.plan(tree)
+        return Result(table=self.runner.query(plan, snap), timestamp=snap)
+
+    # -- DML --------------------------------------------------------------------------------
+    def _op(self, s: st.Insert | st.Upsert) -> WriteOp:
+        if isinstance(s, st.Upsert):
+            return WriteOp.UPSERT
+        return WriteOp.INSERT_IGNORE if s.ignore else WriteOp.INSERT
+
+    def _finish(self, verb: str, res: DmlResult, snap: int | None = None) -> Result:
+        return Result(
+            rowcount=res.applied,
+            warnings=res.warnings(verb),
+            timestamp=res.timestamp if res.timestamp is not None else snap,
+            dml=res,
+        )
+
+    def _write(self, table: Table, data: Any, columns: Sequence[str], op: WriteOp) -> DmlResult:
+        batches = data if isinstance(data, list) else [data]
+        return write_batches(
+            table,
+            batches,
+            columns,
+            op,
+            atomic=self.settings.abort_on_error,
+            batch_rows=self.settings.dml_batch_rows,
+        )
+
+    def _insert(self, s: st.Insert | st.Upsert) -> Result:
+        table = self.table(s.table)
+        cols = target_columns(table.schema, s.columns, table.name)
+        verb = "UPSERT" if isinstance(s, st.Upsert) else "INSERT"
+        src = s.source
+        if isinstance(src, exp.Values):
+            _check_values_width(src, cols, table.name)
+            rows = constant_rows(src)
+            if rows is not None:
+                if any(isinstance(v, Param) for r in rows for v in r):
+                    raise ProgrammingError("the statement has parameters but none were given")
+                data = rows_to_table(rows, cols, table)
+                return self._finish(verb, self._write(table, data, cols, self._op(s)))
+            tree: exp.Expr = values_query(src, cols)
+        else:
+            tree = src
+        snap = self.db.snapshot()
+        plan = self.plan(tree)
+        data = self.runner.query(plan, snap)
+        return self._finish(verb, self._write(table, data, cols, self._op(s)), snap)
+
+    def _insert_many(self, s: st.Insert | st.Upsert, seq: Sequence[Params]) -> Result | None:
+        src = s.source
+        if not isinstance(src, exp.Values):
+            return None
+        rows = constant_rows(src)
+        if rows is None:
+            return None
+        table = self.table(s.table)
+        cols = target_columns(table.schema, s.columns, table.name)
+        _check_values_width(src, cols, table.name)
+        nparams = sum(isinstance(v, Param) for r in rows for v in r)
+        out: list[list[Any]] = []
+        for p in seq:
+            get: Any
+            if isinstance(p, Mapping):
+                get = p.__getitem__
+            else:
+                if p is None or len(p) != nparams:
+                    n = 0 if p is None else len(p)
+                    raise ProgrammingError(
+                        f"the statement has {nparams} parameter(s) but {n} were given"
+                    )
+                get = p.__getitem__
+            for r in rows:
+                try:
+                    out.append([get(v.key) if isinstance(v, Param) else v for v in r])
+                except (KeyError, IndexError):
+                    raise ProgrammingError(f"no value for a parameter of {s.text!r}") from None
+        data = rows_to_table(out, cols, table)
+        verb = "UPSERT" if isinstance(s, st.Upsert) else "INSERT"
+        return self._finish(verb, self._write(table, data, cols, self._op(s)))
+
+    def _update(self, s: st.Update) -> Result:
+        table = self.table(s.table)
+        tree = update_query(s, table.schema, table.name)
+        snap = self.db.snapshot()
+        data = self.runner.query(self.plan(tree), snap)
+        cols = [*table.schema.key_names, *(c for c, _ in s.assignments)]
+        return self._finish("UPDATE", self._write(table, data, cols, WriteOp.UPDATE), snap)
+
+    def _delete(self, s: st.Delete) -> Result:
+        table = self.table(s.table)
+        tree = delete_query(s, table.schema)
+        snap = self.db.snapshot()
+        data = self.runner.query(self.plan(tree), snap)
+        cols = table.schema.key_names
+        return self._finish("DELETE", self._write(table, data, cols, WriteOp.DELETE), snap)
+
+    # -- CREATE TABLE ... AS SELECT -------------------------------------------------------------
+    def schema_from_arrow(
+        self, data: pa.Schema, key: Sequence[str], table: str
+    ) -> tuple[Schema, list[str]]:
+        """A table schema for query results (key columns first, NOT NULL); the result's
+        column order for writing."""
+        names = list(data.names)
+        for k in key:
+            if k not in names:
+                raise ProgrammingError(
+                    f"primary key column {k!r} of {table!r} is not a column of the query"
+                )
+        if len(set(names)) != len(names):
+            raise ProgrammingError(f"the query for {table!r} has duplicate column names")
+        order = [*key, *(n for n in names if n not in key)]
+        cols = []
+        for n in order:
+            f = data.field(n)
+            dtype = DataType.from_arrow(f.type, f.metadata)
+            cols.append(ColumnSchema(n, dtype, nullable=n not in key))
+        return Schema.build(cols, list(key)), order
+
+
+def _display(name: st.TableName, current: str) -> str:
+    db = name.database or current
+    return name.name if db == DEFAULT_DATABASE else f"{db}.{name.name}"
+
+
+def _check_values_width(values: exp.Values, cols: Sequence[str], table: str) -> None:
+    for tup in values.expressions:
+        n = len(tup.expressions) if isinstance(tup, exp.Tuple) else 1
+        if n != len(cols):
+            raise ProgrammingError(
+                f"INSERT into {table!r}: {len(cols)} column(s) ({', '.join(cols)}) but a "
+                f"VALUES row has {n} value(s)"
+            )

@@ -1,0 +1,223 @@
+"""DuckDB in process: running planned queries over Arrow scans of storage tables.
+
+This module owns the DuckDB connection of a session and every call into DuckDB. For a
+``QueryPlan`` it reads each scan (``Table.scan`` with the plan's columns and pushed
+predicates, at the statement snapshot or the reference's AS OF snapshot), registers the
+Arrow table under the scan's unique name, runs the rewritten query
+(``parser.to_duckdb_sql``) and unregisters the scans. Scans are materialized Arrow
+tables, not one-shot readers, because DuckDB may read a source more than once (CTEs,
+correlated subqueries). DuckDB errors become kudusql errors, with the scan names in
+their messages replaced by the table names the user wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from kudusql.common.errors import (
+    DataError,
+    Error,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+)
+from kudusql.common.hybrid_time import from_micros
+from kudusql.parser import to_duckdb_sql
+from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
+from kudusql.storage.client.database import Database
+
+_SCAN_NAME = re.compile(r"__kudusql_(?:scan|changes)_\d+")
+
+
+def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
+    """A DuckDB exception as the kudusql (PEP 249) error a user expects."""
+    msg = str(e)
+    if plan is not None:
+        msg = _SCAN_NAME.sub(lambda m: plan.display_name(m.group(0)), msg)
+    if isinstance(e, duckdb.ParserException | duckdb.BinderException | duckdb.CatalogException):
+        return ProgrammingError(msg)
+    if isinstance(e, duckdb.NotImplementedException):
+        return NotSupportedError(msg)
+    if isinstance(
+        e,
+        duckdb.ConversionException
+        | duckdb.OutOfRangeException
+        | duckdb.InvalidInputException
+        | duckdb.TypeMismatchException,
+    ):
+        return DataError(msg)
+    if isinstance(e, duckdb.ProgrammingError):
+        return ProgrammingError(msg)
+    return OperationalError(msg)
+
+
+def _hybrid_time(value: Any, what: str) -> int:
+    """A HybridTime from an AS OF value: an integer is one; a TIMESTAMP (naive values
+    are UTC) or DATE is wall-clock time."""
+    if isinstance(value, bool) or value is None:
+        raise ProgrammingError(f"{what} must be a TIMESTAMP or an integer HybridTime")
+    if isinstance(value, int):
+        if value < 0:
+            raise ProgrammingError(f"{what}: a HybridTime is not negative")
+        return value
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+        return from_micros((value - epoch) // datetime.timedelta(microseconds=1))
+    if isinstance(value, datetime.date):
+        return _hybrid_time(datetime.datetime.combine(value, datetime.time()), what)
+    raise ProgrammingError(f"{what} must be a TIMESTAMP or an integer HybridTime, not {value!r}")
+
+
+@dataclass
+class Snapshotter:
+    """Evaluates AS OF expressions and validates snapshots against the database."""
+
+    db: Database
+    con: duckdb.DuckDBPyConnection
+
+    def hybrid_time(self, expr: Any, what: str) -> int:
+        from sqlglot import exp
+
+        if isinstance(expr, exp.Literal) and not expr.is_string and expr.name.isdigit():
+            return int(expr.name)
+        try:
+            rel: Any = self.con.sql(f"SELECT {to_duckdb_sql(expr)}")
+            rows = rel.fetchall()
+            row = rows[0] if rows else None
+        except duckdb.Error as e:
+            raise to_error(e) from None
+        return _hybrid_time(row[0] if row else None, what)
+
+
+class DuckRunner:
+    """One DuckDB connection per session (not shared between threads)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.con = duckdb.connect(config={"threads": max(1, db.options.threads)})
+        self.snapshots = Snapshotter(db, self.con)
+
+    def close(self) -> None:
+        with contextlib.suppress(duckdb.Error):
+            self.con.close()
+
+    # -- scans -------------------------------------------------------------------------------
+    def read_scan(self, scan: TableScan, snapshot: int) -> pa.Table:
+        table = self.db.table(scan.table)
+        snap = snapshot
+        if scan.as_of is not None:
+            snap = self.snapshots.hybrid_time(scan.as_of, f"AS OF of {scan.alias or scan.table}")
+        return table.scan(scan.columns, scan.predicates, snapshot=snap).read_all()
+
+    def read_changes(self, ch: ChangesScan, snapshot: int) -> pa.Table:
+        """The rows changed in [start, end), their values at end, ``change_type``
+        (insert, update or delete relative to start) and ``is_deleted``."""
+        table = self.db.table(ch.table)
+        start = self.snapshots.hybrid_time(ch.start, "table_changes start")
+        end = (
+            snapshot if ch.end is None else self.snapshots.hybrid_time(ch.end, "table_changes end")
+        )
+        if end < start:
+            raise ProgrammingError("table_changes: the end is before the start")
+        diff = table.diff_scan(start, end).read_all()
+        keys = table.schema.key_names
+        before = table.scan(keys, snapshot=start).read_all() if diff.num_rows else None
+        names = [*table.schema.names]
+        self.con.register("__kudusql_diff", diff)
+        self.con.register(
+            "__kudusql_before",
+            before if before is not None else table.schema.arrow_schema(keys).empty_table(),
+        )
+        try:
+            on = " AND ".join(f'd."{k}" = b."{k}"' for k in keys)
+            cols = ", ".join(f'd."{c}"' for c in names)
+            sql = (
+                f"SELECT {cols}, CASE WHEN d.is_deleted THEN 'delete' "
+                f"WHEN b.\"{keys[0]}\" IS NOT NULL THEN 'update' ELSE 'insert' END "
+                "AS change_type, d.is_deleted FROM __kudusql_diff d "
+                f"LEFT JOIN __kudusql_before b ON {on}"
+            )
+            out: pa.Table = self.con.sql(sql).to_arrow_table()
+            return out
+        finally:
+            self.con.unregister("__kudusql_diff")
+            self.con.unregister("__kudusql_before")
+
+    @contextlib.contextmanager
+    def registered(self, plan: QueryPlan, snapshot: int) -> Iterator[None]:
+        """Every scan of ``plan`` read and registered for the duration of the block."""
+        names: list[str] = []
+        try:
+            for s in plan.scans:
+                data = self.read_scan(s, snapshot)
+                self.con.register(s.ref, data)
+                names.append(s.ref)
+            for c in plan.changes:
+                self.con.register(c.ref, self.read_changes(c, snapshot))
+                names.append(c.ref)
+            yield
+        finally:
+            for n in names:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.unregister(n)
+
+    # -- queries -----------------------------------------------------------------------------
+    def query(self, plan: QueryPlan, snapshot: int) -> pa.Table:
+        """Run ``plan`` with every table read at ``snapshot`` (or its AS OF)."""
+        with self.registered(plan, snapshot):
+            return self.run_sql(to_duckdb_sql(plan.tree), plan)
+
+    def run_sql(self, sql: str, plan: QueryPlan | None = None) -> pa.Table:
+        try:
+            rel = self.con.sql(sql)
+            if rel is None:
+                return pa.table({})
+            huge = [i for i, t in enumerate(rel.types) if str(t) == "HUGEINT"]
+            return _small_ints(_plain_strings(rel.to_arrow_table()), huge)
+        except duckdb.Error as e:
+            raise to_error(e, plan) from None
+
+    def explain(self, plan: QueryPlan, snapshot: int) -> str:
+        with self.registered(plan, snapshot):
+            try:
+                rows = self.con.sql(f"EXPLAIN {to_duckdb_sql(plan.tree)}").fetchall()
+            except duckdb.Error as e:
+                raise to_error(e, plan) from None
+        return "\n".join(str(r[1]) for r in rows)
+
+
+def _small_ints(t: pa.Table, huge: list[int]) -> pa.Table:
+    """HUGEINT columns (``sum`` of BIGINT, ...) as BIGINT when every value fits, as
+    DuckDB's own Python API returns them (Arrow would make them DECIMAL(38,0))."""
+    for i in huge:
+        col = t.column(i)
+        try:
+            t = t.set_column(i, t.field(i).name, col.cast(pa.int64(), safe=True))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return t
+
+
+def _plain_strings(t: pa.Table) -> pa.Table:
+    """string_view columns as string (pyarrow lacks kernels for string_view)."""
+    if not any(
+        pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type) for f in t.schema
+    ):
+        return t
+    fields = [
+        pa.field(f.name, pa.string() if pa.types.is_string_view(f.type) else pa.binary())
+        if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type)
+        else f
+        for f in t.schema
+    ]
+    return t.cast(pa.schema(fields))

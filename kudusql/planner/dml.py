@@ -1,0 +1,154 @@
+"""DML statements bound to their target table: the queries DuckDB runs to produce rows.
+
+This module owns how INSERT, UPSERT, UPDATE and DELETE become a query plus a storage
+write. INSERT and UPSERT write the rows of their source (``VALUES`` or a query), columns
+matched by position to the column list (or to every column of the table). UPDATE runs
+``SELECT <key columns>, <new values> FROM <target> [FROM ...] WHERE ...`` and writes the
+rows as updates by key; DELETE runs ``SELECT DISTINCT <key columns> ...`` and deletes
+those keys. Constant ``VALUES`` lists skip DuckDB altogether (``constant_rows``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.schema import Schema
+from kudusql.parser.literals import constant
+from kudusql.parser.statements import Delete, Update
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter in a constant VALUES row: its position (qmark) or name."""
+
+    key: int | str
+
+
+def target_columns(schema: Schema, columns: Sequence[str] | None, table: str) -> list[str]:
+    """The columns an INSERT or UPSERT writes: the list given (checked) or all columns."""
+    if columns is None:
+        return list(schema.names)
+    seen: set[str] = set()
+    for c in columns:
+        if not schema.has_column(c):
+            raise ProgrammingError(f"table {table!r} has no column {c!r}")
+        if c in seen:
+            raise ProgrammingError(f"column {c!r} is given twice")
+        seen.add(c)
+    return list(columns)
+
+
+def constant_rows(values: exp.Values) -> list[list[Any]] | None:
+    """The cells of a VALUES list of constants and parameters (``Param``), or None when
+    some cell needs evaluating."""
+    rows: list[list[Any]] = []
+    qmark = 0
+    for tup in values.expressions:
+        cells = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+        row: list[Any] = []
+        for cell in cells:
+            if isinstance(cell, exp.Placeholder):
+                name = cell.this if isinstance(cell.this, str) else ""
+                if name and name != "?" and not name.isdigit():
+                    row.append(Param(name))
+                else:
+                    row.append(Param(qmark))
+                    qmark += 1
+                continue
+            if not isinstance(
+                cell, exp.Literal | exp.Null | exp.Boolean | exp.Neg | exp.HexString | exp.Cast
+            ):
+                return None
+            try:
+                row.append(constant(cell, "value"))
+            except Error:
+                return None
+        rows.append(row)
+    return rows
+
+
+def _key_selects(schema: Schema, alias: str) -> list[exp.Expr]:
+    return [
+        exp.alias_(exp.column(k, table=alias, quoted=True), k, quoted=True)
+        for k in schema.key_names
+    ]
+
+
+def _from_target(ast: exp.Update | exp.Delete, alias: str) -> tuple[exp.Expr, list[exp.Expr]]:
+    """(FROM source, joins) for the SELECT behind UPDATE or DELETE."""
+    target = ast.this.copy()
+    joins = list(target.args.get("joins") or [])
+    target.set("joins", None)
+    extra = ast.args.get("from_") or ast.args.get("using")
+    if not isinstance(extra, exp.Expr | list) or not extra:
+        return target, joins
+    if isinstance(extra, exp.From):
+        src = extra.this.copy()
+        src_joins = list(src.args.get("joins") or [])
+        src.set("joins", None)
+        names = {src.alias_or_name} | {j.this.alias_or_name for j in src_joins}
+        if alias in names:
+            return src, src_joins  # UPDATE a SET ... FROM t a JOIN u ...
+        return target, [*joins, exp.Join(this=src), *src_joins]
+    # DELETE ... USING a, b
+    using = extra if isinstance(extra, list) else [extra]
+    return target, [*joins, *(exp.Join(this=u.copy()) for u in using)]
+
+
+def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
+    """``SELECT keys, new values FROM ... WHERE ...`` for an UPDATE."""
+    names: list[str] = []
+    for col, _ in stmt.assignments:
+        if not schema.has_column(col):
+            raise ProgrammingError(f"table {table!r} has no column {col!r}")
+        if schema.is_key(col):
+            raise ProgrammingError(
+                f"cannot update primary key column {col!r} of {table!r}: delete the row and "
+                "insert it with the new key"
+            )
+        if col in names:
+            raise ProgrammingError(f"column {col!r} is assigned twice")
+        names.append(col)
+    source, joins = _from_target(stmt.ast, stmt.alias)
+    values = [exp.alias_(expr.copy(), col, quoted=True) for col, expr in stmt.assignments]
+    sel = exp.Select(expressions=[*_key_selects(schema, stmt.alias), *values])
+    sel.set("from_", exp.From(this=source))
+    if joins:
+        sel.set("joins", joins)
+    where = stmt.ast.args.get("where")
+    if where is not None:
+        sel.set("where", where.copy())
+    return sel
+
+
+def delete_query(stmt: Delete, schema: Schema) -> exp.Select:
+    """``SELECT DISTINCT keys FROM ... WHERE ...`` for a DELETE."""
+    source, joins = _from_target(stmt.ast, stmt.alias)
+    sel = exp.Select(expressions=_key_selects(schema, stmt.alias), distinct=exp.Distinct())
+    sel.set("from_", exp.From(this=source))
+    if joins:
+        sel.set("joins", joins)
+    where = stmt.ast.args.get("where")
+    if where is not None:
+        sel.set("where", where.copy())
+    return sel
+
+
+def values_query(values: exp.Values, columns: Sequence[str]) -> exp.Select:
+    """``SELECT * FROM (VALUES ...) AS v(columns)`` for a VALUES list DuckDB evaluates."""
+    v = values.copy()
+    v.set(
+        "alias",
+        exp.TableAlias(
+            this=exp.to_identifier("__kudusql_values"),
+            columns=[exp.to_identifier(c, quoted=True) for c in columns],
+        ),
+    )
+    sel = exp.Select(expressions=[exp.Star()])
+    sel.set("from_", exp.From(this=v))
+    return sel

@@ -1,0 +1,283 @@
+"""Query plans: each table reference of a query bound to a storage scan.
+
+This module owns ``plan_query``. It walks a query tree, resolves every table reference
+to a storage table (CTE names are left to DuckDB), renames each reference to a unique
+name the executor registers its scan under (keeping the original name as the alias, so
+``t.col`` still resolves), and records what the scan needs:
+
+- the columns the query reads from it, found after sqlglot's ``qualify`` pass (which
+  expands ``*`` and qualifies every column), and
+- the conjunctive predicates it can push (``pushdown.to_predicates``), found by a walk
+  over sqlglot's scopes: the conjuncts of a scope's WHERE that touch one table that no
+  outer join makes nullable, the conjuncts of inner-join ON clauses, and the conjuncts
+  of a LEFT JOIN's ON that touch only the joined table.
+
+Time travel (``exp.Version``) and ``table_changes(...)`` stay as unevaluated
+expressions; the executor turns them into snapshots. When ``qualify`` cannot analyse a
+query, every scan reads all columns with no predicates: pushdown only prunes, DuckDB
+evaluates the query as written, so a plan never changes a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import traverse_scope
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.schema import Schema
+from kudusql.common.types import TypeKind
+from kudusql.parser import nodes
+from kudusql.parser.names import table_name
+from kudusql.parser.statements import TableName
+from kudusql.planner.pushdown import to_predicates
+
+SCAN_PREFIX = "__kudusql_scan_"
+CHANGES_PREFIX = "__kudusql_changes_"
+
+#: Resolves a SQL table name to (storage table name, schema); ProgrammingError if unknown.
+Resolver = Callable[[TableName], tuple[str, Schema]]
+
+
+@dataclass
+class TableScan:
+    """One table reference: read ``columns`` of ``table`` with ``predicates`` (all
+    implied by the query) at the statement snapshot, or at ``as_of`` if given."""
+
+    ref: str
+    table: str
+    schema: Schema
+    columns: list[str]
+    predicates: list[ColumnPredicate] = field(default_factory=list)
+    as_of: exp.Expr | None = None
+    alias: str = ""
+
+
+@dataclass
+class ChangesScan:
+    """``table_changes('t', start[, end])``: a diff scan of ``table``."""
+
+    ref: str
+    table: str
+    schema: Schema
+    start: exp.Expr
+    end: exp.Expr | None
+
+
+@dataclass
+class QueryPlan:
+    """The query with table references renamed to scan names, and the scans."""
+
+    tree: exp.Expr
+    scans: list[TableScan]
+    changes: list[ChangesScan]
+    analysed: bool = True
+
+    def display_name(self, ref: str) -> str:
+        for s in self.scans:
+            if s.ref == ref:
+                return s.alias or s.table
+        for c in self.changes:
+            if c.ref == ref:
+                return f"table_changes({c.table!r})"
+        return ref
+
+
+_DUCK_TYPES = {
+    TypeKind.BOOL: "BOOLEAN",
+    TypeKind.INT8: "TINYINT",
+    TypeKind.INT16: "SMALLINT",
+    TypeKind.INT32: "INTEGER",
+    TypeKind.INT64: "BIGINT",
+    TypeKind.FLOAT: "FLOAT",
+    TypeKind.DOUBLE: "DOUBLE",
+    TypeKind.STRING: "VARCHAR",
+    TypeKind.VARCHAR: "VARCHAR",
+    TypeKind.BINARY: "BLOB",
+    TypeKind.DATE: "DATE",
+    TypeKind.TIMESTAMP: "TIMESTAMP",
+}
+
+
+def duckdb_type(schema: Schema, name: str) -> str:
+    t = schema.column(name).type
+    if t.kind is TypeKind.DECIMAL:
+        return f"DECIMAL({t.precision}, {t.scale})"
+    return _DUCK_TYPES[t.kind]
+
+
+def _cte_names(tree: exp.Expr) -> set[str]:
+    return {str(c.alias_or_name).lower() for c in tree.find_all(exp.CTE)}
+
+
+def _ident(name: str) -> exp.Identifier:
+    return exp.Identifier(this=name, quoted=True)
+
+
+def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
+    """Bind every table reference of ``tree`` (a copy is planned; see the module
+    docstring)."""
+    tree = tree.copy()
+    ctes = _cte_names(tree)
+    scans: list[TableScan] = []
+    changes: list[ChangesScan] = []
+    for t in list(tree.find_all(exp.Table)):
+        if isinstance(t.this, nodes.TableChanges):
+            changes.append(_bind_changes(t, len(changes), resolve))
+            continue
+        if not isinstance(t.this, exp.Identifier) or not t.name:
+            continue  # a table function DuckDB provides (range, read_parquet, ...)
+        if not t.args.get("db") and t.name.lower() in ctes:
+            continue
+        name = table_name(t)
+        storage, schema = resolve(name)
+        ref = f"{SCAN_PREFIX}{len(scans)}"
+        alias = t.alias
+        version = t.args.get("version")
+        if not alias:
+            t.set("alias", exp.TableAlias(this=t.this.copy()))
+        alias_name = t.alias
+        t.set("this", _ident(ref))
+        t.set("db", None)
+        t.set("catalog", None)
+        t.set("version", None)
+        scans.append(
+            TableScan(
+                ref,
+                storage,
+                schema,
+                list(schema.names),
+                as_of=version.expression if version is not None else None,
+                alias=alias_name,
+            )
+        )
+    plan = QueryPlan(tree, scans, changes)
+    if scans:
+        plan.analysed = _analyse(plan)
+    return plan
+
+
+def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:
+    call = t.this
+    arg = call.this
+    if not isinstance(arg, exp.Literal) or not arg.is_string:
+        raise ProgrammingError(
+            "table_changes needs the table name as a string: table_changes('t', from, to)"
+        )
+    parts = arg.name.split(".")
+    if len(parts) > 2 or not all(parts):
+        raise ProgrammingError(f"table_changes: bad table name {arg.name!r}")
+    name = TableName(parts[-1].lower(), parts[0].lower() if len(parts) == 2 else None)
+    storage, schema = resolve(name)
+    ref = f"{CHANGES_PREFIX}{i}"
+    if not t.alias:
+        t.set("alias", exp.TableAlias(this=exp.Identifier(this="table_changes")))
+    t.set("this", _ident(ref))
+    return ChangesScan(ref, storage, schema, call.args["start"], call.args.get("end"))
+
+
+def _analyse(plan: QueryPlan) -> bool:
+    """Fill each scan's columns and predicates; False (and full scans) on failure."""
+    by_ref = {s.ref: s for s in plan.scans}
+    mapping: dict[str, Any] = {
+        s.ref: {c: duckdb_type(s.schema, c) for c in s.schema.names} for s in plan.scans
+    }
+    for c in plan.changes:
+        cols = {n: duckdb_type(c.schema, n) for n in c.schema.names}
+        cols.update(change_type="VARCHAR", is_deleted="BOOLEAN")
+        mapping[c.ref] = cols
+    try:
+        q = qualify(
+            plan.tree.copy(),
+            schema=mapping,
+            dialect="duckdb",
+            quote_identifiers=False,
+            identify=False,
+            validate_qualify_columns=False,
+        )
+        scopes = traverse_scope(q)
+    except (SqlglotError, RecursionError, KeyError, ValueError):
+        return False
+    for star in q.find_all(exp.Star):
+        if not isinstance(star.parent, exp.Count):
+            return False  # an unexpanded *: keep every column
+    used: dict[str, set[str]] = {ref: set() for ref in by_ref}
+    preds: dict[str, list[ColumnPredicate]] = {ref: [] for ref in by_ref}
+    aliases: dict[str, set[str]] = {ref: set() for ref in by_ref}
+    for t in q.find_all(exp.Table):
+        if t.name in by_ref:
+            aliases[t.name].add(t.alias_or_name)
+    for col in q.find_all(exp.Column):
+        for ref, names in aliases.items():
+            if col.table in names and col.name in mapping[ref]:
+                used[ref].add(col.name)
+    for scope in scopes:
+        _scope_predicates(scope, by_ref, preds)
+    for ref, scan in by_ref.items():
+        wanted = [c for c in scan.schema.names if c in used[ref]]
+        scan.columns = wanted or [scan.schema.key_names[0]]
+        scan.predicates = preds[ref]
+    return True
+
+
+def conjuncts(e: exp.Expr) -> list[exp.Expr]:
+    """The operands of a chain of ANDs (parentheses looked through)."""
+    if isinstance(e, exp.Paren):
+        return conjuncts(e.this)
+    if isinstance(e, exp.And):
+        return conjuncts(e.this) + conjuncts(e.expression)
+    return [e]
+
+
+def _scope_predicates(
+    scope: object, by_ref: dict[str, TableScan], out: dict[str, list[ColumnPredicate]]
+) -> None:
+    sel = getattr(scope, "expression", None)
+    if not isinstance(sel, exp.Select):
+        return
+    sources: dict[str, str] = {}  # alias -> scan ref, for the scan tables of this scope
+    for alias, src in getattr(scope, "selected_sources", {}).items():
+        node = src[0] if isinstance(src, tuple) else src
+        if isinstance(node, exp.Table) and node.name in by_ref:
+            sources[alias] = node.name
+    if not sources:
+        return
+    joins = sel.args.get("joins") or []
+    outer = any(j.side in ("RIGHT", "FULL") for j in joins)
+    plain = [j for j in joins if not j.side and j.kind in ("", "INNER", "CROSS")]
+    preserved: set[str] = set()
+    if not outer:
+        from_ = sel.args.get("from_")
+        if from_ is not None and isinstance(from_.this, exp.Table):
+            preserved.add(from_.this.alias_or_name)
+        preserved.update(j.this.alias_or_name for j in plain if isinstance(j.this, exp.Table))
+    candidates: list[tuple[exp.Expr, set[str]]] = []
+    where = sel.args.get("where")
+    if where is not None:
+        candidates += [(c, preserved) for c in conjuncts(where.this)]
+    for j in joins:
+        on = j.args.get("on")
+        if on is None:
+            continue
+        if j in plain and not outer:
+            candidates += [(c, preserved) for c in conjuncts(on)]
+        elif j.side == "LEFT" and not j.kind and isinstance(j.this, exp.Table):
+            candidates += [(c, {j.this.alias_or_name}) for c in conjuncts(on)]
+    for cond, allowed in candidates:
+        if cond.find(exp.Select, exp.Subquery) is not None:
+            continue
+        tables = {c.table for c in cond.find_all(exp.Column)}
+        if len(tables) != 1:
+            continue
+        (alias,) = tables
+        if alias not in allowed or alias not in sources:
+            continue
+        scan = by_ref[sources[alias]]
+        cols = {c.name: c for c in scan.schema.columns}
+        out[scan.ref].extend(to_predicates(cond, alias, cols))

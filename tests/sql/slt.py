@@ -1,0 +1,135 @@
+"""A small sqllogictest-style runner for kudusql golden files (``tests/sql/golden``).
+
+Records are separated by blank lines; ``#`` lines are comments::
+
+    statement ok
+    CREATE TABLE t (id BIGINT PRIMARY KEY, v STRING) PARTITION BY HASH (id) PARTITIONS 2
+
+    statement count 2
+    INSERT INTO t VALUES (1, 'a'), (2, NULL)
+
+    statement error does not exist
+    SELECT * FROM nope
+
+    statement warning single tablet
+    CREATE TABLE one (id INT PRIMARY KEY)
+
+    query rowsort
+    SELECT id, v FROM t
+    ----
+    1	a
+    2	NULL
+
+``statement error <text>`` expects a kudusql error whose message contains the text;
+``statement count N`` checks ``cursor.rowcount``; ``statement warning <text>`` checks
+that some warning contains the text. ``query`` compares rows in order, ``query rowsort``
+after sorting; cells are tab-separated, NULL for None, booleans as true/false.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kudusql
+from kudusql.common.errors import Error
+
+
+@dataclass
+class Record:
+    line: int
+    kind: str  # statement | query
+    arg: str
+    sql: str
+    expected: list[str]
+
+
+def parse_file(path: Path) -> list[Record]:
+    records: list[Record] = []
+    blocks: list[tuple[int, list[str]]] = []
+    cur: list[str] = []
+    start = 0
+    for i, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.rstrip("\n")
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if cur:
+                blocks.append((start, cur))
+                cur = []
+            continue
+        if not cur:
+            start = i
+        cur.append(line)
+    if cur:
+        blocks.append((start, cur))
+    for start, lines in blocks:
+        head = lines[0].split(None, 1)
+        kind, arg = head[0], head[1] if len(head) > 1 else ""
+        body = lines[1:]
+        if kind == "query":
+            sep = body.index("----") if "----" in body else len(body)
+            records.append(Record(start, kind, arg, "\n".join(body[:sep]), body[sep + 1 :]))
+        elif kind == "statement":
+            records.append(Record(start, kind, arg, "\n".join(body), []))
+        else:
+            raise ValueError(f"{path}:{start}: unknown record {lines[0]!r}")
+    return records
+
+
+def cell(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, bytes):
+        return "x'" + v.hex() + "'"
+    return str(v)
+
+
+def run_file(path: Path) -> None:
+    with kudusql.connect(":memory:", maintenance=False, sync=False) as conn:
+        cur = conn.cursor()
+        for r in parse_file(path):
+            where = f"{path.name}:{r.line}"
+            if r.kind == "statement":
+                words = r.arg.split(None, 1)
+                mode = words[0] if words else "ok"
+                rest = words[1] if len(words) > 1 else ""
+                if mode == "error":
+                    try:
+                        cur.execute(r.sql)
+                    except Error as e:
+                        assert rest.lower() in str(e).lower(), (
+                            f"{where}: error {str(e)!r} lacks {rest!r}"
+                        )
+                    else:
+                        raise AssertionError(f"{where}: expected an error containing {rest!r}")
+                    continue
+                try:
+                    cur.execute(r.sql)
+                except Error as e:
+                    raise AssertionError(f"{where}: {type(e).__name__}: {e}") from e
+                if mode == "count":
+                    assert cur.rowcount == int(rest), f"{where}: rowcount {cur.rowcount} != {rest}"
+                elif mode == "warning":
+                    assert any(rest.lower() in w.lower() for w in cur.warnings), (
+                        f"{where}: no warning containing {rest!r} in {cur.warnings}"
+                    )
+                elif mode != "ok":
+                    raise ValueError(f"{where}: unknown statement mode {mode!r}")
+            else:
+                try:
+                    cur.execute(r.sql)
+                    lines = ["\t".join(cell(v) for v in row) for row in cur.fetchall()]
+                    rows = "\n".join(lines).split("\n") if lines else []
+                except Error as e:
+                    raise AssertionError(f"{where}: {type(e).__name__}: {e}") from e
+                expected = list(r.expected)
+                if r.arg == "rowsort":
+                    rows.sort()
+                    expected.sort()
+                assert rows == expected, (
+                    f"{where}: got\n" + "\n".join(rows) + "\nexpected\n" + "\n".join(expected)
+                )
