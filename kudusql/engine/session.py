@@ -29,6 +29,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.engine.databases import DatabaseRegistry
+from kudusql.engine.fastpath import StatementCache
 from kudusql.engine.params import Params, bind
 from kudusql.engine.settings import Settings
 from kudusql.executor.dml import DmlResult, rows_to_table, write_batches
@@ -72,6 +73,7 @@ class Session:
         self.database = DEFAULT_DATABASE
         self.registry = DatabaseRegistry(db)
         self.runner = DuckRunner(db)
+        self.statements = StatementCache()
         self.closed = False
 
     def close(self) -> None:
@@ -102,6 +104,20 @@ class Session:
     # -- entry points -------------------------------------------------------------------------
     def execute(self, sql: str, params: Params = None) -> Result:
         """Run every statement of ``sql``; the last one's result (warnings of all)."""
+        fast = self.statements.get(sql)
+        if fast is not None:
+            stmt, lookup = fast
+            res: Result | None
+            if lookup is not None:
+                res = lookup.run(self, params)
+            elif not isinstance(stmt, st.Insert | st.Upsert):
+                res = None
+            elif params is not None:
+                res = self._insert_many(stmt, [params])
+            else:
+                res = self._insert(stmt)
+            if res is not None:
+                return res
         if params is not None:
             sql = bind(sql, params)
         stmts = parse(sql)
