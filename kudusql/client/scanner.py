@@ -266,7 +266,11 @@ class Scanner:
         snap = spec.resolve_snapshot()
         core = self.table.core
         cols = spec.columns  # [] counts rows: one empty row per live row
-        reader = core.scan(cols, spec.predicates, snapshot=snap, ordered=spec.ordered)
+        # READ_LATEST has no snapshot of its own (as in Kudu): the tables layer picks the
+        # latest one, and a scan that fixes the whole key becomes a point lookup.
+        # ``snap`` (taken before) is what the client records as observed.
+        at = None if spec.read_mode == READ_LATEST else snap
+        reader = core.scan(cols, spec.predicates, snapshot=at, ordered=spec.ordered)
         return reader, snap
 
     def open(self) -> Scanner:
