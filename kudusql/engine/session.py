@@ -8,8 +8,10 @@ statement. Semantics:
   snapshot taken when it starts (a reference with ``AS OF`` reads at its own).
 - **DML** reads at that snapshot, then writes by key at a new timestamp; a statement
   whose rows fit one write batch (``dml_batch_rows``) becomes visible at once across
-  all tablets. Failed rows are skipped and reported as warnings unless
-  ``abort_on_error`` is set (then the statement applies all rows or raises).
+  all tablets. UPDATE and DELETE hold off the table's other writers from their read to
+  their write (``Table.exclusive``), so no write lands in between (no lost updates).
+  Failed rows are skipped and reported as warnings unless ``abort_on_error`` is set
+  (then the statement applies all rows or raises).
 - **Autocommit**: each statement commits when it returns; there are no transactions.
 - **DDL** goes straight to the storage catalog (``Database.create_table`` ...).
 
@@ -256,18 +258,20 @@ class Session:
     def _update(self, s: st.Update) -> Result:
         table = self.table(s.table)
         tree = update_query(s, table.schema, table.name)
-        snap = self.db.snapshot()
-        data = self.runner.query(self.plan(tree), snap)
         cols = [*table.schema.key_names, *(c for c, _ in s.assignments)]
-        return self._finish("UPDATE", self._write(table, data, cols, WriteOp.UPDATE), snap)
+        with table.exclusive() as snap:  # nothing else writes between the read and the write
+            data = self.runner.query(self.plan(tree), snap)
+            res = self._write(table, data, cols, WriteOp.UPDATE)
+        return self._finish("UPDATE", res, snap)
 
     def _delete(self, s: st.Delete) -> Result:
         table = self.table(s.table)
         tree = delete_query(s, table.schema)
-        snap = self.db.snapshot()
-        data = self.runner.query(self.plan(tree), snap)
         cols = table.schema.key_names
-        return self._finish("DELETE", self._write(table, data, cols, WriteOp.DELETE), snap)
+        with table.exclusive() as snap:
+            data = self.runner.query(self.plan(tree), snap)
+            res = self._write(table, data, cols, WriteOp.DELETE)
+        return self._finish("DELETE", res, snap)
 
     # -- CREATE TABLE ... AS SELECT -------------------------------------------------------------
     def schema_from_arrow(

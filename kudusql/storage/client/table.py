@@ -23,6 +23,7 @@ scans concatenate disjoint range tablets, or sort across hash tablets).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -113,6 +114,16 @@ class Table:
         return f"Table({self.name!r}, {self.num_tablets} tablets)"
 
     # -- writes ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[int]:
+        """Hold off every other writer of this table and yield a snapshot that sees every
+        write made before: a read-modify-write (SQL UPDATE and DELETE) reads there and
+        writes inside, so no other write lands between its read and its write. Writes
+        from the holding thread run as usual."""
+        rt = self._rt()
+        with rt.write_lock:
+            yield self.db.snapshot(self.db.clock.now())
+
     def write(
         self,
         data: pa.Table | pa.RecordBatch,
@@ -274,8 +285,6 @@ class Table:
         ts: int,
     ) -> list[WriteResult]:
         """Lock every tablet the batch touches, check every part, then write them all."""
-        import contextlib
-
         with contextlib.ExitStack() as stack:
             for p in sorted(parts, key=lambda p: p.slot):
                 stack.enter_context(tablets[p.slot].exclusive())
