@@ -225,6 +225,10 @@ def cast_array(
     target = dtype.arrow_type()
     bad: np.ndarray | None = None
     if out.type != target:
+        if pa.types.is_decimal(target) and pa.types.is_floating(out.type):
+            # Round half away from zero to the scale first, as SQL (DuckDB) does; a plain
+            # cast takes the binary value (0.045 is 0.04499..., giving 0.04).
+            out = pc.round(out, target.scale, round_mode="half_towards_infinity")
         try:
             out = pc.cast(out, target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

@@ -95,6 +95,8 @@ def to_predicates(
 ) -> list[ColumnPredicate]:
     """The storage predicates one conjunct ``cond`` implies for the table ``alias``
     (columns qualified by the sqlglot ``qualify`` pass), or [] when it is not pushable."""
+    if cond.args.get("negate"):
+        return []  # NOT LIKE and other negated forms sqlglot marks with a flag
     if isinstance(cond, exp.Paren):
         return to_predicates(cond.this, alias, columns)
     if isinstance(cond, exp.Not):

@@ -110,6 +110,11 @@ def test_schema_rules() -> None:
 
 def test_python_value_of_an_int_for_a_decimal() -> None:
     """Pinned: an integer default or bound for a DECIMAL column converts exactly."""
-    import decimal
-
     assert DataType.parse("DECIMAL(10,2)").python_value(3) == decimal.Decimal("3.00")
+
+
+def test_double_to_decimal_rounds_half_away_from_zero() -> None:
+    """Pinned: as SQL does (0.045 -> 0.05), not the binary value's truncation (0.04)."""
+    out, bad = cast_array(pa.array([0.045, -0.045, 2.675, 1.0]), DataType.parse("DECIMAL(15,2)"))
+    assert bad is None
+    assert out.to_pylist() == [decimal.Decimal(x) for x in ("0.05", "-0.05", "2.68", "1.00")]
