@@ -17,6 +17,7 @@ from typing import Any
 from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name
 from kudusql.storage.client.database import Database
+from kudusql.storage.client.system_tables import SYSTEM_DATABASE
 
 FILE_NAME = "sql_databases.json"
 
@@ -70,6 +71,8 @@ class DatabaseRegistry:
     def create(self, name: str, *, if_not_exists: bool, comment: str) -> None:
         if "." in name:
             raise ProgrammingError(f"database name {name!r} may not contain '.'")
+        if name == SYSTEM_DATABASE:
+            raise ProgrammingError(f"the database name {name!r} is reserved for system tables")
         if self.exists(name):
             if if_not_exists:
                 return

@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from kudusql.common.types import TypeKind
 from kudusql.parser import statements as st
+from kudusql.storage.client.system_tables import SYSTEM_DATABASE
 
 if TYPE_CHECKING:
     from kudusql.engine.session import Result, Session
@@ -61,6 +62,8 @@ class PointLookup:
     def run(self, session: Session, params: Any) -> Result | None:
         from kudusql.engine.session import Result
 
+        if (self.table.database or session.database) == SYSTEM_DATABASE:
+            return None
         table = session.table(self.table)
         schema = table.schema
         key_names = schema.key_names

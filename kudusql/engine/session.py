@@ -48,6 +48,7 @@ from kudusql.planner.dml import (
 )
 from kudusql.planner.names import DEFAULT_DATABASE, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
+from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.table import Table
 from kudusql.storage.tablet.write_ops import WriteOp
@@ -100,6 +101,10 @@ class Session:
         return self.db.table(sname)
 
     def resolve(self, name: st.TableName) -> tuple[str, Schema]:
+        if (name.database or self.database) == system_tables.SYSTEM_DATABASE:
+            return f"{system_tables.SYSTEM_DATABASE}.{name.name}", system_tables.schema_of(
+                name.name
+            )
         t = self.table(name)
         return t.name, t.schema
 

@@ -32,6 +32,7 @@ from kudusql.common.errors import (
 from kudusql.common.hybrid_time import from_micros
 from kudusql.parser import to_duckdb_sql
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
+from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
 
 _SCAN_NAME = re.compile(r"__kudusql_(?:scan|changes)_\d+")
@@ -113,6 +114,9 @@ class DuckRunner:
 
     # -- scans -------------------------------------------------------------------------------
     def read_scan(self, scan: TableScan, snapshot: int) -> pa.Table:
+        sysdb, dot, sysname = scan.table.partition(".")
+        if dot and sysdb == system_tables.SYSTEM_DATABASE:  # DuckDB applies the WHERE
+            return system_tables.system_table(self.db, sysname).select(scan.columns)
         table = self.db.table(scan.table)
         snap = snapshot
         if scan.as_of is not None:
