@@ -26,7 +26,8 @@ def test_tables_and_tablets(conn: kudusql.Connection) -> None:
         "SELECT table_name, num_tablets, num_columns FROM sys.tables"
     ).fetchall() == [("t", 2, 2)]
     rows = conn.execute(
-        "SELECT sum(memrowset_rows), count(*), sum(diskrowsets) FROM sys.tablets WHERE table_name = 't'"
+        "SELECT sum(memrowset_rows), count(*), sum(diskrowsets) FROM sys.tablets "
+        "WHERE table_name = 't'"
     ).fetchall()
     assert rows == [(4, 2, 0)]
 
@@ -53,7 +54,7 @@ def test_rowsets_and_maintenance_after_flush_and_compaction(conn: kudusql.Connec
 
 
 def test_unknown_system_table_and_reserved_name(conn: kudusql.Connection) -> None:
-    with pytest.raises(ProgrammingError, match="no system table sys.nope"):
+    with pytest.raises(ProgrammingError, match=r"no system table sys\.nope"):
         conn.execute("SELECT * FROM sys.nope")
     with pytest.raises(ProgrammingError, match="reserved"):
         conn.execute("CREATE DATABASE sys")
