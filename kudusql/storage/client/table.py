@@ -49,7 +49,13 @@ from kudusql.storage.client.partition import (
 )
 from kudusql.storage.client.pruning import prune_partitions
 from kudusql.storage.tablet.tablet import Tablet
-from kudusql.storage.tablet.write_ops import RowError, WriteOp, WriteResult, operations
+from kudusql.storage.tablet.write_ops import (
+    RowError,
+    WriteOp,
+    WriteResult,
+    WriteShortcuts,
+    operations,
+)
 
 if TYPE_CHECKING:
     from kudusql.storage.client.database import Database, TableRuntime
@@ -70,7 +76,7 @@ class _Part:
     data: pa.Table
 
 
-class Table:
+class Table(WriteShortcuts):
     """A handle on one table; stays valid across renames and ALTERs (it follows the
     table's id), and raises once the table is dropped."""
 
@@ -176,21 +182,6 @@ class Table:
                 errors.append(RowError(idx, e.op, e.key, e.status, e.message))
         errors.sort(key=lambda e: e.index)
         return WriteResult(ts, applied, ignored, errors)
-
-    def insert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.INSERT, **kw)
-
-    def insert_ignore(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.INSERT_IGNORE, **kw)
-
-    def upsert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.UPSERT, **kw)
-
-    def update(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.UPDATE, **kw)
-
-    def delete(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.DELETE, **kw)
 
     def _route(self, rt: TableRuntime, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         """Each row's tablet slot, and the mask of rows no range partition covers."""

@@ -75,6 +75,7 @@ from kudusql.storage.tablet.write_ops import (
     RowError,
     WriteOp,
     WriteResult,
+    WriteShortcuts,
     operations,
     prepare,
 )
@@ -96,7 +97,7 @@ log = logging.getLogger(__name__)
 WAL_DIR = "wal"
 
 
-class Tablet:
+class Tablet(WriteShortcuts):
     """One tablet directory: create with ``Tablet.create``, reopen with ``Tablet.open``."""
 
     def __init__(
@@ -384,18 +385,6 @@ class Tablet:
             ) from e
         self.mvcc.finish_op(ts)
         return result
-
-    def insert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.INSERT, **kw)
-
-    def upsert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.UPSERT, **kw)
-
-    def update(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.UPDATE, **kw)
-
-    def delete(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.DELETE, **kw)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:

@@ -334,3 +334,33 @@ def operations(data: pa.Table, op: WriteOp | str | int | None, op_column: str | 
     if op is None:
         raise ProgrammingError("write() needs an operation or an op_column")
     return np.full(n, WriteOp.parse(op), dtype=np.uint8)
+
+
+class WriteShortcuts:
+    """``insert``/``insert_ignore``/``upsert``/``update``/``delete``: ``write`` with one
+    operation for every row (for the Tablet and the Table)."""
+
+    def write(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        op: WriteOp | str | int | None = None,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+    ) -> WriteResult:
+        raise NotImplementedError
+
+    def insert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.INSERT, **kw)
+
+    def insert_ignore(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.INSERT_IGNORE, **kw)
+
+    def upsert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.UPSERT, **kw)
+
+    def update(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.UPDATE, **kw)
+
+    def delete(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
+        return self.write(data, WriteOp.DELETE, **kw)
