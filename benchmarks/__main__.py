@@ -23,6 +23,7 @@ BENCHMARKS = {
     "compaction": "benchmarks.bench_compaction",
     "sustained": "benchmarks.bench_sustained",
     "tables": "benchmarks.bench_tables",
+    "sql": "benchmarks.bench_sql",
 }
 
 

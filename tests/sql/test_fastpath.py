@@ -117,3 +117,18 @@ def test_not_like_is_not_pushed_down_as_like(conn: kudusql.Connection) -> None:
     pushed it down as LIKE (TPC-H Q16 returned nothing)."""
     got = conn.execute("SELECT count(*) FROM t WHERE b NOT LIKE 's1%'").fetchall()
     assert got == [(20,)]
+
+
+def test_exists_subquery_reads_only_the_columns_it_uses(conn: kudusql.Connection) -> None:
+    """EXISTS (SELECT * ...) needs no column of its SELECT list: the scan reads only the
+    columns of its WHERE (before, every column: TPC-H Q4 and Q21)."""
+    from kudusql.parser.statements import Query, parse_one
+    from kudusql.planner.plan import plan_query
+
+    sql = "SELECT u.w FROM u WHERE EXISTS (SELECT * FROM t WHERE t.a = 3 AND t.v > 0)"
+    stmt = parse_one(sql)
+    assert isinstance(stmt, Query)
+    plan = plan_query(stmt.ast, conn.session.resolve)
+    scan_t = next(s for s in plan.scans if s.table == "t")
+    assert sorted(scan_t.columns) == ["a", "v"]
+    assert conn.execute(sql).fetchall() == [("x",)]
