@@ -184,17 +184,23 @@ class Cursor:
 
     @property
     def description(self) -> list[tuple[Any, ...]] | None:
-        if self._result is None or self._result.table is None:
+        r = self._result
+        if r is None or not r.has_rows:
             return None
-        return describe(self._result.table.schema)
+        schema = r.table.schema if r.table is not None else r.row_schema
+        assert schema is not None
+        return describe(schema)
 
     @property
     def rowcount(self) -> int:
-        if self._result is None:
+        r = self._result
+        if r is None:
             return -1
-        if self._result.table is not None:
-            return int(self._result.table.num_rows)
-        return self._result.rowcount
+        if r.table is None and r.rows is not None:
+            return len(r.rows)
+        if r.table is not None:
+            return int(r.table.num_rows)
+        return r.rowcount
 
     @property
     def timestamp(self) -> int | None:
@@ -207,11 +213,18 @@ class Cursor:
     # -- fetching -------------------------------------------------------------------------
     def _table(self) -> pa.Table:
         self._session()
-        if self._result is None or self._result.table is None:
+        t = None if self._result is None else self._result.arrow()
+        if t is None:
             raise ProgrammingError("no result set: the last statement returned no rows")
-        return self._result.table
+        return t
 
     def _take(self, n: int) -> list[tuple[Any, ...]]:
+        r = self._result
+        if r is not None and r.table is None and r.rows is not None:
+            self._session()
+            out = r.rows[self._pos : self._pos + max(0, n)]
+            self._pos += len(out)
+            return out
         t = self._table()
         part = t.slice(self._pos, max(0, n))
         self._pos += part.num_rows
@@ -226,6 +239,9 @@ class Cursor:
         return self._take(self.arraysize if size is None else size)
 
     def fetchall(self) -> list[tuple[Any, ...]]:
+        r = self._result
+        if r is not None and r.table is None and r.rows is not None:
+            return self._take(len(r.rows) - self._pos)
         t = self._table()
         return self._take(t.num_rows - self._pos)
 

@@ -64,6 +64,23 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     timestamp: int | None = None
     dml: DmlResult | None = None
+    #: Rows as Python tuples with their schema, for results built without Arrow (the
+    #: point-lookup fast path); ``arrow()`` makes the table when one is asked for.
+    rows: list[tuple[Any, ...]] | None = None
+    row_schema: pa.Schema | None = None
+
+    @property
+    def has_rows(self) -> bool:
+        return self.table is not None or self.row_schema is not None
+
+    def arrow(self) -> pa.Table | None:
+        if self.table is None and self.row_schema is not None:
+            cols = list(zip(*self.rows, strict=True)) if self.rows else None
+            self.table = pa.table(
+                [pa.array(cols[i] if cols else [], f.type) for i, f in enumerate(self.row_schema)],
+                schema=self.row_schema,
+            )
+        return self.table
 
 
 class Session:

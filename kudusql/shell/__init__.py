@@ -1,4 +1,14 @@
-"""Owns the interactive SQL shell on prompt_toolkit (issue 7).
+"""Owns the interactive SQL shell and the ``kudusql`` command line (issue 7).
 
-Not built yet: the package exists so the layer contracts in pyproject.toml hold.
+Modules: ``cli`` (arguments, modes, exit codes), ``repl`` (the prompt_toolkit prompt),
+``core`` (running input and showing results), ``runner`` (statements in a worker
+thread, cancellation), ``engine_hooks`` (interrupt and progress beyond PEP 249),
+``meta`` (backslash and dot commands), ``splitter`` (where statements end),
+``completion``, ``highlight`` and ``keywords`` (editing), ``formatting`` (output
+formats), ``output`` (console, ``\\o`` file, pager), ``progress`` (the progress line),
+``errors`` (error text with caret), ``tpch`` (``\\load tpch``).
 """
+
+from kudusql.shell.cli import main
+
+__all__ = ["main"]

@@ -1,0 +1,85 @@
+"""End to end under a real pseudo-terminal: ``kudusql <tmp>/db`` started with pexpect,
+a table created and filled, a table name completed with Tab, a query, a long query
+cancelled with Ctrl-C (the prompt comes back quickly), and Ctrl-D to exit."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.shell.conftest import KUDUSQL, shell_env
+
+PROMPT = "kudusql>"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.mark.timeout(60)
+def test_interactive_session(tmp_path: Path) -> None:
+    env = shell_env(tmp_path)
+    env["TERM"] = "xterm"
+    child = pexpect.spawn(
+        KUDUSQL,
+        [str(tmp_path / "db")],
+        env=env,
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=20,
+    )
+    try:
+        child.expect(r"\\\? for help")
+        child.expect(PROMPT)
+        child.send(
+            "CREATE TABLE pets_table (id BIGINT PRIMARY KEY, name STRING)\r"
+            "PARTITION BY HASH (id) PARTITIONS 2;\r"
+        )
+        child.expect("OK")
+        child.expect(PROMPT)
+        child.send("INSERT INTO pets_table VALUES (1, 'cat'), (2, 'dog'), (3, NULL);\r")
+        child.expect("INSERT 3 rows")
+        child.expect(PROMPT)
+
+        # Tab completes the table name (pauses as a person would: completion is async)
+        child.send("SELECT count(*) AS n FROM pets_t")
+        time.sleep(0.4)
+        child.send("\t")
+        time.sleep(0.4)
+        child.send(";\r")
+        child.expect(r"│ 3 │")
+        child.expect(r"\(1 row")
+        child.expect(PROMPT)
+
+        child.send("SELECT name FROM pets_table WHERE id >= 2 ORDER BY id;\r")
+        child.expect("│ dog  │")
+        child.expect(r"│ \x1b\[2;3mNULL\x1b\[0m +│")  # NULL set apart (dim italic)
+        child.expect(r"\(2 rows")
+        child.expect(PROMPT)
+
+        # a genuinely long query: 10^13 rows of cross join in DuckDB
+        child.send("SELECT count(*) FROM range(100000000) a, range(100000) b;\r")
+        child.expect("Ctrl-C cancels")  # the progress line appears after 0.5 s
+        t0 = time.monotonic()
+        child.sendcontrol("c")
+        child.expect("Cancelled")
+        child.expect(PROMPT)
+        assert time.monotonic() - t0 < 3
+
+        # the session is still usable, and Ctrl-C on typed input only clears it
+        child.send("SELECT garbage")
+        child.sendcontrol("c")
+        child.send("SELECT 40 + 2 AS answer;\r")
+        child.expect("│     42 │")
+        child.expect(PROMPT)
+
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    seen = ANSI.sub("", child.before or "")
+    assert "Traceback" not in seen
+    history = (tmp_path / "history").read_text()
+    assert "SELECT count(*) AS n FROM pets_table;" in history
