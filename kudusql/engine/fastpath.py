@@ -22,7 +22,7 @@ import datetime
 import decimal
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -58,6 +58,10 @@ class PointLookup:
     columns: tuple[tuple[str, str], ...] | None
     #: Key column name -> its value source.
     key: tuple[tuple[str, _Value], ...]
+    #: The output schema per (table id, schema version): built once per version.
+    _schemas: dict[tuple[int, int], pa.Schema] = field(
+        default_factory=dict, compare=False, repr=False, hash=False
+    )
 
     def run(self, session: Session, params: Any) -> Result | None:
         from kudusql.engine.session import Result
@@ -65,7 +69,7 @@ class PointLookup:
         if (self.table.database or session.database) == SYSTEM_DATABASE:
             return None
         table = session.table(self.table)
-        schema = table.schema
+        schema = table.meta.schema
         key_names = schema.key_names
         given = dict(self.key)
         if set(given) != set(key_names):
@@ -84,9 +88,14 @@ class PointLookup:
             cols = list(self.columns)
         names = list(dict.fromkeys(c for c, _ in cols))
         row = table.lookup(values, names)
-        out = pa.schema([schema.column(c).arrow_field().with_name(alias) for c, alias in cols])
-        data = [] if row is None else [{alias: row[c] for c, alias in cols}]
-        return Result(table=pa.Table.from_pylist(data, schema=out))
+        key = (table.id, table.meta.schema_version)
+        out = self._schemas.get(key)
+        if out is None:
+            out = pa.schema([schema.column(c).arrow_field().with_name(alias) for c, alias in cols])
+            self._schemas.clear()  # one schema version at a time
+            self._schemas[key] = out
+        rows = [] if row is None else [tuple(row[c] for c, _ in cols)]
+        return Result(rows=rows, row_schema=out)
 
 
 _MISSING = object()

@@ -132,3 +132,12 @@ def test_exists_subquery_reads_only_the_columns_it_uses(conn: kudusql.Connection
     scan_t = next(s for s in plan.scans if s.table == "t")
     assert sorted(scan_t.columns) == ["a", "v"]
     assert conn.execute(sql).fetchall() == [("x",)]
+
+
+def test_lookup_after_alter_table_sees_the_new_columns(conn: kudusql.Connection) -> None:
+    sql = "SELECT * FROM t WHERE a = ? AND b = ?"
+    assert rows(conn, sql, (4, "s1"))[1] == ["a", "b", "v", "d"]
+    conn.execute("ALTER TABLE t ADD COLUMNS (w INT)")
+    conn.execute("ALTER TABLE t DROP COLUMN v")
+    got, names = rows(conn, sql, (4, "s1"))
+    assert names == ["a", "b", "d", "w"] and got == [(4, "s1", decimal.Decimal("1.00"), None)]
