@@ -2,7 +2,7 @@
 
 1. TPC-H, all 22 queries at ``--sf`` (default 1; data from ``tpchgen-cli``, all 8
    tables cached as Parquet in ``benchmarks/data/sf<N>/``; queries from
-   ``../shared/tpch/queries`` or ``$KUDUSQL_TPCH_QUERIES``). Ours: a kudusql database
+   ``tpch/queries`` or ``$KUDUSQL_TPCH_QUERIES``). Ours: a kudusql database
    whose tables are created through SQL (``CREATE TABLE ... PRIMARY KEY (TPC-H key)
    PARTITION BY HASH (first key column) PARTITIONS n``, n scaled to rows and cores, see
    ``buckets``), loaded with ``Table.insert`` of the Parquet rows cast to the table's
@@ -96,12 +96,12 @@ ABS_TOL = 0.01
 
 # -- data and queries ---------------------------------------------------------------------------
 def queries_dir() -> Path:
-    """The directory of ``q01.sql`` .. ``q22.sql``: ``$KUDUSQL_TPCH_QUERIES``, else
-    ``../shared/tpch/queries`` next to the repository."""
+    """The directory of ``q01.sql`` .. ``q22.sql``: ``$KUDUSQL_TPCH_QUERIES``, else the
+    repository's ``tpch/queries``."""
     env = os.environ.get("KUDUSQL_TPCH_QUERIES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "tpch" / "queries"
+    return Path(__file__).resolve().parent.parent / "tpch" / "queries"
 
 
 def load_queries(directory: Path | None = None) -> dict[int, str]:
