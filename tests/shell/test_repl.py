@@ -89,20 +89,27 @@ def test_ctrl_c_clears_input_and_ctrl_d_exits(shell: Shell, tmp_path: Path) -> N
 
 
 def test_tab_completes_table_name(shell: Shell, tmp_path: Path) -> None:
-    def typist(inp: PipeInput) -> None:
-        # completion runs asynchronously: pause as a person would around the Tab
+    shell.catalog.tables()  # the catalog a completion reads, loaded before typing
+
+    def typist(inp: PipeInput, repl: Repl) -> None:
+        # completion runs asynchronously: wait for it as a person would, however loaded
+        # the machine is, before ending the statement
         inp.send_text("SELECT count(*) AS n FROM orders_2")
-        time.sleep(0.3)
+        time.sleep(0.2)
+        deadline = time.monotonic() + 20
         inp.send_text("\t")
-        time.sleep(0.3)
+        while "orders_2024" not in repl.session.default_buffer.text:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         inp.send_text(";\r\x04")
 
     with create_pipe_input() as inp:
-        th = threading.Thread(target=typist, args=(inp,))
-        th.start()
         repl = Repl(
             shell, input=inp, output=DummyOutput(), history=FileHistory(str(tmp_path / "h"))
         )
+        th = threading.Thread(target=typist, args=(inp, repl))
+        th.start()
         repl.loop()
         th.join()
     out, err = shell.output.out.getvalue(), shell.output.err.getvalue()  # type: ignore[attr-defined]
