@@ -46,7 +46,7 @@ def test_interactive_session(tmp_path: Path) -> None:
         child.send("SELECT count(*) AS n FROM pets_t")
         time.sleep(0.4)
         child.send("\t")
-        time.sleep(0.4)
+        child.expect("able")  # the completed rest of the name, drawn on the screen
         child.send(";\r")
         child.expect(r"│ 3 │")
         child.expect(r"\(1 row")
