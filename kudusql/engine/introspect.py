@@ -115,16 +115,7 @@ def _row_sql(values: tuple[Any, ...]) -> str:
 
 def range_sql(b: RangeBounds) -> str:
     """A range partition as Impala writes it (``10 <= VALUES < 20``, ``VALUE = 5``)."""
-    lo, hi = b.lower, b.upper
-    if lo is not None and lo == hi and b.lower_inclusive and b.upper_inclusive:
-        return f"VALUE = {_row_sql(lo)}"
-    parts = []
-    if lo is not None:
-        parts.append(f"{_row_sql(lo)} {'<=' if b.lower_inclusive else '<'}")
-    parts.append("VALUES")
-    if hi is not None:
-        parts.append(f"{'<=' if b.upper_inclusive else '<'} {_row_sql(hi)}")
-    return " ".join(parts)
+    return "VALUES" if b.lower is None and b.upper is None else b.describe(_row_sql)
 
 
 def _quote(name: str) -> str:

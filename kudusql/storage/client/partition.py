@@ -31,7 +31,7 @@ import functools
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
@@ -126,17 +126,19 @@ class RangeBounds:
         object.__setattr__(self, "lower", _as_tuple(self.lower))
         object.__setattr__(self, "upper", _as_tuple(self.upper))
 
-    def describe(self) -> str:
-        """Impala's ``SHOW RANGE PARTITIONS`` style: ``10 <= VALUES < 20``."""
+    def describe(self, fmt_row: Callable[[tuple[Any, ...]], str] | None = None) -> str:
+        """Impala's ``SHOW RANGE PARTITIONS`` style: ``10 <= VALUES < 20`` (bound rows
+        written by ``fmt_row``, SQL literals for SHOW; ``UNBOUNDED`` for no bounds)."""
+        fmt = fmt_row or _fmt_row
         lo, hi = self.lower, self.upper
         if lo is not None and lo == hi and self.lower_inclusive and self.upper_inclusive:
-            return f"VALUE = {_fmt_row(lo)}"
+            return f"VALUE = {fmt(lo)}"
         parts = []
         if lo is not None:
-            parts.append(f"{_fmt_row(lo)} {'<=' if self.lower_inclusive else '<'}")
+            parts.append(f"{fmt(lo)} {'<=' if self.lower_inclusive else '<'}")
         parts.append("VALUES")
         if hi is not None:
-            parts.append(f"{'<=' if self.upper_inclusive else '<'} {_fmt_row(hi)}")
+            parts.append(f"{'<=' if self.upper_inclusive else '<'} {fmt(hi)}")
         return "UNBOUNDED" if lo is None and hi is None else " ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
