@@ -126,8 +126,15 @@ class Session:
         return t.name, t.schema
 
     # -- entry points -------------------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Cancel the statement running in this session (call from another thread); it
+        raises OperationalError("statement cancelled"). DuckDB work stops at once, scans
+        at their next batch, DML before its next write batch (batches written stay)."""
+        self.runner.interrupt()
+
     def execute(self, sql: str, params: Params = None) -> Result:
         """Run every statement of ``sql``; the last one's result (warnings of all)."""
+        self.runner.cancelled.clear()
         fast = self.statements.get(sql)
         if fast is not None:
             stmt, lookup = fast
@@ -158,6 +165,7 @@ class Session:
     def execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
         """Run ``sql`` once per parameter set; an INSERT or UPSERT of constant VALUES
         becomes one batched write of every row."""
+        self.runner.cancelled.clear()
         seq = list(seq_of_params)
         stmts = parse(sql)
         if len(stmts) == 1 and isinstance(stmts[0], st.Insert | st.Upsert) and seq:
@@ -222,6 +230,7 @@ class Session:
             op,
             atomic=self.settings.abort_on_error,
             batch_rows=self.settings.dml_batch_rows,
+            cancelled=self.runner.cancelled,
         )
 
     def _insert(self, s: st.Insert | st.Upsert) -> Result:

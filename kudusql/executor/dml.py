@@ -12,13 +12,14 @@ values).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from kudusql.common.errors import ProgrammingError
+from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.storage.client.table import Table
 from kudusql.storage.tablet.write_ops import RowError, WriteOp
 
@@ -66,8 +67,10 @@ def write_batches(
     *,
     atomic: bool,
     batch_rows: int,
+    cancelled: threading.Event | None = None,
 ) -> DmlResult:
-    """Write ``batches`` (columns by position) with ``op``; see the module docstring."""
+    """Write ``batches`` (columns by position) with ``op``; see the module docstring.
+    ``cancelled`` is checked before each write: batches already written stay."""
     res = DmlResult()
     pending: list[pa.Table] = []
     pending_rows = 0
@@ -81,6 +84,7 @@ def write_batches(
         pending, pending_rows = [], 0
         if data.num_rows == 0:
             return
+        check_cancelled(cancelled)
         wr = table.write(data, op, atomic=atomic)
         res.applied += wr.applied
         res.ignored += wr.ignored
@@ -100,6 +104,12 @@ def write_batches(
             flush()
     flush()
     return res
+
+
+def check_cancelled(cancelled: threading.Event | None) -> None:
+    """Raise if the statement was cancelled (``Session.interrupt``)."""
+    if cancelled is not None and cancelled.is_set():
+        raise OperationalError("statement cancelled")
 
 
 def rows_to_table(rows: Sequence[Sequence[Any]], columns: Sequence[str], table: Table) -> pa.Table:

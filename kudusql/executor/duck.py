@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.hybrid_time import from_micros
+from kudusql.executor.dml import check_cancelled
 from kudusql.parser import to_duckdb_sql
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
 from kudusql.storage.client import system_tables
@@ -107,6 +109,15 @@ class DuckRunner:
         self.db = db
         self.con = duckdb.connect(config={"threads": max(1, db.options.threads)})
         self.snapshots = Snapshotter(db, self.con)
+        #: Set by ``interrupt``: scans stop between batches, DML between writes.
+        self.cancelled = threading.Event()
+
+    def interrupt(self) -> None:
+        """Cancel the running statement (from another thread): DuckDB stops at once,
+        storage scans at their next batch, DML before its next write."""
+        self.cancelled.set()
+        with contextlib.suppress(duckdb.Error):
+            self.con.interrupt()
 
     def close(self) -> None:
         with contextlib.suppress(duckdb.Error):
@@ -121,7 +132,12 @@ class DuckRunner:
         snap = snapshot
         if scan.as_of is not None:
             snap = self.snapshots.hybrid_time(scan.as_of, f"AS OF of {scan.alias or scan.table}")
-        return table.scan(scan.columns, scan.predicates, snapshot=snap).read_all()
+        reader = table.scan(scan.columns, scan.predicates, snapshot=snap)
+        batches = []
+        for b in reader:
+            check_cancelled(self.cancelled)
+            batches.append(b)
+        return pa.Table.from_batches(batches, schema=reader.schema)
 
     def read_changes(self, ch: ChangesScan, snapshot: int) -> pa.Table:
         """The rows changed in [start, end), their values at end, ``change_type``

@@ -1,15 +1,13 @@
 """Owns the shell's two reaches into a connection beyond PEP 249: interrupting the
 running statement and reading its progress.
 
-The engine has no public hooks for these yet, so this module looks for
-``Session.interrupt()`` / ``Session.progress()`` first and otherwise uses the DuckDB
-connection of the session's runner (``interrupt()``, ``query_progress()``) without
-importing DuckDB. What can be interrupted: the DuckDB part of a statement (joins,
-aggregates, sorts, ``range()``) stops at once; reading storage scans into Arrow and
-writing DML batches cannot be stopped midway, so the shell returns to the prompt and
-discards the result while that part finishes in the background (the next statement
-waits for it). Every function here is best effort and never raises.
-"""
+``Session.interrupt()`` cancels a statement: DuckDB work (joins, aggregates, sorts,
+``range()``) stops at once, storage scans at their next batch and DML before its next
+write batch; only a single write batch already under way finishes (in the background,
+its result discarded by the shell). Progress is DuckDB's percent done of the running
+query (``query_progress()`` on the session's runner connection, read without importing
+DuckDB) unless the session offers ``progress()``. Every function here is best effort
+and never raises."""
 
 from __future__ import annotations
 

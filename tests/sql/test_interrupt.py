@@ -1,0 +1,65 @@
+"""Session.interrupt (what Ctrl-C in the shell calls): a statement stops between storage
+scan batches or before its next DML write, raises OperationalError, and the session
+stays usable; an interrupt never leaks into the next statement."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+
+import kudusql
+from kudusql.common.errors import OperationalError
+from kudusql.storage.tablet.write_ops import WriteOp
+
+DELETE = WriteOp.DELETE
+ROWS = 400_000
+
+
+@pytest.fixture
+def conn() -> Iterator[kudusql.Connection]:
+    c = kudusql.connect(":memory:", maintenance=False, sync=False, scan_batch_rows=256)
+    c.execute(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT) PARTITION BY HASH (id) PARTITIONS 2"
+    )
+    ids = pa.array(range(ROWS), pa.int64())
+    c.session.db.table("t").insert(pa.table({"id": ids, "v": ids}))
+    yield c
+    c.close()
+
+
+def test_interrupt_stops_a_scan_between_batches(conn: kudusql.Connection) -> None:
+    started = threading.Event()
+    real_scan = conn.session.runner.read_scan
+
+    def read_scan(*a: object, **kw: object) -> pa.Table:
+        started.set()  # the scan phase has begun: now interrupt it
+        return real_scan(*a, **kw)  # type: ignore[arg-type]
+
+    conn.session.runner.read_scan = read_scan  # type: ignore[method-assign]
+
+    def cancel() -> None:
+        started.wait(10)
+        time.sleep(0.01)
+        conn.session.interrupt()
+
+    th = threading.Thread(target=cancel)
+    th.start()
+    t0 = time.monotonic()
+    with pytest.raises(OperationalError, match="cancelled"):
+        conn.execute("SELECT sum(v) FROM t")
+    th.join()
+    assert time.monotonic() - t0 < 5
+    # the next statement runs normally (the interrupt does not leak)
+    assert conn.execute("SELECT count(*) FROM t").fetchall() == [(ROWS,)]
+
+
+def test_interrupt_before_a_dml_write_applies_nothing_more(conn: kudusql.Connection) -> None:
+    s = conn.session
+    s.runner.cancelled.set()  # as if Ctrl-C came during the read phase of a DELETE
+    with pytest.raises(OperationalError, match="cancelled"):
+        s._write(s.db.table("t"), pa.table({"id": pa.array([1], pa.int64())}), ["id"], DELETE)
+    assert conn.execute("SELECT count(*) FROM t").fetchall() == [(ROWS,)]
