@@ -49,7 +49,7 @@ def format_error(sql: str, offset: int, message: str, kind: str = "syntax error"
 def programming_error(sql: str, error: Exception) -> ProgrammingError:
     """The ProgrammingError a user sees for ``error`` raised while parsing ``sql``."""
     if isinstance(error, KuduParseError):
-        return ProgrammingError(format_error(sql, error.offset, error.description))
+        return ProgrammingError(format_error(sql, error.offset, _plain(error.description)))
     if isinstance(error, TokenError):
         cause = error.__cause__
         detail = str(cause) if cause is not None else str(error)
@@ -64,8 +64,46 @@ def programming_error(sql: str, error: Exception) -> ProgrammingError:
     if isinstance(error, ParseError):
         first = error.errors[0] if error.errors else {}
         description = first.get("description") or str(error).split(". Line")[0]
-        return ProgrammingError(format_error(sql, _offset_of(sql, first), str(description)))
+        return ProgrammingError(format_error(sql, _offset_of(sql, first), _plain(str(description))))
     return ProgrammingError(f"syntax error: {error}")
+
+
+# sqlglot's "Required keyword: 'this' missing for <class 'sqlglot....EQ'>": an operator
+# without one of its operands. Said in SQL terms, without sqlglot's internals.
+_MISSING_OPERAND = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>")
+
+
+def _plain(description: str) -> str:
+    m = _MISSING_OPERAND.search(description)
+    if m is None:
+        return description
+    name = m.group(2)
+    if name in _BINARY:
+        side = "left" if m.group(1) == "this" else "right"
+        what = f"the {side} operand of {_BINARY[name]} is missing"
+    else:
+        what = f"{name.upper()} is incomplete"
+    return description[: m.start()] + what + description[m.end() :]
+
+
+_BINARY = {
+    "EQ": "=",
+    "NEQ": "<>",
+    "GT": ">",
+    "GTE": ">=",
+    "LT": "<",
+    "LTE": "<=",
+    "And": "AND",
+    "Or": "OR",
+    "Add": "+",
+    "Sub": "-",
+    "Mul": "*",
+    "Div": "/",
+    "Mod": "%",
+    "Like": "LIKE",
+    "ILike": "ILIKE",
+    "DPipe": "||",
+}
 
 
 def _offset_of(sql: str, err: dict[str, object]) -> int:

@@ -124,3 +124,11 @@ def test_parse_one_needs_exactly_one() -> None:
         parse_one("SELECT 1; SELECT 2")
     with pytest.raises(ProgrammingError, match="found 0"):
         parse_one("-- nothing")
+
+
+def test_missing_operand_is_said_in_sql_terms() -> None:
+    """Pinned: sqlglot's "Required keyword: 'this' missing for <class ...EQ>" leaked."""
+    with pytest.raises(ProgrammingError) as e:
+        parse("SELECT * FROM t WHERE = 1")
+    assert "the left operand of = is missing" in str(e.value)
+    assert "sqlglot" not in str(e.value)

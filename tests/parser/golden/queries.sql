@@ -107,7 +107,7 @@ syntax error at line 1, column 14: Expected table name but got the end of the st
 -- statement
 SELECT a FROM t WHERE
 -- error
-syntax error at line 1, column 22: Required keyword: 'this' missing for <class 'sqlglot.expressions.query.Where'> (the statement ended early)
+syntax error at line 1, column 22: WHERE is incomplete (the statement ended early)
   SELECT a FROM t WHERE
                        ^
 
