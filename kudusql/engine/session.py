@@ -126,6 +126,11 @@ class Session:
         return t.name, t.schema
 
     # -- entry points -------------------------------------------------------------------------
+    def scan_progress(self) -> tuple[int, int] | None:
+        """(rows read, rows stored) while the running statement reads its tables (an
+        estimate: deleted and filtered rows count in the total), else None."""
+        return self.runner.scan_rows
+
     def interrupt(self) -> None:
         """Cancel the statement running in this session (call from another thread); it
         raises OperationalError("statement cancelled"). DuckDB work stops at once, scans

@@ -111,6 +111,8 @@ class DuckRunner:
         self.snapshots = Snapshotter(db, self.con)
         #: Set by ``interrupt``: scans stop between batches, DML between writes.
         self.cancelled = threading.Event()
+        #: (rows read, rows stored) of the statement's storage scans while they run.
+        self.scan_rows: tuple[int, int] | None = None
 
     def interrupt(self) -> None:
         """Cancel the running statement (from another thread): DuckDB stops at once,
@@ -137,6 +139,9 @@ class DuckRunner:
         for b in reader:
             check_cancelled(self.cancelled)
             batches.append(b)
+            if self.scan_rows is not None:
+                done, total = self.scan_rows
+                self.scan_rows = (done + b.num_rows, max(total, done + b.num_rows))
         return pa.Table.from_batches(batches, schema=reader.schema)
 
     def read_changes(self, ch: ChangesScan, snapshot: int) -> pa.Table:
@@ -178,6 +183,7 @@ class DuckRunner:
         """Every scan of ``plan`` read and registered for the duration of the block."""
         names: list[str] = []
         try:
+            self.scan_rows = (0, sum(self._stored_rows(s) for s in plan.scans))
             for s in plan.scans:
                 data = self.read_scan(s, snapshot)
                 self.con.register(s.ref, data)
@@ -185,11 +191,19 @@ class DuckRunner:
             for c in plan.changes:
                 self.con.register(c.ref, self.read_changes(c, snapshot))
                 names.append(c.ref)
+            self.scan_rows = None
             yield
         finally:
+            self.scan_rows = None
             for n in names:
                 with contextlib.suppress(duckdb.Error):
                     self.con.unregister(n)
+
+    def _stored_rows(self, scan: TableScan) -> int:
+        sysdb, dot, _ = scan.table.partition(".")
+        if dot and sysdb == system_tables.SYSTEM_DATABASE:
+            return 0
+        return self.db.table(scan.table).estimated_rows()
 
     # -- queries -----------------------------------------------------------------------------
     def query(self, plan: QueryPlan, snapshot: int) -> pa.Table:

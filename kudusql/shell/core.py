@@ -109,8 +109,9 @@ class Shell:
         prog = ProgressLine(self.output.err, enabled=self.interactive and self.output.is_tty())
         try:
             while not job.wait(0.1):
-                if job.rows is not None:
-                    done, total = job.rows
+                rows = job.rows if job.rows is not None else job.scan_rows()
+                if rows is not None:
+                    done, total = rows
                     prog.update(job.label, done / total if total else None, done, total)
                 else:
                     pct = job.progress()

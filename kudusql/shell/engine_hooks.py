@@ -6,7 +6,8 @@ running statement and reading its progress.
 write batch; only a single write batch already under way finishes (in the background,
 its result discarded by the shell). Progress is DuckDB's percent done of the running
 query (``query_progress()`` on the session's runner connection, read without importing
-DuckDB) unless the session offers ``progress()``. Every function here is best effort
+DuckDB) unless the session offers ``progress()``; while the statement reads its tables,
+``Session.scan_progress()`` gives rows read out of rows stored. Every function here is best effort
 and never raises."""
 
 from __future__ import annotations
@@ -66,3 +67,17 @@ def progress(conn: Any) -> float | None:
     if not isinstance(value, int | float) or value < 0:
         return None
     return float(min(value, 100.0))
+
+
+def scan_rows(conn: Any) -> tuple[int, int] | None:
+    """(rows read, rows stored) while the running statement scans storage, if known."""
+    hook = getattr(_session(conn), "scan_progress", None)
+    if not callable(hook):
+        return None
+    try:
+        value = hook()
+    except Exception:
+        return None
+    if not isinstance(value, tuple) or len(value) != 2:
+        return None
+    return int(value[0]), int(value[1])

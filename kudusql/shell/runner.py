@@ -84,6 +84,9 @@ class Job:
     def progress(self) -> float | None:
         return engine_hooks.progress(self.runner.conn)
 
+    def scan_rows(self) -> tuple[int, int] | None:
+        return engine_hooks.scan_rows(self.runner.conn)
+
     def cancel(self, grace: float = 1.0) -> bool:
         """Interrupt the statement and abandon it; True if it stopped within ``grace``
         seconds (otherwise it finishes in the background and its result is dropped)."""

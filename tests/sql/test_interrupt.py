@@ -63,3 +63,19 @@ def test_interrupt_before_a_dml_write_applies_nothing_more(conn: kudusql.Connect
     with pytest.raises(OperationalError, match="cancelled"):
         s._write(s.db.table("t"), pa.table({"id": pa.array([1], pa.int64())}), ["id"], DELETE)
     assert conn.execute("SELECT count(*) FROM t").fetchall() == [(ROWS,)]
+
+
+def test_scan_progress_counts_rows_read_out_of_rows_stored(conn: kudusql.Connection) -> None:
+    seen: list[tuple[int, int] | None] = []
+    real_scan = conn.session.runner.read_scan
+
+    def read_scan(*a: object, **kw: object) -> pa.Table:
+        seen.append(conn.session.scan_progress())
+        out = real_scan(*a, **kw)  # type: ignore[arg-type]
+        seen.append(conn.session.scan_progress())
+        return out
+
+    conn.session.runner.read_scan = read_scan  # type: ignore[method-assign]
+    assert conn.execute("SELECT count(*) FROM t WHERE v >= 0").fetchall() == [(ROWS,)]
+    assert seen == [(0, ROWS), (ROWS, ROWS)]
+    assert conn.session.scan_progress() is None

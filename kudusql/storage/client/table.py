@@ -427,6 +427,11 @@ class Table(WriteShortcuts):
         snap = None if snapshot is None else self.db.snapshot(snapshot)
         return rt.tablet(slot).lookup(key, columns, snap)
 
+    def estimated_rows(self) -> int:
+        """Rows stored in the table's tablets now (MemRowSets and DiskRowSets, deleted
+        rows included): an upper bound for progress reports, read from memory only."""
+        return sum(t.stored_rows() for t in self._rt().tablets())
+
     def count_rows(self, snapshot: int | None = None) -> int:
         first = self.schema.key_names[0]
         return sum(b.num_rows for b in self.scan([first], snapshot=snapshot))

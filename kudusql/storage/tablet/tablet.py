@@ -964,6 +964,13 @@ class Tablet(WriteShortcuts):
                 return d.row_at(rid, proj)
         return None
 
+    def stored_rows(self) -> int:
+        """Rows in the memory stores and DiskRowSets, deleted ones included (cheap)."""
+        rs = self._rowsets
+        return (
+            rs.mrs.num_slots + sum(f.num_slots for f in rs.frozen) + sum(d.num_rows for d in rs.drs)
+        )
+
     def count_rows(self, snapshot: int | None = None) -> int:
         first = self.schema.key_columns[0].name
         return sum(b.num_rows for b in self.scan([first], snapshot=snapshot))
