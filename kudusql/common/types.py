@@ -199,7 +199,17 @@ class DataType:
         raise ProgrammingError(f"Arrow type {t} has no kudusql equivalent")
 
     def python_value(self, v: object) -> object:
-        """Check and convert a Python value to this type (used for defaults and bounds)."""
+        """Check and convert a Python value to this type (used for defaults, bounds and
+        predicate literals)."""
+        # Plain ints and strings skip Arrow: building a one-value array probes for pandas
+        # (a failed import when it is absent) and costs ~300 µs per call.
+        bounds = _INT_BOUNDS.get(self.kind)
+        if bounds is not None and type(v) is int:
+            if not bounds[0] <= v <= bounds[1]:
+                raise ProgrammingError(f"value {v!r} is not a valid {self}")
+            return v
+        if self.kind is TypeKind.STRING and type(v) is str and len(v) * 4 <= MAX_CELL_BYTES:
+            return v
         if self.kind is TypeKind.DECIMAL and isinstance(v, int) and not isinstance(v, bool):
             v = decimal.Decimal(v)  # Arrow does not cast an int64 array to a decimal
         arr, bad = cast_array(pa.array([v]), self)
@@ -207,6 +217,13 @@ class DataType:
             raise ProgrammingError(f"value {v!r} is not a valid {self}")
         return arr[0].as_py()
 
+
+_INT_BOUNDS = {
+    TypeKind.INT8: (-(2**7), 2**7 - 1),
+    TypeKind.INT16: (-(2**15), 2**15 - 1),
+    TypeKind.INT32: (-(2**31), 2**31 - 1),
+    TypeKind.INT64: (-(2**63), 2**63 - 1),
+}
 
 # Built once: converting a Python int to an Arrow scalar probes for pandas on every call.
 _MAX_CELL_SCALAR = pa.scalar(MAX_CELL_BYTES, pa.int32())

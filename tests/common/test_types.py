@@ -118,3 +118,13 @@ def test_double_to_decimal_rounds_half_away_from_zero() -> None:
     out, bad = cast_array(pa.array([0.045, -0.045, 2.675, 1.0]), DataType.parse("DECIMAL(15,2)"))
     assert bad is None
     assert out.to_pylist() == [decimal.Decimal(x) for x in ("0.05", "-0.05", "2.68", "1.00")]
+
+
+def test_python_value_ints_and_strings_checked_without_arrow() -> None:
+    """The fast path for plain ints and strings keeps the range checks."""
+    assert DataType.parse("INT8").python_value(-128) == -128
+    for typ, bad in (("INT8", 128), ("INT16", -(2**15) - 1), ("INT64", 2**63)):
+        with pytest.raises(ProgrammingError, match="not a valid"):
+            DataType.parse(typ).python_value(bad)
+    assert DataType.parse("STRING").python_value("é") == "é"
+    assert DataType.parse("VARCHAR(2)").python_value("abc") == "ab"  # still truncated
