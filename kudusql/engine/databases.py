@@ -1,25 +1,27 @@
 """SQL databases (namespaces): which exist, their comments.
 
-This module owns the registry of databases made by CREATE DATABASE: the JSON file
-``sql_databases.json`` in the database directory, replaced atomically (temporary file,
-fsync, rename). The database ``default`` always exists, and so does any database that
-holds a table (a storage table ``db.t``, see ``planner.names``). Tables are not listed
-here: they live in the storage catalog.
+This module owns the registry of databases made by CREATE DATABASE: the file
+``sql_databases.meta`` in the database directory (checksummed JSON, replaced
+atomically; see ``FORMAT.md`` beside this module). The database ``default`` always
+exists, and so does any database that holds a table (a storage table ``db.t``, see
+``planner.names``). Tables are not listed here: they live in the storage catalog.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 from typing import Any
 
-from kudusql.common.errors import OperationalError, ProgrammingError
+from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.system_tables import SYSTEM_DATABASE
+from kudusql.storage.fs.meta_file import load_json, save_json
 
-FILE_NAME = "sql_databases.json"
+# DO NOT CHANGE: on-disk.
+FILE_NAME = "sql_databases.meta"
+MAGIC = b"KSQLDBS1"
+VERSION = 1
 
 
 class DatabaseRegistry:
@@ -28,30 +30,17 @@ class DatabaseRegistry:
         self.path = os.path.join(db.path, FILE_NAME)
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
-        except FileNotFoundError:
+        if not os.path.exists(self.path):
             return {}
-        except (OSError, ValueError) as e:
-            raise OperationalError(f"cannot read {self.path}: {e}") from e
-        return dict(data.get("databases", {}))
+        body = load_json(self.path, MAGIC, VERSION, "SQL database registry")
+        if not isinstance(body, dict) or not isinstance(body.get("databases"), dict):
+            raise CorruptionError(self.path, 0, "unreadable SQL database registry")
+        return dict(body["databases"])
 
     def _save(self, dbs: dict[str, dict[str, Any]]) -> None:
         if self.db.read_only:
             raise OperationalError("the database is open read-only")
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "databases": dbs}, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        with contextlib.suppress(OSError):
-            fd = os.open(self.db.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        save_json(self.path, MAGIC, VERSION, {"databases": dbs}, sync=self.db.options.sync)
 
     def names(self) -> list[str]:
         out = {DEFAULT_DATABASE, *self._load()}
