@@ -59,19 +59,14 @@ class TableAlterer:
     ) -> ColumnSpec:
         """Add a column (nullable unless said otherwise; a NOT NULL column needs a
         default, which the rows already stored read). Returns its spec."""
-        spec = ColumnSpec(name)
-        if type_ is not None:
-            spec.type(type_)
-        if nullable is not None:
-            spec.nullable(nullable)
-        if compression is not None:
-            spec.compression(compression)
-        if encoding is not None:
-            spec.encoding(encoding)
-        if default is not None:
-            spec.default(default)
-        if comment is not None:
-            spec.comment(comment)
+        spec = ColumnSpec(name).set(
+            type=type_,
+            nullable=nullable,
+            compression=compression,
+            encoding=encoding,
+            default=default,
+            comment=comment,
+        )
         self._steps.append(("add", spec))
         return spec
 

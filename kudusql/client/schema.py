@@ -262,6 +262,13 @@ class ColumnSpec:
         self._set[key] = value
         return self
 
+    def set(self, **settings: Any) -> ColumnSpec:
+        """Call the setter of each setting given (None: not given), in the order given."""
+        for name, value in settings.items():
+            if value is not None:
+                getattr(self, name)(value)
+        return self
+
     def type(self, type_: TypeLike) -> ColumnSpec:
         """The column type: a constant (``kudu.int64``), a name (``'int64'``,
         ``'decimal(10,2)'``), a ``DataType`` or an Arrow type."""
@@ -413,29 +420,20 @@ class SchemaBuilder:
             raise ProgrammingError("a column needs a non-empty name")
         if any(s.name == name for s in self._specs):
             raise ProgrammingError(f"duplicate column name {name!r}")
-        spec = ColumnSpec(name)
-        if type_ is not None:
-            spec.type(type_)
-        if nullable is not None:
-            spec.nullable(nullable)
-        if compression is not None:
-            spec.compression(compression)
-        if encoding is not None:
-            spec.encoding(encoding)
+        spec = ColumnSpec(name).set(
+            type=type_,
+            nullable=nullable,
+            compression=compression,
+            encoding=encoding,
+            block_size=block_size,
+            default=default,
+            precision=precision,
+            scale=scale,
+            length=length,
+            comment=comment,
+        )
         if primary_key:
             spec.primary_key()
-        if block_size is not None:
-            spec.block_size(block_size)
-        if default is not None:
-            spec.default(default)
-        if precision is not None:
-            spec.precision(precision)
-        if scale is not None:
-            spec.scale(scale)
-        if length is not None:
-            spec.length(length)
-        if comment is not None:
-            spec.comment(comment)
         self._specs.append(spec)
         return spec
 
