@@ -2,7 +2,8 @@
 
 1. TPC-H, all 22 queries at ``--sf`` (default 1; data from ``tpchgen-cli``, all 8
    tables cached as Parquet in ``benchmarks/data/sf<N>/``; queries from
-   ``tpch/queries`` or ``$KUDUSQL_TPCH_QUERIES``). Ours: a kudusql database
+   ``tpch/queries`` or ``$KUDUSQL_TPCH_QUERIES``; the helpers live in the ``tpch``
+   package, the TPC-H runner of issue 9, ``python -m tpch``). Ours: a kudusql database
    whose tables are created through SQL (``CREATE TABLE ... PRIMARY KEY (TPC-H key)
    PARTITION BY HASH (first key column) PARTITIONS n``, n scaled to rows and cores, see
    ``buckets``), loaded with ``Table.insert`` of the Parquet rows cast to the table's
@@ -35,16 +36,8 @@ point lookups and of the UPDATE. Default run: about 2 minutes at SF 0.1.
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import math
 import os
-import re
-import shutil
 import sqlite3
-import statistics
-import subprocess
-import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -55,258 +48,23 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 import kudusql
 from benchmarks.common import Config, Goal, Result, log, profile, timed, workdir
-from benchmarks.data import DATA_DIR, sf_label, tpchgen_path
+from benchmarks.data import DATA_DIR
 from kudusql.dbapi import Connection
+from tpch.check import compare_results
+from tpch.generate import generate_tpch
+from tpch.load import buckets, duck_native, duck_parquet, load_kudusql
+from tpch.run import duck_rows, run_kudusql
+from tpch.run import geomean as _geomean
+from tpch.run import median as _median
+from tpch.spec import SF1_ANSWER_ROWS, TPCH_KEYS, has_order_by, load_queries, sf_label
 
 NAME = "sql"
 
-#: The TPC-H tables and their primary keys (the first column is the hash column).
-TPCH_KEYS: dict[str, tuple[str, ...]] = {
-    "lineitem": ("l_orderkey", "l_linenumber"),
-    "orders": ("o_orderkey",),
-    "customer": ("c_custkey",),
-    "part": ("p_partkey",),
-    "partsupp": ("ps_partkey", "ps_suppkey"),
-    "supplier": ("s_suppkey",),
-    "nation": ("n_nationkey",),
-    "region": ("r_regionkey",),
-}
-#: Rows per table at SF 1 (nation and region are fixed).
-SF1_ROWS = {
-    "lineitem": 6_001_215,
-    "orders": 1_500_000,
-    "customer": 150_000,
-    "part": 200_000,
-    "partsupp": 800_000,
-    "supplier": 10_000,
-    "nation": 25,
-    "region": 5,
-}
-#: Row counts of the 22 answers at SF 1 (../shared/tpch/README.md).
-SF1_ANSWER_ROWS = [4, 100, 10, 5, 5, 1, 4, 2, 175, 20, 1048, 2, 42, 1, 1, 18314, 1, 57]
-SF1_ANSWER_ROWS += [1, 186, 100, 7]
-
-REL_TOL = 1e-9
-ABS_TOL = 0.01
-
-
-# -- data and queries ---------------------------------------------------------------------------
-def queries_dir() -> Path:
-    """The directory of ``q01.sql`` .. ``q22.sql``: ``$KUDUSQL_TPCH_QUERIES``, else the
-    repository's ``tpch/queries``."""
-    env = os.environ.get("KUDUSQL_TPCH_QUERIES")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "tpch" / "queries"
-
-
-def load_queries(directory: Path | None = None) -> dict[int, str]:
-    """Query number -> SQL text (trailing ``;`` and blank space removed)."""
-    d = directory or queries_dir()
-    out = {}
-    for i in range(1, 23):
-        text = (d / f"q{i:02d}.sql").read_text().strip()
-        out[i] = text.rstrip(";").rstrip()
-    return out
-
-
-def has_order_by(sql: str) -> bool:
-    """Whether the query's outermost statement sorts (TPC-H: a top-level ORDER BY)."""
-    return re.search(r"\border\s+by\b", sql, re.IGNORECASE) is not None
-
-
-def generate_tpch(sf: float, out: Path) -> Path:
-    """``out`` holding ``<table>.parquet`` for the 8 TPC-H tables at ``sf``; tables
-    missing there are generated with ``tpchgen-cli`` (deterministic, so tables generated
-    at different times agree)."""
-    missing = [t for t in TPCH_KEYS if not (out / f"{t}.parquet").exists()]
-    if not missing:
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f"tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        cmd = [tpchgen_path(), "parquet", "-s", sf_label(sf), "--output-dir", str(tmp)]
-        cmd += ["--tables", ",".join(missing), "--quiet"]
-        print(f"generating TPC-H SF {sf_label(sf)}: {' '.join(cmd)}", file=sys.stderr)
-        subprocess.run(cmd, check=True)
-        for t in missing:
-            os.replace(tmp / f"{t}.parquet", out / f"{t}.parquet")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
-
-
-def sql_type(t: pa.DataType) -> str:
-    """The kudusql SQL type for a column type ``tpchgen-cli`` writes."""
-    if pa.types.is_int64(t):
-        return "BIGINT"
-    if pa.types.is_int32(t):
-        return "INT"
-    if pa.types.is_decimal(t):
-        assert isinstance(t, pa.Decimal128Type)
-        return f"DECIMAL({t.precision},{t.scale})"
-    if pa.types.is_date32(t):
-        return "DATE"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "STRING"
-    raise TypeError(f"no SQL type for {t}")
-
-
-def buckets(table: str, sf: float, cores: int | None = None) -> int:
-    """Hash buckets for ``table`` at ``sf``: one per ~1M rows, rounded up to a multiple
-    of the cores (so the scan pool has work for every core), and 0 (no partitioning,
-    one tablet) below 50,000 rows."""
-    c = cores or os.cpu_count() or 1
-    rows = SF1_ROWS[table] * (1 if table in ("nation", "region") else sf)
-    if rows < 50_000:
-        return 0
-    per_core = math.ceil(rows / (c * 1_000_000))
-    return c * max(1, per_core)
-
-
-def create_table_sql(table: str, schema: pa.Schema, n_buckets: int) -> str:
-    """``CREATE TABLE`` for a TPC-H table with its key and ``n_buckets`` hash buckets
-    on the first key column (none: one tablet)."""
-    key = TPCH_KEYS[table]
-    cols = ", ".join(f"{f.name} {sql_type(f.type)} NOT NULL" for f in schema)
-    sql = f"CREATE TABLE {table} ({cols}, PRIMARY KEY ({', '.join(key)}))"
-    if n_buckets > 0:
-        sql += f" PARTITION BY HASH ({key[0]}) PARTITIONS {n_buckets}"
-    return sql
-
-
-def load_kudusql(
-    conn: Connection,
-    data_dir: Path,
-    n_buckets: Callable[[str], int],
-    *,
-    via_executemany: Sequence[str] = (),
-    flush: bool = True,
-) -> dict[str, int]:
-    """Create and fill the 8 TPC-H tables through ``conn``; tables in
-    ``via_executemany`` are filled by ``cursor.executemany`` of an INSERT with
-    parameters, the others by ``Table.insert`` of the Parquet rows cast to the table's
-    Arrow schema. Returns rows per table; raises on any row error."""
-    cur = conn.cursor()
-    counts = {}
-    for table in TPCH_KEYS:
-        data = pq.read_table(data_dir / f"{table}.parquet")
-        cur.execute(create_table_sql(table, data.schema, n_buckets(table)))
-        if table in via_executemany:
-            marks = ", ".join("?" for _ in data.schema)
-            rows = list(zip(*(c.to_pylist() for c in data.columns), strict=True))
-            cur.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-            applied = cur.rowcount
-            errors = len(cur.warnings)
-        else:
-            t = conn.session.db.table(table)
-            target = t.schema.arrow_schema()
-            res = t.insert(data.select(target.names).cast(target))
-            applied, errors = res.applied, len(res.errors)
-        if applied != data.num_rows or errors:
-            raise RuntimeError(f"{table}: {applied} of {data.num_rows} rows loaded")
-        counts[table] = applied
-        if flush:
-            cur.execute(f"ALTER TABLE {table} EXECUTE FLUSH")
-    return counts
-
-
-def duck_parquet(data_dir: Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with one view per TPC-H table over its Parquet file."""
-    con = duckdb.connect()
-    for t in TPCH_KEYS:
-        path = str(data_dir / f"{t}.parquet").replace("'", "''")
-        con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{path}')")
-    return con
-
-
-def duck_native(data_dir: Path, path: str = ":memory:") -> duckdb.DuckDBPyConnection:
-    """DuckDB native tables (CTAS from the Parquet files) in ``path``, checkpointed."""
-    con = duckdb.connect(path)
-    for t in TPCH_KEYS:
-        p = str(data_dir / f"{t}.parquet").replace("'", "''")
-        con.execute(f"CREATE TABLE {t} AS SELECT * FROM read_parquet('{p}')")
-    if path != ":memory:":
-        con.execute("CHECKPOINT")
-    return con
-
-
-# -- answers -------------------------------------------------------------------------------------
-def _close(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    num = (int, float, decimal.Decimal)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return bool(a == b)
-    if isinstance(a, num) and isinstance(b, num):
-        if isinstance(a, int) and isinstance(b, int):
-            return a == b
-        fa, fb = float(a), float(b)
-        if math.isnan(fa) or math.isnan(fb):
-            return math.isnan(fa) and math.isnan(fb)
-        return abs(fa - fb) <= max(ABS_TOL, REL_TOL * max(abs(fa), abs(fb)))
-    return bool(a == b)
-
-
-def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    out: list[Any] = []
-    for v in row:
-        if v is None:
-            out.append((0, ""))
-        elif isinstance(v, int | float | decimal.Decimal) and not isinstance(v, bool):
-            out.append((1, round(float(v), 1)))
-        elif isinstance(v, datetime.date | datetime.datetime):
-            out.append((2, v.isoformat()))
-        else:
-            out.append((3, str(v)))
-    return tuple(out)
-
-
-def compare_results(
-    ours: Sequence[tuple[Any, ...]], theirs: Sequence[tuple[Any, ...]], *, ordered: bool
-) -> str | None:
-    """None if the two answers agree (row count; values with REL_TOL / ABS_TOL for
-    numbers; row order only when ``ordered``), else a description of the first
-    difference."""
-    if len(ours) != len(theirs):
-        return f"{len(ours)} rows, expected {len(theirs)}"
-    a, b = list(ours), list(theirs)
-    if not ordered:
-        a.sort(key=_sort_key)
-        b.sort(key=_sort_key)
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        if len(x) != len(y) or not all(_close(u, v) for u, v in zip(x, y, strict=True)):
-            return f"row {i}: {x!r}, expected {y!r}"
-    return None
-
-
-def duck_rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
-    return con.execute(sql).fetchall()
-
-
-def run_kudusql(conn: Connection, sql: str) -> list[tuple[Any, ...]]:
-    cur = conn.cursor()
-    cur.execute(sql)
-    rows: list[tuple[Any, ...]] = cur.fetchall()
-    cur.close()
-    return rows
-
 
 # -- part 1: TPC-H -------------------------------------------------------------------------------
-def _median(xs: list[float]) -> float:
-    return float(statistics.median(xs))
-
-
-def _geomean(xs: Sequence[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-
 def bench_tpch(cfg: Config, res: Result, d: Path) -> tuple[Connection, duckdb.DuckDBPyConnection]:
     """Part 1; returns the kudusql connection and DuckDB's native database (for part 4)."""
     data_dir = generate_tpch(cfg.sf, DATA_DIR / f"sf{sf_label(cfg.sf)}")

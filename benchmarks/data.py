@@ -1,8 +1,9 @@
 """Benchmark data: TPC-H ``lineitem`` from ``tpchgen-cli``, cached as Parquet.
 
 The generator is the ``tpchgen-cli`` console script installed next to the running
-interpreter (``.venv/bin``). Files are cached in ``benchmarks/data/sf<N>/`` so only the
-first run at a scale factor pays for generation (about 5 s at SF 1).
+interpreter (``.venv/bin``), found by ``tpch.generate.tpchgen_path``. Files are cached
+in ``benchmarks/data/sf<N>/`` so only the first run at a scale factor pays for
+generation (about 5 s at SF 1).
 """
 
 from __future__ import annotations
@@ -18,25 +19,11 @@ import pyarrow.parquet as pq
 
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
+from tpch.generate import tpchgen_path
+from tpch.spec import sf_label
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 LINEITEM_KEY = ("l_orderkey", "l_linenumber")
-
-
-def sf_label(sf: float) -> str:
-    """``1`` for 1.0, ``0.1`` for 0.1: the directory suffix and the CLI argument."""
-    return f"{sf:g}"
-
-
-def tpchgen_path() -> str:
-    """The ``tpchgen-cli`` executable beside ``sys.executable``, else the one on PATH."""
-    local = Path(sys.executable).parent / "tpchgen-cli"
-    if local.exists():
-        return str(local)
-    found = shutil.which("tpchgen-cli")
-    if found is None:
-        raise RuntimeError("tpchgen-cli not found: pip install tpchgen-cli (extra 'tpch')")
-    return found
 
 
 def lineitem_path(sf: float) -> Path:

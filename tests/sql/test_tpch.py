@@ -7,7 +7,8 @@ are created through SQL with their TPC-H primary keys (hash-partitioned on the f
 key column where big enough) and filled with ``Table.insert`` (the tiny tables with
 ``cursor.executemany``). Answers must agree: row count, values (numbers within a
 relative 1e-9 or an absolute 0.01), and row order where the query has ORDER BY. The
-comparison, DDL and loading are shared with ``benchmarks/bench_sql.py``.
+comparison, DDL and loading come from the ``tpch`` package (the TPC-H runner, also
+used by ``benchmarks/bench_sql.py``).
 """
 
 from __future__ import annotations
@@ -20,19 +21,11 @@ import duckdb
 import pytest
 
 import kudusql
-from benchmarks.bench_sql import (
-    TPCH_KEYS,
-    compare_results,
-    duck_native,
-    duck_parquet,
-    generate_tpch,
-    has_order_by,
-    load_kudusql,
-    load_queries,
-    queries_dir,
-)
-from benchmarks.data import tpchgen_path
 from kudusql.dbapi import Connection
+from tpch.check import compare_results
+from tpch.generate import generate_tpch, tpchgen_path
+from tpch.load import duck_native, duck_parquet, load_kudusql
+from tpch.spec import TPCH_KEYS, has_order_by, load_queries, queries_dir
 
 SF = 0.01
 #: Hash buckets at SF 0.01 (0: one tablet, no partitioning).
@@ -83,7 +76,7 @@ def tpch_data(request: pytest.FixtureRequest) -> Path:
         pytest.skip("tpchgen-cli not installed (pip install tpchgen-cli, extra 'tpch')")
     cache = request.config.cache
     root = Path(cache.mkdir("tpch")) if cache is not None else Path("/nonexistent")
-    return generate_tpch(SF, root / "sf0.01")
+    return generate_tpch(SF, root / "sf0.01", progress=False)
 
 
 def _open_loaded(path: Path, data: Path) -> Connection:

@@ -1,0 +1,27 @@
+"""SF 0.01 TPC-H data shared by the runner's tests (and tests/sql/test_tpch.py): the
+pytest cache's ``tpch`` directory, generated once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tpch.errors import TpchError
+from tpch.generate import generate_tpch, tpchgen_path
+
+SF = 0.01
+
+
+@pytest.fixture(scope="session")
+def tpch_root(request: pytest.FixtureRequest) -> Path:
+    """The data directory (files in ``<root>/sf0.01``), generated if needed."""
+    try:
+        tpchgen_path()
+    except TpchError:
+        pytest.skip("tpchgen-cli not installed (pip install tpchgen-cli, extra 'tpch')")
+    cache = request.config.cache
+    assert cache is not None
+    root = Path(cache.mkdir("tpch"))
+    generate_tpch(SF, root / "sf0.01", progress=False)
+    return root
