@@ -1,7 +1,8 @@
 """A progress bar on standard error, without a dependency.
 
 On a terminal the bar is redrawn in place (at most ten times a second); elsewhere (a log
-file, CI) only the finished line is written, so logs stay short. ``quiet`` silences it.
+file, CI) a line is written every 30 seconds and when done, so logs stay short.
+``quiet`` silences it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from types import TracebackType
 from typing import TextIO
 
 WIDTH = 28
+#: Off a terminal, a progress line at most this often (the finished line always).
+LOG_EVERY_S = 30.0
 
 
 def _fmt_count(n: float, unit: str) -> str:
@@ -96,9 +99,16 @@ class Progress:
         return "  ".join(parts)
 
     def _draw(self, force: bool = False) -> None:
-        if not self.enabled or not self.tty:
+        if not self.enabled:
             return
         now = time.perf_counter()
+        if not self.tty:  # a log: a line every LOG_EVERY_S, no redrawing
+            if now - self._last_draw >= LOG_EVERY_S and self.done < self.total:
+                if self._last_draw:
+                    self.stream.write(self.line() + "\n")
+                    self.stream.flush()
+                self._last_draw = now
+            return
         if not force and now - self._last_draw < 0.1 and self.done < self.total:
             return
         self._last_draw = now

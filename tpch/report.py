@@ -34,6 +34,20 @@ def _median(q: dict[str, Any], system: str) -> float | None:
     return None if not s else s.get("median_ms")
 
 
+def _settings(st: dict[str, Any]) -> str:
+    parts = []
+    for k, val in st.items():
+        if val is None:
+            continue
+        if k == "queries" and isinstance(val, list):
+            val = "all 22" if len(val) == 22 else " ".join(val)
+        elif k == "buckets" and isinstance(val, dict):
+            val = ", ".join(f"{t} {n}" for t, n in val.items())
+            k = "tablets"
+        parts.append(f"{k}: {val}")
+    return "; ".join(parts)
+
+
 def query_section(data: dict[str, Any]) -> dict[str, Any] | None:
     """The section with per-query timings: ``compare`` if present, else ``run``."""
     for name in ("compare", "run"):
@@ -80,7 +94,7 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None = None) -> st
         + ", ".join(f"{k} {val}" for k, val in v.items() if val and k != "kudusql_commit")
         + ".",
         "",
-        "Settings: " + ", ".join(f"{k}={val}" for k, val in st.items()) + ".",
+        "Settings: " + _settings(st) + ".",
         "",
         "## Goals",
         "",
