@@ -1,4 +1,11 @@
-"""Owns the PySpark data source (issue 8).
+"""The PySpark integration (needs the ``spark`` extra): the ``kudusql`` data source, the
+KuduContext-like helper and the Spark data pipeline.
 
-Not built yet: the package exists so the layer contracts in pyproject.toml hold.
+Modules: ``options`` (the source's options), ``spark_schema`` (types between kudusql,
+Spark and Spark's Arrow batches), ``filters`` (pushed-down filters), ``reader`` (scan
+tokens as Spark partitions), ``staging`` / ``writer`` / ``publish`` (tasks stage rows,
+the commit applies them at one timestamp: all-or-nothing writes), ``source``
+(``DefaultSource``), ``session`` (session settings, explicit registration), ``context``
+(``KuduContext``), ``pipeline`` (files through Spark into tables). The top-level module
+``pyspark_kudusql`` exposes ``DefaultSource`` where Spark looks for it.
 """

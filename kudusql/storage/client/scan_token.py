@@ -92,16 +92,17 @@ class ScanToken:
         except (ValueError, KeyError, TypeError) as e:
             raise ProgrammingError(f"not a scan token: {e}") from e
 
-    def execute(self, db: Database | None = None) -> pa.RecordBatchReader:
-        """The rows of this piece. Without ``db`` the database is opened read-only for
-        the duration of the scan (and closed when the reader is exhausted)."""
+    def execute(self, db: Database | None = None, *, ordered: bool = False) -> pa.RecordBatchReader:
+        """The rows of this piece (in primary-key order with ``ordered``). Without ``db``
+        the database is opened read-only for the duration of the scan (and closed when
+        the reader is exhausted)."""
         from kudusql.storage.client.database import Database
 
         own = db is None
         if db is None:
             db = Database(self.db_path, read_only=True)
         try:
-            reader = self._scan(db)
+            reader = self._scan(db, ordered)
         except BaseException:
             if own:
                 db.close()
@@ -117,7 +118,7 @@ class ScanToken:
 
         return pa.RecordBatchReader.from_batches(reader.schema, closing())
 
-    def _scan(self, db: Database) -> pa.RecordBatchReader:
+    def _scan(self, db: Database, ordered: bool) -> pa.RecordBatchReader:
         try:
             rt = db._runtime(self.table_id)
         except ProgrammingError:
@@ -142,6 +143,7 @@ class ScanToken:
             list(self.columns),
             list(self.predicates),
             snapshot=self.snapshot,
+            ordered=ordered,
             key_range=(self.key_lo, self.key_hi),
         )
 

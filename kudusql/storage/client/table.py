@@ -27,6 +27,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -267,6 +268,39 @@ class Table(WriteShortcuts):
             return list(self.db.pool.map(one, parts))
         return [one(p) for p in parts]
 
+    def check_write(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        op: WriteOp | str | int | None = None,
+        *,
+        op_column: str | None = None,
+    ) -> list[RowError]:
+        """Every per-row error ``write`` would report for this batch now (rows no range
+        partition covers, then each tablet's checks), applying nothing. Inside
+        ``exclusive()`` the answer holds for a ``write`` made there."""
+        self.db._check_open()
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        ops = operations(data, op, op_column)
+        rt = self._rt()
+        with rt.write_lock:
+            rt = self._rt()
+            slots, unrouted = self._route(rt, data)
+            parts = _split(data, slots)
+            errors = [
+                RowError(
+                    int(i),
+                    WriteOp(int(ops[i])),
+                    _key_of(data, rt.meta.schema, int(i)),
+                    "NotFound",
+                    NO_TABLET_MESSAGE,
+                )
+                for i in np.flatnonzero(unrouted).tolist()
+            ]
+            errors += _part_errors(rt.tablets(), parts, op, op_column, self.db.pool)
+        errors.sort(key=lambda e: e.index)
+        return errors
+
     def _write_atomic(
         self,
         tablets: Sequence[Tablet],
@@ -279,11 +313,7 @@ class Table(WriteShortcuts):
         with contextlib.ExitStack() as stack:
             for p in sorted(parts, key=lambda p: p.slot):
                 stack.enter_context(tablets[p.slot].exclusive())
-            errors: list[RowError] = []
-            for p in parts:
-                for e in tablets[p.slot].check_write(p.data, op, op_column=op_column):
-                    idx = e.index if p.rows is None else int(p.rows[e.index])
-                    errors.append(RowError(idx, e.op, e.key, e.status, e.message))
+            errors = _part_errors(tablets, parts, op, op_column, None)
             if errors:
                 errors.sort(key=lambda e: e.index)
                 msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
@@ -519,6 +549,43 @@ class Table(WriteShortcuts):
         }
         self.db._set_statistics(self.id, stats)
         return stats
+
+
+def _part_errors(
+    tablets: Sequence[Tablet],
+    parts: list[_Part],
+    op: WriteOp | str | int | None,
+    op_column: str | None,
+    pool: Executor | None,
+) -> list[RowError]:
+    """Each part's row errors from its tablet's check, as indices of the whole batch
+    (the parts checked in parallel on ``pool`` when given and the batch is big)."""
+
+    def one(p: _Part) -> list[RowError]:
+        out = []
+        for e in tablets[p.slot].check_write(p.data, op, op_column=op_column):
+            idx = e.index if p.rows is None else int(p.rows[e.index])
+            out.append(RowError(idx, e.op, e.key, e.status, e.message))
+        return out
+
+    total = sum(p.data.num_rows for p in parts)
+    if pool is not None and len(parts) > 1 and total >= PARALLEL_WRITE_ROWS:
+        return [e for errs in pool.map(one, parts) for e in errs]
+    return [e for p in parts for e in one(p)]
+
+
+_LAYOUTS: dict[tuple[int, tuple[str, ...]], RowLayout] = {}
+
+
+def _layout(schema: Schema, names: tuple[str, ...]) -> RowLayout:
+    """The row layout of ``names`` under ``schema`` (cached per schema object)."""
+    key = (id(schema), names)
+    lay = _LAYOUTS.get(key)
+    if lay is None or lay.schema is not schema:
+        if len(_LAYOUTS) >= 256:
+            _LAYOUTS.clear()
+        lay = _LAYOUTS[key] = RowLayout(schema, names)
+    return lay
 
 
 def _split(data: pa.Table, slots: np.ndarray) -> list[_Part]:

@@ -1,0 +1,164 @@
+"""``KuduContext``: kudu-spark's helper for table management and row writes, for kudusql.
+
+Mirrors ``org.apache.kudu.spark.kudu.KuduContext`` in Python names: ``table_exists``,
+``delete_table``, ``create_table`` from a DataFrame schema with key columns and
+partitioning, ``insert_rows``, ``insert_ignore_rows``, ``upsert_rows``, ``update_rows``,
+``delete_rows``, ``delete_ignore_rows`` and ``read``. Writes go through the data source
+(so each is one all-or-nothing job) and return the job's summary; the timestamp of the
+last write is kept (``last_timestamp_micros``) for reads that must see it, as
+kudu-spark's timestamp accumulator does. DDL opens the database as its writer for the
+duration of the call only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from kudusql.client.partitioning import Partitioning
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.spark.options import database_path, storage_table_name
+from kudusql.spark.publish import JobSummary
+from kudusql.spark.session import register
+from kudusql.spark.spark_schema import kudusql_type
+from kudusql.storage.client.database import Database
+
+
+class KuduContext:
+    def __init__(self, master: str, spark: SparkSession) -> None:
+        self.master = master
+        self.database = database_path(master)
+        self.spark = spark
+        self.last_timestamp_micros: int | None = None
+        register(spark)
+
+    # -- tables ---------------------------------------------------------------------------
+    def table_exists(self, table: str) -> bool:
+        if not os.path.isdir(self.database):
+            return False
+        with Database(self.database, read_only=True) as db:
+            return db.has_table(storage_table_name(table))
+
+    def delete_table(self, table: str) -> None:
+        with Database(self.database, maintenance=False) as db:
+            db.drop_table(storage_table_name(table))
+
+    def create_table(
+        self,
+        table: str,
+        schema: StructType,
+        keys: Sequence[str],
+        *,
+        hash_partitions: Sequence[tuple[Sequence[str], int]] = (),
+        partitioning: Partitioning | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> None:
+        """Create ``table`` with the columns of ``schema`` (keys first, in ``keys``
+        order, NOT NULL) hash-partitioned by ``hash_partitions`` ((columns, buckets)
+        pairs) or by a full ``Partitioning``."""
+        core = table_schema(schema, keys)
+        if partitioning is None:
+            partitioning = Partitioning()
+            for cols, buckets in hash_partitions:
+                partitioning.add_hash_partitions(list(cols), buckets)
+        elif hash_partitions:
+            raise ProgrammingError("give hash_partitions or partitioning, not both")
+        with Database(self.database, maintenance=False) as db:
+            db.create_table(
+                storage_table_name(table),
+                core,
+                partitioning.to_partition_schema(core),
+                properties=properties,
+            )
+
+    # -- reads ----------------------------------------------------------------------------
+    def read(self, table: str, snapshot_micros: int | None = None) -> DataFrame:
+        reader = self.spark.read.format("kudusql").options(**self._options(table))
+        if snapshot_micros is not None:
+            reader = reader.option("kudu.snapshotTimestampMicros", str(snapshot_micros))
+        return reader.load()
+
+    # -- writes ---------------------------------------------------------------------------
+    def insert_rows(self, df: DataFrame, table: str, **options: Any) -> JobSummary:
+        return self.write_rows(df, table, "insert", **options)
+
+    def insert_ignore_rows(self, df: DataFrame, table: str, **options: Any) -> JobSummary:
+        return self.write_rows(df, table, "insert_ignore", **options)
+
+    def upsert_rows(self, df: DataFrame, table: str, **options: Any) -> JobSummary:
+        return self.write_rows(df, table, "upsert", **options)
+
+    def update_rows(self, df: DataFrame, table: str, **options: Any) -> JobSummary:
+        return self.write_rows(df, table, "update", **options)
+
+    def delete_rows(self, df: DataFrame, table: str, **options: Any) -> JobSummary:
+        return self.write_rows(df, table, "delete", **options)
+
+    def delete_ignore_rows(self, df: DataFrame, table: str, **options: Any) -> JobSummary:
+        return self.write_rows(df, table, "delete_ignore", **options)
+
+    def write_rows(
+        self, df: DataFrame, table: str, operation: str, *, overwrite: bool = False, **options: Any
+    ) -> JobSummary:
+        """Write ``df`` to ``table`` with ``operation`` in one job; options are data
+        source options (``ignore_row_errors=True`` is ``kudu.ignoreRowErrors``, ...)."""
+        with tempfile.TemporaryDirectory(prefix="kudusql-job-") as tmp:
+            report = os.path.join(tmp, "report.json")
+            opts = self._options(table)
+            opts["kudu.operation"] = operation
+            opts["kudusql.reportFile"] = report
+            for k, v in options.items():
+                opts[_option_name(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+            if operation in ("delete", "delete_ignore"):
+                with Database(self.database, read_only=True) as db:
+                    keys = db.table(storage_table_name(table)).schema.key_names
+                df = df.select(*[_df_column(df, k) for k in keys])
+            writer = df.write.format("kudusql").options(**opts)
+            writer.mode("overwrite" if overwrite else "append").save()
+            with open(report) as f:
+                summary = JobSummary(**json.load(f))
+        if summary.timestamp_micros is not None:
+            self.last_timestamp_micros = summary.timestamp_micros
+        return summary
+
+    def _options(self, table: str) -> dict[str, str]:
+        return {"kudu.master": self.database, "kudu.table": table}
+
+
+def _option_name(key: str) -> str:
+    """``ignore_row_errors`` -> ``kudu.ignoreRowErrors``; dotted names pass through."""
+    if "." in key:
+        return key
+    head, *rest = key.split("_")
+    return "kudu." + head + "".join(p.capitalize() for p in rest)
+
+
+def _df_column(df: DataFrame, name: str) -> str:
+    for c in df.columns:
+        if c.lower() == name.lower():
+            return c
+    raise ProgrammingError(f"the DataFrame lacks primary key column {name!r}")
+
+
+def table_schema(schema: StructType, keys: Sequence[str]) -> Schema:
+    """A kudusql schema from a Spark schema: ``keys`` first (NOT NULL), then the rest."""
+    by_name = {f.name: f for f in schema.fields}
+    missing = [k for k in keys if k not in by_name]
+    if not keys:
+        raise ProgrammingError("a table needs at least one primary key column")
+    if missing:
+        raise ProgrammingError(f"key column(s) {', '.join(missing)} are not in the schema")
+    cols = [ColumnSchema(k, kudusql_type(by_name[k].dataType, k), nullable=False) for k in keys]
+    cols += [
+        ColumnSchema(f.name, kudusql_type(f.dataType, f.name), nullable=f.nullable)
+        for f in schema.fields
+        if f.name not in keys
+    ]
+    return Schema(tuple(cols), len(keys))

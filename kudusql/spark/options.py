@@ -1,0 +1,159 @@
+"""The options of the ``kudusql`` Spark data source: names, parsing, validation.
+
+Spark hands options over as a case-insensitive mapping with lower-cased keys
+(``.option(...)``, ``load(path)`` as ``path``, ``OPTIONS (...)`` of a SQL view). This
+module owns the list of options the source understands (kudu-spark's names, so a job
+written for Kudu reads the same), turns them into a typed ``SourceOptions``, and fails
+with one clear message naming an unknown option or a bad value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from kudusql.common.errors import ProgrammingError
+
+#: Write operations, as kudu-spark names them.
+OPERATIONS = (
+    "insert",
+    "insert_ignore",
+    "upsert",
+    "update",
+    "update_ignore",
+    "delete",
+    "delete_ignore",
+)
+
+#: Every option, lower-cased (Spark lower-cases keys), with what it does.
+KNOWN_OPTIONS = {
+    "kudu.master": "the database: a directory path or a file:// URI",
+    "path": "the database, when given as load(path) / save(path)",
+    "kudu.table": "the table: t (default database) or db.t",
+    "kudu.snapshottimestampmicros": "read at this wall-clock time (microseconds since the epoch)",
+    "kudu.snapshottimestampms": "read at this wall-clock time (milliseconds, as kudu-spark)",
+    "kudu.splitsizebytes": "split a tablet's scan into pieces of about this many bytes",
+    "kudu.batchsize": "bytes per Arrow batch a read task yields (default 20 MiB)",
+    "kudu.faulttolerantscan": "true: each piece returns its rows in primary-key order",
+    "kudu.scanlocality": "accepted for kudu-spark jobs; every replica is local here",
+    "kudu.operation": "insert, insert_ignore, upsert (default), update, update_ignore, "
+    "delete or delete_ignore",
+    "kudu.ignorenull": "true: a NULL in an upsert or update leaves the stored value",
+    "kudu.ignorerowerrors": "true: apply the good rows and count the bad ones "
+    "instead of failing the job",
+    "kudusql.pushfilters": "true: take Spark's simple filters into the scan (only with a "
+    "DataFrame per query: Spark reuses a relation's pushed filters, see docs/SPARK.md)",
+    "kudusql.reportfile": "write a JSON summary of a write job (rows, errors) to this file",
+}
+
+DEFAULT_BATCH_BYTES = 20 << 20
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    database: str
+    table: str
+    snapshot_micros: int | None = None
+    split_size_bytes: int | None = None
+    batch_bytes: int = DEFAULT_BATCH_BYTES
+    fault_tolerant: bool = False
+    operation: str = "upsert"
+    ignore_null: bool = False
+    ignore_row_errors: bool = False
+    report_file: str | None = None
+    push_filters: bool = False
+
+
+def storage_table_name(name: str) -> str:
+    """The storage name of a SQL table name: ``default.t`` and ``t`` are ``t``."""
+    name = name.strip()
+    if not name:
+        raise ProgrammingError("option kudu.table is empty")
+    db, dot, table = name.partition(".")
+    if dot and db.lower() == "default":
+        return table
+    return name
+
+
+def database_path(master: str) -> str:
+    """A directory from ``kudu.master``: a path or a ``file://`` URI."""
+    if "://" in master:
+        u = urlparse(master)
+        if u.scheme != "file":
+            raise ProgrammingError(
+                f"kudu.master {master!r}: only embedded databases (a path or file:// URI) "
+                "are supported"
+            )
+        master = unquote(u.path)
+    return os.path.abspath(os.path.expanduser(master))
+
+
+def _bool(key: str, value: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise ProgrammingError(f"option {key}: expected true or false, got {value!r}")
+
+
+def _positive_int(key: str, value: str) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise ProgrammingError(f"option {key}: expected an integer, got {value!r}") from None
+    if n <= 0:
+        raise ProgrammingError(f"option {key}: must be positive, got {n}")
+    return n
+
+
+def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> SourceOptions:
+    """Validate and type the options Spark passed (keys in any case)."""
+    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    unknown = sorted(k for k in opts if k not in KNOWN_OPTIONS)
+    if unknown:
+        known = ", ".join(k for k in KNOWN_OPTIONS if k != "path")
+        raise ProgrammingError(f"unknown kudusql option(s) {', '.join(unknown)}; known: {known}")
+    master = opts.get("kudu.master") or opts.get("path")
+    if not master:
+        raise ProgrammingError("option kudu.master (the database path) is required")
+    table = opts.get("kudu.table", "")
+    if need_table and not table.strip():
+        raise ProgrammingError("option kudu.table is required")
+    snap = None
+    if "kudu.snapshottimestampmicros" in opts:
+        snap = _positive_int("kudu.snapshotTimestampMicros", opts["kudu.snapshottimestampmicros"])
+    elif "kudu.snapshottimestampms" in opts:
+        snap = 1000 * _positive_int("kudu.snapshotTimestampMs", opts["kudu.snapshottimestampms"])
+    split = None
+    if "kudu.splitsizebytes" in opts:
+        split = _positive_int("kudu.splitSizeBytes", opts["kudu.splitsizebytes"])
+    batch = DEFAULT_BATCH_BYTES
+    if "kudu.batchsize" in opts:
+        batch = _positive_int("kudu.batchSize", opts["kudu.batchsize"])
+    op = opts.get("kudu.operation", "upsert").strip().lower()
+    if op not in OPERATIONS:
+        raise ProgrammingError(
+            f"option kudu.operation: unknown operation {op!r}; expected one of "
+            + ", ".join(OPERATIONS)
+        )
+    locality = opts.get("kudu.scanlocality", "closest_replica").strip().lower()
+    if locality not in ("closest_replica", "leader_only"):
+        raise ProgrammingError(
+            f"option kudu.scanLocality: expected closest_replica or leader_only, got {locality!r}"
+        )
+    return SourceOptions(
+        database=database_path(master),
+        table=storage_table_name(table) if table.strip() else "",
+        snapshot_micros=snap,
+        split_size_bytes=split,
+        batch_bytes=batch,
+        fault_tolerant=_bool("kudu.faultTolerantScan", opts.get("kudu.faulttolerantscan", "false")),
+        operation=op,
+        ignore_null=_bool("kudu.ignoreNull", opts.get("kudu.ignorenull", "false")),
+        ignore_row_errors=_bool("kudu.ignoreRowErrors", opts.get("kudu.ignorerowerrors", "false")),
+        report_file=opts.get("kudusql.reportfile") or None,
+        push_filters=_bool("kudusql.pushFilters", opts.get("kudusql.pushfilters", "false")),
+    )

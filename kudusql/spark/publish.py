@@ -1,0 +1,215 @@
+"""The commit of a Spark write job: apply every staged row at one timestamp, or none.
+
+Runs in the Python worker Spark starts for ``commit``. It opens the database as its
+writer (another writer process holding it is a clear OperationalError), checks the
+table is the one the job planned against (not dropped, not altered), reads the files
+the successful tasks staged, and under ``Table.exclusive`` (no other writer of the
+table in between):
+
+* ``overwrite``: DELETE of every row live now plus INSERT of the job's rows, one batch;
+* ``kudu.ignoreNull`` with upsert/update: a NULL takes the stored value of that row
+  (a vectorized join with the rows live now), so the write leaves it unchanged;
+* checks the whole batch (``Table.check_write``): with row errors and without
+  ``kudu.ignoreRowErrors`` the job fails with "Failed to write N rows; sample errors:"
+  and nothing is applied; otherwise the batch is written, bad rows skipped and counted.
+
+Everything is one ``Table.write``: one timestamp, so a reader sees all of the job or
+none of it. The staging directory is removed whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.common.errors import DataError, ProgrammingError
+from kudusql.common.hybrid_time import to_micros
+from kudusql.spark.staging import StagedTask, read_staged, remove_job, remove_stale_jobs
+from kudusql.storage.client.database import Database
+from kudusql.storage.client.table import Table
+from kudusql.storage.tablet.write_ops import RowError, WriteOp
+
+SAMPLE_ERRORS = 5
+_OP_COLUMN = "__kudusql_op"
+
+
+class RowErrorsFailure(DataError):
+    """A write job whose rows failed storage's checks; nothing was applied."""
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """What the driver fixed when the job was planned, carried to the commit."""
+
+    database: str
+    table: str
+    table_id: int
+    schema_version: int
+    columns: tuple[str, ...]
+    operation: str
+    overwrite: bool
+    ignore_null: bool
+    ignore_row_errors: bool
+    job_dir: str
+    report_file: str | None = None
+
+
+@dataclass
+class JobSummary:
+    table: str
+    operation: str
+    tasks: int = 0
+    rows_staged: int = 0
+    rows_applied: int = 0
+    rows_ignored: int = 0
+    rows_rejected: int = 0
+    rows_deleted_by_overwrite: int = 0
+    sample_errors: list[str] = field(default_factory=list)
+    #: Wall-clock microseconds just after the commit: a snapshot read at this time
+    #: sees the job's rows (kudu-spark's propagated timestamp).
+    timestamp_micros: int | None = None
+    seconds: float = 0.0
+
+
+def commit_job(plan: JobPlan, tasks: Sequence[StagedTask | None]) -> JobSummary:
+    """Apply the staged work of the successful ``tasks``; see the module docstring."""
+    t0 = time.perf_counter()
+    done = [t for t in tasks if t is not None]
+    summary = JobSummary(plan.table, plan.operation, tasks=len(done))
+    summary.rows_staged = sum(t.rows for t in done)
+    try:
+        with Database(plan.database, maintenance=False) as db:
+            remove_stale_jobs(plan.database, keep=plan.job_dir)
+            table = _planned_table(db, plan)
+            files = [f for t in done for f in t.files]
+            batches = list(read_staged(files))
+            if batches:
+                data = pa.Table.from_batches(batches)
+            else:
+                schema = table.schema
+                data = pa.schema(
+                    [schema.column(c).type.arrow_field(c) for c in plan.columns]
+                ).empty_table()
+            _apply(table, plan, data, summary)
+    finally:
+        remove_job(plan.job_dir)
+    summary.seconds = time.perf_counter() - t0
+    if plan.report_file:
+        _write_report(plan.report_file, summary)
+    return summary
+
+
+def abort_job(plan: JobPlan) -> None:
+    remove_job(plan.job_dir)
+
+
+def _planned_table(db: Database, plan: JobPlan) -> Table:
+    if not db.has_table(plan.table):
+        raise ProgrammingError(
+            f"table {plan.table!r} was dropped while the write job ran; nothing was written"
+        )
+    table = db.table(plan.table)
+    meta = table.meta
+    if meta.id != plan.table_id or meta.schema_version != plan.schema_version:
+        raise ProgrammingError(
+            f"table {plan.table!r} was altered or re-created while the write job ran; "
+            "nothing was written (run the job again)"
+        )
+    return table
+
+
+def _apply(table: Table, plan: JobPlan, data: pa.Table, summary: JobSummary) -> None:
+    op = WriteOp.parse(plan.operation)
+    with table.exclusive() as snapshot:
+        op_column = None
+        if plan.overwrite:
+            data, summary.rows_deleted_by_overwrite = _with_truncate(table, data, snapshot)
+            op_column = _OP_COLUMN
+        elif plan.ignore_null and op in (WriteOp.UPSERT, WriteOp.UPDATE, WriteOp.UPDATE_IGNORE):
+            data = _fill_nulls(table, data, snapshot)
+        if not data.num_rows:
+            return
+        wop = None if op_column else op
+        errors = table.check_write(data, wop, op_column=op_column)
+        if errors and not plan.ignore_row_errors:
+            raise RowErrorsFailure(_failure_message(errors))
+        result = table.write(data, wop, op_column=op_column)
+    summary.rows_applied = result.applied
+    summary.rows_ignored = result.ignored
+    summary.rows_rejected = len(result.errors)
+    summary.sample_errors = [str(e) for e in result.errors[:SAMPLE_ERRORS]]
+    summary.timestamp_micros = to_micros(result.timestamp) + 1
+
+
+def _failure_message(errors: list[RowError]) -> str:
+    samples = "; ".join(str(e) for e in errors[:SAMPLE_ERRORS])
+    return (
+        f"Failed to write {len(errors)} rows; sample errors: {samples}. Nothing was "
+        "written (set kudu.ignoreRowErrors=true to write the other rows)"
+    )
+
+
+def _with_truncate(table: Table, data: pa.Table, snapshot: int) -> tuple[pa.Table, int]:
+    """One batch: DELETE every row live at ``snapshot``, then INSERT ``data``."""
+    keys = table.schema.key_names
+    live = table.to_arrow(keys, snapshot=snapshot)
+    n_del = live.num_rows
+    ops = np.concatenate(
+        [
+            np.full(n_del, int(WriteOp.DELETE), dtype=np.int8),
+            np.full(data.num_rows, int(WriteOp.INSERT), dtype=np.int8),
+        ]
+    )
+    schema = data.schema
+    deletes = pa.table(
+        {
+            f.name: (
+                live.column(f.name).cast(f.type) if f.name in keys else pa.nulls(n_del, type=f.type)
+            )
+            for f in schema
+        },
+        schema=schema,
+    )
+    both = pa.concat_tables([deletes, data])
+    return both.append_column(_OP_COLUMN, pa.array(ops)), n_del
+
+
+def _fill_nulls(table: Table, data: pa.Table, snapshot: int) -> pa.Table:
+    """``data`` with each NULL of a non-key column replaced by the stored value of that
+    row (rows without a stored value keep their NULL)."""
+    keys = table.schema.key_names
+    others = [c for c in data.column_names if c not in keys]
+    if not others or not any(data.column(c).null_count for c in others):
+        return data
+    current = table.to_arrow(list(keys) + others, snapshot=snapshot)
+    left = data.append_column("__row", pa.array(np.arange(data.num_rows, dtype=np.int64)))
+    right = current.rename_columns([*keys, *(f"__cur_{c}" for c in others)])
+    cast_keys = {k: left.schema.field(k).type for k in keys}
+    right = right.select(list(right.column_names))
+    for k, t in cast_keys.items():
+        i = right.column_names.index(k)
+        right = right.set_column(i, k, right.column(k).cast(t))
+    joined = left.join(right, keys=list(keys), join_type="left outer").sort_by("__row")
+    cols: dict[str, Any] = {}
+    for c in data.column_names:
+        if c in others:
+            mine = joined.column(c)
+            cols[c] = pc.coalesce(mine, joined.column(f"__cur_{c}").cast(mine.type))
+        else:
+            cols[c] = joined.column(c)
+    return pa.table(cols, schema=data.schema)
+
+
+def _write_report(path: str, summary: JobSummary) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(asdict(summary), f, indent=2)
+    os.replace(tmp, path)

@@ -1,0 +1,126 @@
+"""Spark reads of a kudusql table: filter pushdown, partitions from scan tokens, Arrow
+batches in Spark's exact schema.
+
+Planning (``pushFilters`` then ``partitions``) runs once, in a Python worker on the
+driver: it opens the database read-only, fixes one snapshot (the
+``kudu.snapshotTimestampMicros`` option, else the latest), and plans the table's scan
+tokens with the pushed predicates (tablets the predicates rule out are skipped; a
+tablet larger than ``kudu.splitSizeBytes`` is cut at rowset bounds). Each Spark
+partition carries one serialized token, so every task reads the same snapshot no
+matter when it runs. A task opens the database read-only, runs its token and yields
+its batches cast to the Arrow schema Spark derived from the read schema.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from kudusql.common.hybrid_time import from_micros
+from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.schema import Schema
+from kudusql.spark.filters import to_predicate
+from kudusql.spark.options import SourceOptions
+from kudusql.spark.spark_schema import arrow_schema_for
+from kudusql.storage.client.database import Database
+from kudusql.storage.client.scan_token import ScanToken
+
+
+class TokenPartition(InputPartition):
+    """One scan token (serialized), or None for a scan every tablet was pruned from."""
+
+    def __init__(self, token: bytes | None, description: str) -> None:
+        super().__init__(token)
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"TokenPartition({self.description})"
+
+
+class KudusqlReader(DataSourceReader):
+    def __init__(
+        self, opts: SourceOptions, table: Schema, columns: list[str], schema: StructType
+    ) -> None:
+        self.opts = opts
+        self.table_schema = table
+        self.columns = columns
+        self.arrow_schema = arrow_schema_for(schema)
+        self.pushed: list[ColumnPredicate] = []
+        #: The snapshot the partitions were planned at (a HybridTime), once planned.
+        self.snapshot: int | None = None
+
+    def partitions(self) -> Sequence[InputPartition]:
+        o = self.opts
+        snapshot = None if o.snapshot_micros is None else from_micros(o.snapshot_micros)
+        with Database(o.database, read_only=True) as db:
+            tokens = db.table(o.table).scan_tokens(
+                self.columns,
+                self.pushed,
+                snapshot=snapshot,
+                split_size_bytes=o.split_size_bytes,
+            )
+            self.snapshot = tokens[0].snapshot if tokens else db.snapshot(snapshot)
+        if not tokens:
+            return [TokenPartition(None, "no tablet matches the filters")]
+        return [
+            TokenPartition(t.serialize(), f"{t.table_name} tablet {t.tablet_id} {t.partition}")
+            for t in tokens
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if partition.value is None:
+            return
+        token = ScanToken.deserialize(partition.value)
+        reader = token.execute(ordered=self.opts.fault_tolerant)
+        target = self.arrow_schema
+        for batch in reader:
+            if not batch.num_rows:
+                continue
+            out = spark_batch(batch, target)
+            yield from split_batch(out, self.opts.batch_bytes)
+
+
+class PushdownReader(KudusqlReader):
+    """A reader that also takes Spark's filters (the ``kudusql.pushFilters`` option).
+
+    Spark 4.3 keeps the partitions of a relation's last filter pushdown and reuses them
+    for a later query on the same DataFrame or temporary view that pushes nothing (and
+    for every scan of a relation read twice in one query), so pushed filters can leak
+    into a query that never had them. Use this only with a DataFrame per query; see
+    docs/SPARK.md.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.pushed = []
+        for f in filters:
+            pred = to_predicate(f, self.table_schema)
+            if pred is None:
+                yield f
+            else:
+                self.pushed.append(pred)
+
+
+def spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` (storage types, in the read's column order) as ``target``: Spark's
+    names, types (UTC timestamps) and nullability."""
+    arrays: list[Any] = []
+    for col, f in zip(batch.columns, target, strict=True):
+        arrays.append(col if col.type == f.type else col.cast(f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def split_batch(batch: pa.RecordBatch, max_bytes: int) -> Iterator[pa.RecordBatch]:
+    """``batch`` cut into slices of at most about ``max_bytes`` (kudu.batchSize)."""
+    size = batch.nbytes
+    if size <= max_bytes or batch.num_rows <= 1:
+        yield batch
+        return
+    pieces = math.ceil(size / max_bytes)
+    step = max(1, math.ceil(batch.num_rows / pieces))
+    for start in range(0, batch.num_rows, step):
+        yield batch.slice(start, step)

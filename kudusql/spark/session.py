@@ -1,0 +1,43 @@
+"""Spark session set-up for kudusql: the settings the data source needs.
+
+``spark_session(master)`` builds (or returns) a session with filter pushdown for Python
+data sources switched on (``spark.sql.python.filterPushdown.enabled``: without it a
+reader that pushes filters is refused by Spark), the session time zone set to UTC
+(kudusql timestamps are UTC), and the Python workers running this interpreter.
+``register(spark)`` registers the source explicitly and applies the same settings to
+an existing session.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+SETTINGS = {
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def register(spark: SparkSession) -> None:
+    """Register ``kudusql`` with ``spark`` and switch on filter pushdown."""
+    from kudusql.spark.source import DefaultSource
+
+    for k, v in SETTINGS.items():
+        spark.conf.set(k, v)
+    spark.dataSource.register(DefaultSource)
+
+
+def spark_session(master: str = "local[2]", app_name: str = "kudusql") -> SparkSession:
+    """A local Spark session ready for the kudusql source."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in SETTINGS.items():
+        builder = builder.config(k, v)
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark

@@ -1,0 +1,81 @@
+"""``DefaultSource``: the kudusql data source as Spark sees it (``format("kudusql")``).
+
+Spark imports the top-level module ``pyspark_kudusql`` in its Python workers and
+registers this class under its ``name()``, so no registration call is needed;
+``register(spark)`` in ``kudusql.spark.session`` does it explicitly. The source reads
+the table's schema from the database (opened read-only), and hands out a reader
+(``reader``) or a writer (``writer``) for one table.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.spark.options import SourceOptions, parse_options
+from kudusql.spark.publish import JobPlan
+from kudusql.spark.reader import KudusqlReader, PushdownReader
+from kudusql.spark.spark_schema import check_write_schema, read_columns, spark_schema
+from kudusql.spark.staging import new_job_dir
+from kudusql.spark.writer import KudusqlWriter
+from kudusql.storage.client.database import Database
+from kudusql.storage.client.table import Table
+
+
+def open_table(db: Database, opts: SourceOptions) -> Table:
+    if not db.has_table(opts.table):
+        names = ", ".join(db.table_names()) or "none"
+        raise ProgrammingError(
+            f"table {opts.table!r} does not exist in {opts.database} (tables: {names})"
+        )
+    return db.table(opts.table)
+
+
+class DefaultSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kudusql"
+
+    def _opts(self) -> SourceOptions:
+        return parse_options(self.options)
+
+    def schema(self) -> StructType:
+        opts = self._opts()
+        with Database(opts.database, read_only=True) as db:
+            return spark_schema(open_table(db, opts).schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        opts = self._opts()
+        with Database(opts.database, read_only=True) as db:
+            table = open_table(db, opts).schema
+        columns = read_columns(table, opts.table, schema)
+        cls = PushdownReader if opts.push_filters else KudusqlReader
+        return cls(opts, table, columns, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        opts = self._opts()
+        with Database(opts.database, read_only=True) as db:
+            table = open_table(db, opts)
+            meta = table.meta
+            op = "insert" if overwrite else opts.operation
+            if overwrite and opts.operation not in ("upsert", "insert"):
+                raise ProgrammingError(
+                    f"overwrite mode truncates the table and inserts; it cannot be combined "
+                    f"with kudu.operation={opts.operation}"
+                )
+            columns = check_write_schema(meta.schema, opts.table, schema, op)
+            plan = JobPlan(
+                database=opts.database,
+                table=opts.table,
+                table_id=meta.id,
+                schema_version=meta.schema_version,
+                columns=tuple(columns),
+                operation=op,
+                overwrite=overwrite,
+                ignore_null=opts.ignore_null,
+                ignore_row_errors=opts.ignore_row_errors,
+                job_dir=new_job_dir(opts.database),
+                report_file=opts.report_file,
+            )
+            return KudusqlWriter(plan, meta.schema)

@@ -1,0 +1,283 @@
+"""Spark reads of kudusql tables through ``format("kudusql")``: schema and types, pushed
+filters against Spark's own evaluation, snapshots, views, errors."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import (
+    EqualNullSafe,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringContains,
+    StringStartsWith,
+)
+
+import kudusql
+from kudusql.common.hybrid_time import to_micros
+from kudusql.storage.client.database import Database
+from kudusql.storage.client.scan_token import ScanToken
+from pyspark_kudusql import DefaultSource
+from tests.spark.conftest import all_types_rows, kudusql_rows, make_db
+
+N = 300
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_db(tmp_path_factory.mktemp("read") / "db", rows=N)
+
+
+def load(spark: SparkSession, db: str, table: str = "t", **opts: str) -> DataFrame:
+    r = spark.read.format("kudusql").option("kudu.master", db).option("kudu.table", table)
+    for k, v in opts.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def reference(spark: SparkSession) -> DataFrame:
+    """The same rows as a plain Spark DataFrame (Spark's own evaluation)."""
+    data = all_types_rows(N)
+    return spark.createDataFrame(list(zip(*data.to_pydict().values(), strict=True)), _schema(spark))
+
+
+def _schema(spark: SparkSession) -> Any:
+    from pyspark.sql.types import StructType
+
+    return StructType.fromDDL(
+        "id bigint, b boolean, i8 tinyint, i16 smallint, i32 int, f float, d double, "
+        "dec decimal(12,2), s string, v string, bin binary, dt date, ts timestamp, n bigint"
+    )
+
+
+def rows(df: DataFrame) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_schema_maps_every_type(spark: SparkSession, db: str) -> None:
+    df = load(spark, db)
+    assert df.schema.simpleString() == (
+        "struct<id:bigint,b:boolean,i8:tinyint,i16:smallint,i32:int,f:float,d:double,"
+        "dec:decimal(12,2),s:string,v:string,bin:binary,dt:date,ts:timestamp,n:bigint>"
+    )
+    assert not df.schema["id"].nullable and not df.schema["n"].nullable
+    assert df.schema["s"].nullable
+
+
+def test_full_read_equals_the_stored_rows(spark: SparkSession, db: str) -> None:
+    got = rows(load(spark, db))
+    want = rows(reference(spark))
+    assert len(got) == N
+    assert got == want
+
+
+def test_timestamps_are_utc_whatever_the_session_zone(spark: SparkSession, db: str) -> None:
+    df = load(spark, db).filter("id = 1").selectExpr("CAST(ts AS STRING) AS t")
+    assert df.collect()[0].t == "2024-02-29 12:00:01.000001"
+
+
+FILTERS = [
+    "id = 17",
+    "id > 250",
+    "id >= 250",
+    "id < 5",
+    "id <= 5",
+    "id IN (3, 99, 150, 1000)",
+    "s IS NULL",
+    "s IS NOT NULL AND id < 20",
+    "s LIKE 'name-001%'",
+    "dec >= 1.50 AND dec < 3",
+    "dt = DATE '2020-01-11'",
+    "ts > TIMESTAMP '2024-02-29 12:04:00'",
+    "v = 'v7'",
+    "i8 < -90",
+    "b = true AND i16 > 100",
+    "bin = X'0A00FF'",
+    "d > 100",  # floating point: stays with Spark
+    "id = 5 OR id = 7",  # OR: stays with Spark
+    "NOT (id > 3)",
+]
+
+
+@pytest.mark.parametrize("where", FILTERS)
+def test_pushed_filters_match_spark(spark: SparkSession, db: str, where: str) -> None:
+    pushed = load(spark, db, **{"kudusql.pushFilters": "true"}).filter(where)
+    plain = load(spark, db).filter(where)
+    want = rows(reference(spark).filter(where))
+    assert rows(pushed) == want
+    assert rows(plain) == want
+
+
+def _reader(db: str, **opts: str) -> Any:
+    source = DefaultSource(
+        {"kudu.master": db, "kudu.table": "t", "kudusql.pushfilters": "true", **opts}
+    )
+    return source.reader(source.schema())
+
+
+@pytest.mark.parametrize(
+    ("spark_filter", "accepted"),
+    [
+        (EqualTo(("id",), 5), True),
+        (GreaterThan(("id",), 5), True),
+        (GreaterThanOrEqual(("dec",), decimal.Decimal("1.25")), True),
+        (LessThan(("dt",), datetime.date(2020, 2, 1)), True),
+        (
+            LessThanOrEqual(("ts",), datetime.datetime(2024, 2, 29, 12, 1, tzinfo=datetime.UTC)),
+            True,
+        ),
+        (In(("id",), [1, 2, 3]), True),
+        (IsNull(("s",)), True),
+        (IsNotNull(("d",)), True),
+        (StringStartsWith(("s",), "name-00"), True),
+        (EqualTo(("d",), 1.5), False),  # floating point
+        (EqualTo(("dec",), decimal.Decimal("1.005")), False),  # finer than the column
+        (EqualTo(("i8",), 1000), False),  # out of the column's range
+        (EqualNullSafe(("id",), 5), False),
+        (Not(EqualTo(("id",), 5)), False),
+        (StringContains(("s",), "00"), False),
+        (EqualTo(("nope",), 5), False),
+    ],
+)
+def test_which_filters_reach_storage(db: str, spark_filter: Any, accepted: bool) -> None:
+    reader = _reader(db)
+    left = list(reader.pushFilters([spark_filter]))
+    assert (left == []) is accepted
+    tokens = [ScanToken.deserialize(p.value) for p in reader.partitions() if p.value]
+    assert all(len(t.predicates) == int(accepted) for t in tokens)
+
+
+def test_pushed_key_filter_prunes_tablets(db: str) -> None:
+    reader = _reader(db)
+    assert list(reader.pushFilters([EqualTo(("id",), 5)])) == []
+    parts = reader.partitions()
+    assert len(parts) == 1  # one of three hash tablets
+    got = [b for p in parts for b in reader.read(p)]
+    assert sum(b.num_rows for b in got) == 1
+
+
+def test_a_reused_dataframe_and_view_answer_each_query(spark: SparkSession, db: str) -> None:
+    """Without kudusql.pushFilters, a DataFrame or view queried with and then without
+    a filter answers both (Spark reuses a relation's last pushdown result)."""
+    df = load(spark, db)
+    assert df.filter("id IN (5, 9)").count() == 2
+    assert df.count() == N
+    spark.sql(
+        f"CREATE OR REPLACE TEMPORARY VIEW tv USING kudusql "
+        f"OPTIONS (`kudu.master` '{db}', `kudu.table` 't')"
+    )
+    assert spark.sql("SELECT COUNT(*) FROM tv WHERE id < 10").collect()[0][0] == 10
+    assert spark.sql("SELECT COUNT(*) FROM tv").collect()[0][0] == N
+    got = spark.sql("SELECT v, COUNT(*) c FROM tv WHERE v IS NOT NULL GROUP BY v ORDER BY v")
+    want = kudusql_rows(db, "SELECT v, COUNT(*) c FROM t WHERE v IS NOT NULL GROUP BY v ORDER BY v")
+    assert [tuple(r) for r in got.collect()] == want
+
+
+def test_user_schema_selects_columns(spark: SparkSession, db: str) -> None:
+    df = (
+        spark.read.format("kudusql")
+        .schema("s string, id bigint")
+        .option("kudu.master", db)
+        .option("kudu.table", "t")
+        .load()
+    )
+    assert df.columns == ["s", "id"]
+    assert rows(df.filter("id < 3")) == [("name-00000", 0), ("name-00001", 1), ("name-00002", 2)]
+
+
+def test_user_schema_with_a_wrong_type_names_the_column(spark: SparkSession, db: str) -> None:
+    df = (
+        spark.read.format("kudusql")
+        .schema("id int")
+        .option("kudu.master", db)
+        .option("kudu.table", "t")
+        .load()
+    )
+    with pytest.raises(Exception, match=r"schema mismatch for column 'id'.*INT64.*\bint\b"):
+        df.collect()
+
+
+def test_snapshot_is_fixed_when_partitions_are_planned(tmp_path: Path) -> None:
+    """Rows written after planning are invisible to every task of the job."""
+    db = make_db(tmp_path / "db", rows=50)
+    reader = _reader(db, **{"kudu.splitSizeBytes": "1"})
+    parts = reader.partitions()
+    conn = kudusql.connect(db)
+    try:
+        conn.session.db.table("t").insert(all_types_rows(25, start=1000))
+        conn.cursor().execute("DELETE FROM t WHERE id < 10")
+    finally:
+        conn.close()
+    got = sum(b.num_rows for p in parts for b in reader.read(p))
+    assert got == 50
+    assert kudusql_rows(db, "SELECT COUNT(*) FROM t") == [(65,)]
+
+
+def test_snapshot_option_travels_in_time(spark: SparkSession, tmp_path: Path) -> None:
+    db = make_db(tmp_path / "db", rows=40)
+    conn = kudusql.connect(db)
+    try:
+        table = conn.session.db.table("t")
+        before = to_micros(table.db.latest_timestamp())
+        table.insert(all_types_rows(10, start=5000))
+    finally:
+        conn.close()
+    assert load(spark, db).count() == 50
+    old = load(spark, db, **{"kudu.snapshotTimestampMicros": str(before)})
+    assert old.count() == 40
+    assert old.filter("id >= 5000").count() == 0
+
+
+def test_split_size_and_batch_size_keep_every_row(spark: SparkSession, tmp_path: Path) -> None:
+    db = make_db(tmp_path / "db", rows=0)
+    with Database(db, maintenance=False) as store:  # no compaction: several rowsets per tablet
+        t = store.table("t")
+        for i in range(4):
+            t.insert(all_types_rows(500, start=i * 500))
+            t.flush()
+    df = load(spark, db, **{"kudu.splitSizeBytes": "2000", "kudu.batchSize": "4096"})
+    assert df.rdd.getNumPartitions() > 3
+    assert df.count() == 2000
+    ft = load(spark, db, **{"kudu.faultTolerantScan": "true"})
+    assert sorted(r.id for r in ft.select("id").collect()) == list(range(2000))
+
+
+def test_errors_are_clear(spark: SparkSession, db: str, tmp_path: Path) -> None:
+    with pytest.raises(Exception, match=r"table 'nope' does not exist"):
+        load(spark, db, table="nope").collect()
+    with pytest.raises(Exception, match=r"unknown kudusql option\(s\) kudu.bogus"):
+        load(spark, db, **{"kudu.bogus": "1"}).collect()
+    with pytest.raises(Exception, match=r"no database at"):
+        load(spark, str(tmp_path / "missing")).collect()
+    with pytest.raises(Exception, match=r"kudu.splitSizeBytes: expected an integer"):
+        load(spark, db, **{"kudu.splitSizeBytes": "big"}).collect()
+
+
+def test_qualified_names_reach_the_sql_database(spark: SparkSession, tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    conn = kudusql.connect(db)
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE sales")
+        cur.execute("CREATE TABLE sales.o (id INT PRIMARY KEY, x STRING)")
+        cur.execute("INSERT INTO sales.o VALUES (1, 'a'), (2, 'b')")
+        cur.execute("CREATE TABLE o (id INT PRIMARY KEY, x STRING)")
+        cur.execute("INSERT INTO o VALUES (9, 'z')")
+    finally:
+        conn.close()
+    assert rows(load(spark, db, table="sales.o")) == [(1, "a"), (2, "b")]
+    assert rows(load(spark, db, table="default.o")) == [(9, "z")]
+    assert not os.path.exists(os.path.join(db, "spark-staging"))
