@@ -419,6 +419,23 @@ def encode_key(values: Sequence[object], types: Sequence[DataType]) -> bytes:
     return b"".join([e(v) for e, v in zip(encs, values, strict=True)])
 
 
+def key_encoder(types: Sequence[DataType]) -> Callable[[Sequence[object]], bytes]:
+    """``encode_key`` bound to ``types``: the per-row encoder of the write row path."""
+    encs = _encoders(tuple(types), len(types))
+    if len(encs) == 1:
+        (one,) = encs
+
+        def encode_one(values: Sequence[object]) -> bytes:
+            return one(values[0])
+
+        return encode_one
+
+    def encode(values: Sequence[object]) -> bytes:
+        return b"".join([e(v) for e, v in zip(encs, values, strict=True)])
+
+    return encode
+
+
 def encode_key_prefix(
     values: Sequence[object], types: Sequence[DataType], num_key_columns: int
 ) -> bytes:

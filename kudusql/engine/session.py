@@ -34,7 +34,13 @@ from kudusql.engine.databases import DatabaseRegistry
 from kudusql.engine.fastpath import StatementCache
 from kudusql.engine.params import Params, bind
 from kudusql.engine.settings import Settings
-from kudusql.executor.dml import DmlResult, rows_to_table, write_batches
+from kudusql.executor.dml import (
+    MAX_ERROR_SAMPLES,
+    DmlResult,
+    check_cancelled,
+    rows_to_table,
+    write_batches,
+)
 from kudusql.executor.duck import DuckRunner
 from kudusql.parser import statements as st
 from kudusql.parser.statements import parse
@@ -51,6 +57,7 @@ from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.table import Table
+from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS
 from kudusql.storage.tablet.write_ops import WriteOp
 
 
@@ -238,6 +245,23 @@ class Session:
             cancelled=self.runner.cancelled,
         )
 
+    def _write_rows(
+        self, table: Table, rows: list[list[Any]], columns: Sequence[str], op: WriteOp
+    ) -> DmlResult:
+        """``_write`` for the rows of an INSERT/UPSERT VALUES: a few rows go to
+        ``Table.write_rows`` as Python values (the row path), more as Arrow batches."""
+        if len(rows) > SMALL_WRITE_ROWS:
+            return self._write(table, rows_to_table(rows, columns, table), columns, op)
+        check_cancelled(self.runner.cancelled)
+        wr = table.write_rows(columns, rows, op, atomic=self.settings.abort_on_error)
+        return DmlResult(
+            applied=wr.applied,
+            ignored=wr.ignored,
+            error_count=len(wr.errors),
+            errors=wr.errors[:MAX_ERROR_SAMPLES],
+            timestamp=wr.timestamp,
+        )
+
     def _insert(self, s: st.Insert | st.Upsert) -> Result:
         table = self.table(s.table)
         cols = target_columns(table.schema, s.columns, table.name)
@@ -249,8 +273,7 @@ class Session:
             if rows is not None:
                 if any(isinstance(v, Param) for r in rows for v in r):
                     raise ProgrammingError("the statement has parameters but none were given")
-                data = rows_to_table(rows, cols, table)
-                return self._finish(verb, self._write(table, data, cols, self._op(s)))
+                return self._finish(verb, self._write_rows(table, rows, cols, self._op(s)))
             tree: exp.Expr = values_query(src, cols)
         else:
             tree = src
@@ -287,9 +310,8 @@ class Session:
                     out.append([get(v.key) if isinstance(v, Param) else v for v in r])
                 except (KeyError, IndexError):
                     raise ProgrammingError(f"no value for a parameter of {s.text!r}") from None
-        data = rows_to_table(out, cols, table)
         verb = "UPSERT" if isinstance(s, st.Upsert) else "INSERT"
-        return self._finish(verb, self._write(table, data, cols, self._op(s)))
+        return self._finish(verb, self._write_rows(table, out, cols, self._op(s)))
 
     def _update(self, s: st.Update) -> Result:
         table = self.table(s.table)

@@ -106,6 +106,36 @@ class TabletMachine(RuleBasedStateMachine):
         assert got == expected, (got, expected)
         self.timestamps.append(res.timestamp)
 
+    @rule(
+        op=st.sampled_from(OPS),
+        rows=st.lists(row_st, min_size=1, max_size=8),
+        present=present_st,
+        python=st.booleans(),
+    )
+    def write_one_op(
+        self, op: str, rows: list[dict[str, Any]], present: list[str], python: bool
+    ) -> None:
+        """A few rows with one operation: the row path (``write`` with Arrow values, or
+        ``write_rows`` with Python values), which hands what it cannot decide (updates,
+        reinserts, bad values, repeated keys) to the batch path."""
+        names = ["a", "b", *present]
+        if python:
+            res = self.tablet.write_rows(names, [[r[n] for n in names] for r in rows], op)
+        else:
+            data = pa.table({n: pa.array([r[n] for r in rows], type=ARROW[n]) for n in names})
+            res = self.tablet.write(data, op)
+        expected = self.model.apply(res.timestamp, [op] * len(rows), rows, present)
+        got = [(e.index, e.status) for e in res.errors]
+        assert got == expected, (got, expected)
+        self.timestamps.append(res.timestamp)
+
+    write_one_op_more = rule(
+        op=st.sampled_from(OPS),
+        rows=st.lists(row_st, min_size=1, max_size=8),
+        present=present_st,
+        python=st.booleans(),
+    )(write_one_op.hypothesis_stateful_rule.function)
+
     # Writes are drawn three times as often as each other rule.
     write_more = rule(batch=batch_st, present=present_st)(write.hypothesis_stateful_rule.function)
     write_even_more = rule(batch=batch_st, present=present_st)(

@@ -95,8 +95,12 @@ Batch = tuple[list[str], list[dict[str, Any]], list[str]]
 def batch(seed: int, batch_id: int) -> Batch:
     """The batch with this id: (ops, rows, non-key columns present). Deterministic."""
     r = random.Random(seed * 1_000_003 + batch_id)
-    n = r.randint(1, 60)
-    ops = [r.choice(OPS) for _ in range(n)]
+    if r.random() < 0.4:  # a few rows with one operation: the tablet's row path
+        n = r.randint(1, 8)
+        ops = [r.choice(OPS)] * n
+    else:
+        n = r.randint(1, 60)
+        ops = [r.choice(OPS) for _ in range(n)]
     rows = [
         {
             "k": r.randrange(KEYS),
@@ -140,6 +144,19 @@ def table(ops: list[str], rows: list[dict[str, Any]], present: list[str]) -> pa.
         cols["s"] = pa.array([x["s"] for x in rows], pa.string())
     cols["op"] = pa.array(ops)
     return pa.table(cols)
+
+
+def write(
+    t: Tablet, ops: list[str], rows: list[dict[str, Any]], present: list[str], batch_id: int
+) -> Any:
+    """Write a batch: one operation for all rows as Arrow (``write``) or as Python values
+    (``write_rows``), alternately; per-row operations through ``op_column``."""
+    if len(set(ops)) > 1:
+        return t.write(table(ops, rows, present), op_column="op")
+    if batch_id % 2:
+        return t.write(table(ops, rows, present).drop_columns(["op"]), ops[0])
+    names = ["k", *present]
+    return t.write_rows(names, [[x[c] for c in names] for x in rows], ops[0])
 
 
 _out_lock = threading.Lock()
@@ -286,7 +303,7 @@ def main() -> None:
     b = start
     while True:
         ops, rows, present = make_batch(seed, b)
-        res = t.write(table(ops, rows, present), op_column="op")
+        res = write(t, ops, rows, present, b)
         emit(f"ACK {b} {res.timestamp}")
         b += 1
         x = r.random()

@@ -49,6 +49,7 @@ from kudusql.storage.client.partition import (
     partition_for_row,
 )
 from kudusql.storage.client.pruning import prune_partitions
+from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS, RowLayout, rows_to_arrow
 from kudusql.storage.tablet.tablet import Tablet
 from kudusql.storage.tablet.write_ops import (
     RowError,
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 #: Batches smaller than this are written tablet after tablet; larger ones in parallel.
 PARALLEL_WRITE_ROWS = 50_000
 #: Batches up to this many rows are routed row by row with Python values.
-SMALL_BATCH_ROWS = 8
+SMALL_BATCH_ROWS = SMALL_WRITE_ROWS
 #: In a bulk-sized batch, a tablet's part of at least this many rows is bulk loaded.
 MIN_BULK_PART_ROWS = 10_000
 
@@ -182,6 +183,101 @@ class Table(WriteShortcuts):
                 idx = e.index if part.rows is None else int(part.rows[e.index])
                 errors.append(RowError(idx, e.op, e.key, e.status, e.message))
         errors.sort(key=lambda e: e.index)
+        return WriteResult(ts, applied, ignored, errors)
+
+    def write_rows(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        op: WriteOp | str | int,
+        *,
+        atomic: bool = False,
+    ) -> WriteResult:
+        """``write`` for rows of Python values (``columns`` names them, in order), with
+        the same results and errors. A few rows (``SMALL_WRITE_ROWS``) whose values the
+        row path takes as they are are routed by their Python key values and written
+        through ``Tablet.write_rows`` without Arrow; others become an Arrow batch."""
+        self.db._check_writable()
+        wop = WriteOp.parse(op)
+        names = tuple(columns)
+        n = len(rows)
+        rt = self._rt()
+        if 0 < n <= SMALL_WRITE_ROWS:
+            with rt.write_lock:
+                rt = self._rt()  # an ALTER may have finished while we waited
+                res = self._write_rows_small(rt, names, rows, wop, atomic)
+            if res is not None:
+                return res
+        return self.write(rows_to_arrow(rt.meta.schema, names, rows), wop, atomic=atomic)
+
+    def _write_rows_small(
+        self,
+        rt: TableRuntime,
+        names: tuple[str, ...],
+        rows: Sequence[Sequence[Any]],
+        op: WriteOp,
+        atomic: bool,
+    ) -> WriteResult | None:
+        """The row path of ``write_rows`` (table write lock held), or None for the Arrow
+        path (nothing written then)."""
+        schema = rt.meta.schema
+        lay = _layout(schema, names)
+        if not lay.ok:
+            return None
+        conv = []
+        for r in rows:
+            v = lay.convert(r)
+            if v is None:
+                return None
+            conv.append(v)
+        parts: dict[int, list[int]] = {}
+        errors: list[RowError] = []
+        single = len(rt.partitions) == 1 and not rt.meta.partition_schema.range_columns
+        key_names = schema.key_names
+        for i, v in enumerate(conv):
+            if single:
+                slot = 0
+            elif not rt.partitions:
+                slot = -1
+            else:
+                kv = lay.key_values(v)
+                try:
+                    slot = partition_for_row(
+                        rt.meta.partition_schema, schema, dict(zip(key_names, kv, strict=True))
+                    )
+                except Error:
+                    return None
+            if slot < 0:
+                errors.append(
+                    RowError(i, op, lay.key_values(rows[i]), "NotFound", NO_TABLET_MESSAGE)
+                )
+                continue
+            parts.setdefault(slot, []).append(i)
+        if atomic and errors:
+            raise DataError(
+                f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+            )
+        if atomic and len(parts) > 1:
+            return None  # every tablet locked and checked first: the Arrow path does it
+        tablets = rt.tablets()
+        ts = self.db.mvcc.start_op()
+        results = []
+        try:
+            for slot, idx in parts.items():
+                part = conv if len(idx) == len(conv) else [conv[i] for i in idx]
+                res = tablets[slot].write_rows(names, part, op, atomic=atomic, timestamp=ts)
+                results.append((idx, res))
+        finally:
+            self.db.mvcc.finish_op(ts)
+        applied = ignored = 0
+        for idx, res in results:
+            applied += res.applied
+            ignored += res.ignored
+            errors.extend(
+                RowError(idx[e.index], e.op, e.key, e.status, e.message) for e in res.errors
+            )
+        if len(errors) > 1:
+            errors.sort(key=lambda e: e.index)
         return WriteResult(ts, applied, ignored, errors)
 
     def _route(self, rt: TableRuntime, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,14 @@ import pyarrow as pa
 
 from kudusql.common.errors import CorruptionError
 from kudusql.common.schema import Schema
-from kudusql.storage.tablet.log_record import KIND_DRS, KIND_MRS, DecidedBatch
+from kudusql.storage.tablet.log_record import (
+    KIND_DRS,
+    KIND_MRS,
+    CompactBatch,
+    DecidedBatch,
+    decode_record,
+)
+from kudusql.storage.tablet.row_write import RowLayout
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_path import (
     A_INSERT,
@@ -69,12 +76,20 @@ def replay(
     st = ReplayStats()
     by_id = {d.id: i for i, d in enumerate(rs.drs)}
     index_of_id = {c.id: i for i, c in enumerate(schema.columns)}
+    types = {c.id: c.type.arrow_type() for c in schema.columns}
+    layouts: dict[tuple[int, ...], RowLayout | None] = {}
     for rec in records:
         st.records += 1
         st.bytes += len(rec.payload)
-        db = DecidedBatch.decode(rec.payload, rec.segment, rec.offset)
-        st.max_ts = max(st.max_ts, db.ts)
-        st.next_seq = max(st.next_seq, db.seq_base + db.n)
+        got = decode_record(rec.payload, rec.segment, rec.offset)
+        st.max_ts = max(st.max_ts, got.ts)
+        st.next_seq = max(st.next_seq, got.seq_base + got.n)
+        if isinstance(got, CompactBatch):
+            if _replay_inserts(got, rs, schema, last_durable_mrs_id, layouts, st):
+                continue
+            db = got.to_decided(types)
+        else:
+            db = got
         keep = np.zeros(len(db.row), dtype=bool)
         is_mrs = db.kind == KIND_MRS
         keep[is_mrs] = db.store[is_mrs] > last_durable_mrs_id
@@ -106,6 +121,47 @@ def replay(
         st.rows_replayed += int(keep.sum())
         _apply_record(rs, schema, index_of_id, db, keep, trs)
     return st
+
+
+def _replay_inserts(
+    cb: CompactBatch,
+    rs: RowSets,
+    schema: Schema,
+    last_durable_mrs_id: int,
+    layouts: dict[tuple[int, ...], RowLayout | None],
+    st: ReplayStats,
+) -> bool:
+    """Replay a compact record of MemRowSet inserts as tuples (the row path's records);
+    False when it holds anything else, for the general replay."""
+    if not all(r[1] == A_INSERT and r[2] == KIND_MRS for r in cb.rows):
+        return False
+    if cb.col_ids not in layouts:
+        by_id = {c.id: c.name for c in schema.columns}
+        lay: RowLayout | None = None
+        if all(cid in by_id for cid in cb.col_ids):  # else a dropped column: general path
+            lay = RowLayout(schema, [by_id[cid] for cid in cb.col_ids])
+        layouts[cb.col_ids] = lay
+    lay = layouts[cb.col_ids]
+    if lay is None or not lay.ok:
+        return False
+    mrs = rs.mrs
+    kept = [r for r in cb.rows if r[3] > last_durable_mrs_id]
+    # An insert of a key the replayed MemRowSet holds (deleted) is a REINSERT there.
+    if any(mrs.lookup_one(r[7]) >= 0 for r in kept):
+        return False
+    st.rows_skipped += len(cb.rows) - len(kept)
+    if not kept:
+        return True
+    mrs.id = max(mrs.id, max(r[3] for r in kept))
+    st.rows_replayed += len(kept)
+    mrs.insert_rows(
+        [lay.full(r[8]) for r in kept],
+        [r[7] for r in kept],
+        cb.ts,
+        [cb.seq_base + r[0] for r in kept],
+        sum(lay.nbytes(r[8], r[7]) for r in kept),
+    )
+    return True
 
 
 def _apply_record(

@@ -16,12 +16,21 @@ with the columns
 DeltaMemStore id, -1 for MemRowSet rows), ``rowid`` (int64, -1 for MemRowSet rows),
 ``drop_immutable`` (bool), ``key`` (binary, the encoded primary key) and one column
 ``c<id>`` per column the batch carried.
+
+The row path (batches of a few rows) writes the *compact* layout instead, the same
+fields packed with ``struct`` and its values tagged by type (``encode_rows``): an
+Arrow IPC stream costs more to build than the whole rest of a one-row write. A schema
+length of 0 in the header marks it (an Arrow schema message is never empty), so older
+records read as before. ``decode_record`` reads both; FORMAT.md has the bytes.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import functools
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,3 +134,205 @@ def _layout_schema(layout: tuple[tuple[int, pa.DataType], ...]) -> tuple[pa.Sche
     fields: list[pa.Field[Any]] = [*_FIXED_FIELDS, *(pa.field(f"c{cid}", t) for cid, t in layout)]
     schema = pa.schema(fields)
     return schema, bytes(schema.serialize().to_pybytes())
+
+
+# -- the compact layout (row path) ------------------------------------------------------------
+# DO NOT CHANGE: on-disk. After the 24-byte header (schema length 0): u16 column count C,
+# C x u32 column ids, u32 logged rows R, then per row _ROW + key + C tagged values.
+_ROW = struct.Struct("<IbbqqqBI")
+_NCOLS = struct.Struct("<H")
+_NROWS = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+_I32 = struct.Struct("<i")
+_U32 = struct.Struct("<I")
+T_NULL, T_INT, T_FLOAT, T_STR, T_BYTES, T_FALSE, T_TRUE, T_DATE, T_TIMESTAMP, T_DECIMAL = range(10)
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+_EPOCH = datetime.datetime(1970, 1, 1)
+_ONE_US = datetime.timedelta(microseconds=1)
+
+
+def _enc_int(v: int) -> bytes:
+    return b"\x01" + _I64.pack(v)
+
+
+def _enc_float(v: float) -> bytes:
+    return b"\x02" + _F64.pack(v)
+
+
+def _enc_str(v: str) -> bytes:
+    b = v.encode()
+    return b"\x03" + _U32.pack(len(b)) + b
+
+
+def _enc_bytes(v: bytes) -> bytes:
+    return b"\x04" + _U32.pack(len(v)) + v
+
+
+def _enc_bool(v: bool) -> bytes:
+    return b"\x06" if v else b"\x05"
+
+
+def _enc_date(v: datetime.date) -> bytes:
+    return b"\x07" + _I32.pack(v.toordinal() - _EPOCH_ORDINAL)
+
+
+def _enc_timestamp(v: datetime.datetime) -> bytes:
+    return b"\x08" + _I64.pack((v - _EPOCH) // _ONE_US)
+
+
+def _enc_decimal(v: decimal.Decimal) -> bytes:
+    b = str(v).encode()
+    return b"\x09" + _U32.pack(len(b)) + b
+
+
+def _enc_null(v: None) -> bytes:
+    return b"\x00"
+
+
+_ENCODERS: dict[type, Any] = {
+    int: _enc_int,
+    float: _enc_float,
+    str: _enc_str,
+    bytes: _enc_bytes,
+    bool: _enc_bool,
+    datetime.date: _enc_date,
+    datetime.datetime: _enc_timestamp,
+    decimal.Decimal: _enc_decimal,
+    type(None): _enc_null,
+}
+
+
+def encode_rows(
+    ts: int,
+    seq_base: int,
+    n: int,
+    col_ids: Sequence[int],
+    rows: Sequence[tuple[int, int, int, int, int, int, bool, bytes, Sequence[Any]]],
+) -> bytes:
+    """The compact payload: ``rows`` are (row, action, kind, store, dms, rowid,
+    drop_immutable, key, values in ``col_ids`` order), values of the types the row path
+    stores (int, float, str, bytes, bool, date, naive datetime, Decimal or None)."""
+    enc = _ENCODERS
+    parts = [
+        _HEAD.pack(ts, seq_base, n, 0),
+        _NCOLS.pack(len(col_ids)),
+        struct.pack(f"<{len(col_ids)}I", *col_ids),
+        _NROWS.pack(len(rows)),
+    ]
+    for row, action, kind, store, dms, rowid, drop, key, values in rows:
+        parts.append(_ROW.pack(row, action, kind, store, dms, rowid, drop, len(key)))
+        parts.append(key)
+        parts.extend([enc[type(v)](v) for v in values])
+    return b"".join(parts)
+
+
+@dataclass
+class CompactBatch:
+    """A decoded compact record: the logged rows with Python values."""
+
+    ts: int
+    seq_base: int
+    n: int
+    col_ids: tuple[int, ...]
+    rows: list[tuple[int, int, int, int, int, int, bool, bytes, tuple[Any, ...]]]
+
+    def to_decided(self, types: Mapping[int, pa.DataType]) -> DecidedBatch:
+        """The record in the Arrow form replay applies (columns typed by ``types``, the
+        current schema's Arrow type per column id; columns it lacks are left out)."""
+        rows = self.rows
+        columns = {}
+        for j, cid in enumerate(self.col_ids):
+            t = types.get(cid)
+            if t is not None:
+                columns[cid] = pa.array([r[8][j] for r in rows], type=t)
+
+        def col(i: int, dtype: Any) -> np.ndarray:
+            return np.array([r[i] for r in rows], dtype=dtype)
+
+        return DecidedBatch(
+            self.ts,
+            self.seq_base,
+            self.n,
+            col(0, np.int64),
+            col(1, np.int8),
+            col(2, np.int8),
+            col(3, np.int64),
+            col(4, np.int64),
+            col(5, np.int64),
+            col(6, bool),
+            pa.array([r[7] for r in rows], type=pa.binary()),
+            columns,
+        )
+
+
+def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBatch:
+    mv = memoryview(payload)
+    pos = _HEAD.size
+    (c,) = _NCOLS.unpack_from(payload, pos)
+    pos += _NCOLS.size
+    col_ids = struct.unpack_from(f"<{c}I", payload, pos)
+    pos += 4 * c
+    (r,) = _NROWS.unpack_from(payload, pos)
+    pos += _NROWS.size
+    rows = []
+    for _ in range(r):
+        row, action, kind, store, dms, rowid, drop, klen = _ROW.unpack_from(payload, pos)
+        pos += _ROW.size
+        key = bytes(mv[pos : pos + klen])
+        if len(key) != klen:
+            raise ValueError("truncated key")
+        pos += klen
+        values = []
+        for _j in range(c):
+            tag = payload[pos]
+            pos += 1
+            v: Any
+            if tag == T_NULL:
+                v = None
+            elif tag == T_INT:
+                (v,) = _I64.unpack_from(payload, pos)
+                pos += 8
+            elif tag == T_FLOAT:
+                (v,) = _F64.unpack_from(payload, pos)
+                pos += 8
+            elif tag in (T_STR, T_BYTES, T_DECIMAL):
+                (ln,) = _U32.unpack_from(payload, pos)
+                pos += 4
+                raw = bytes(mv[pos : pos + ln])
+                if len(raw) != ln:
+                    raise ValueError("truncated value")
+                pos += ln
+                v = raw if tag == T_BYTES else raw.decode()
+                if tag == T_DECIMAL:
+                    v = decimal.Decimal(v)
+            elif tag in (T_FALSE, T_TRUE):
+                v = tag == T_TRUE
+            elif tag == T_DATE:
+                (d,) = _I32.unpack_from(payload, pos)
+                pos += 4
+                v = datetime.date.fromordinal(_EPOCH_ORDINAL + d)
+            elif tag == T_TIMESTAMP:
+                (us,) = _I64.unpack_from(payload, pos)
+                pos += 8
+                v = _EPOCH + datetime.timedelta(microseconds=us)
+            else:
+                raise ValueError(f"unknown value tag {tag}")
+            values.append(v)
+        rows.append((row, action, kind, store, dms, rowid, bool(drop), key, tuple(values)))
+    if pos != len(payload):
+        raise ValueError(f"{len(payload) - pos} bytes after the last row")
+    return CompactBatch(ts, seq_base, n, tuple(col_ids), rows)
+
+
+def decode_record(payload: bytes, path: str, offset: int) -> DecidedBatch | CompactBatch:
+    """A WAL payload in either layout (CorruptionError if it does not decode)."""
+    try:
+        ts, seq_base, n, slen = _HEAD.unpack_from(payload, 0)
+        if slen == 0:
+            return _decode_compact(payload, ts, seq_base, n)
+    except (ValueError, struct.error, IndexError, OverflowError, UnicodeDecodeError) as e:
+        raise CorruptionError(path, offset, f"undecodable WAL record: {e}") from e
+    except decimal.InvalidOperation as e:
+        raise CorruptionError(path, offset, f"undecodable WAL record: {e}") from e
+    return DecidedBatch.decode(payload, path, offset)

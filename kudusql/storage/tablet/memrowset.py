@@ -10,6 +10,13 @@ A dict from encoded key to slot serves small write batches; large batches probe 
 vectorized hash join (``pyarrow.compute.index_in``) instead, and the dict is filled
 lazily, so a bulk load never pays for it. The MemRowSet sorts by key only when it is
 flushed or scanned in key order.
+
+Rows of the row path (``insert_rows``: batches of a few rows, as Python tuples) are
+kept as tuples in a *pending* tail, always the last slots, with their keys in the dict
+at once. The tail becomes one Arrow record batch (``_materialize``) when a reader needs
+the columnar form (``view``: scans, flushes, large probes), before an Arrow insert, or
+when it reaches ``PENDING_ROWS``; point lookups read a pending row straight from its
+tuple.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ class MemRowSet:
 
     # Large probes use a hash join instead of the dict when batch * ratio > size.
     _DICT_PROBE_RATIO = 32
+    #: The pending tail of row-path tuples becomes Arrow at this many rows.
+    PENDING_ROWS = 1024
 
     def __init__(self, mrs_id: int, schema: Schema) -> None:
         self.id = mrs_id
@@ -68,6 +77,14 @@ class MemRowSet:
         self.max_seq = -1
         self.min_seq: int | None = None
         self.bytes = 0
+        # The row path's pending tail (slots num_slots - len(_p_rows) ...); the lists are
+        # replaced, never cleared, so a reader's reference stays valid.
+        self._p_rows: list[tuple[Any, ...]] = []
+        self._p_keys: list[bytes] = []
+        self._p_ts: list[int] = []
+        self._p_seq: list[int] = []
+        self._arrow_schema = schema.arrow_schema()
+        self._types = [c.type.arrow_type() for c in schema.columns]
 
     # -- state ------------------------------------------------------------------------------
     @property
@@ -83,6 +100,9 @@ class MemRowSet:
     def alive_at_latest(self, slots: np.ndarray) -> np.ndarray:
         return np.asarray(self._alive[slots], dtype=bool)
 
+    def is_alive(self, slot: int) -> bool:
+        return bool(self._alive[slot])
+
     def live_count(self) -> int:
         return int(self._alive[: self._num_slots].sum())
 
@@ -94,12 +114,10 @@ class MemRowSet:
         n = rows.num_rows
         first = self._num_slots
         need = first + n
-        if need > len(self._alive):
-            grown = np.zeros(max(need, 2 * len(self._alive)), dtype=bool)
-            grown[:first] = self._alive[:first]
-            self._alive = grown
+        self._grow(need)
         self._alive[first:need] = True
         with self._lock:
+            self._materialize()  # Arrow chunks stay in slot order
             self._rows.append(rows)
             self._keys.append(keys)
             self._insert_ts.append(np.full(n, ts, dtype=np.uint64))
@@ -114,6 +132,71 @@ class MemRowSet:
         self.max_seq = max(self.max_seq, int(seqs[-1]) if n else -1)
         self.bytes += rows.nbytes + keys.nbytes + 16 * n
         return np.arange(first, need, dtype=np.int64)
+
+    def _grow(self, need: int) -> None:
+        if need > len(self._alive):
+            grown = np.zeros(max(need, 2 * len(self._alive)), dtype=bool)
+            grown[: self._num_slots] = self._alive[: self._num_slots]
+            self._alive = grown
+
+    def insert_rows(
+        self,
+        rows: list[tuple[Any, ...]],
+        keys: list[bytes],
+        ts: int,
+        seq: list[int],
+        nbytes: int,
+    ) -> None:
+        """Append new rows given as full-schema tuples of Python values (the row path)."""
+        n = len(rows)
+        if not n:
+            return
+        first = self._num_slots
+        need = first + n
+        self._grow(need)
+        self._alive[first:need] = True
+        if self._indexed_chunks != len(self._keys):
+            self._index_pending()  # pending keys go in the dict after every chunk's
+        index = self._index
+        with self._lock:
+            for j, k in enumerate(keys):
+                index[k] = first + j
+            self._p_rows.extend(rows)
+            self._p_keys.extend(keys)
+            self._p_ts.extend([ts] * n)
+            self._p_seq.extend(seq)
+            self._num_slots = need
+            self._view = None
+            self._version += 1
+            if len(self._p_rows) >= self.PENDING_ROWS:
+                self._materialize()
+        if self.min_ts is None:
+            self.min_ts = ts
+        if self.min_seq is None:
+            self.min_seq = seq[0]
+        if seq[-1] > self.max_seq:
+            self.max_seq = seq[-1]
+        self.bytes += nbytes
+
+    def _materialize(self) -> None:
+        """Turn the pending tuples into one Arrow chunk (under ``_lock``). The content
+        does not change, so the version stays."""
+        pend = self._p_rows
+        if not pend:
+            return
+        cols = list(zip(*pend, strict=True))
+        arrays = [pa.array(cols[i], type=t) for i, t in enumerate(self._types)]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self._arrow_schema)
+        # Every chunk before the tail was indexed when the tail started (insert_rows).
+        indexed = self._indexed_chunks == len(self._keys)
+        self._rows.append(batch)
+        self._keys.append(pa.array(self._p_keys, type=pa.binary()))
+        self._insert_ts.append(np.array(self._p_ts, dtype=np.uint64))
+        self._insert_seq.append(np.array(self._p_seq, dtype=np.int64))
+        if indexed:
+            self._indexed_chunks += 1
+            self._indexed_slots += len(pend)
+        self._p_rows, self._p_keys, self._p_ts, self._p_seq = [], [], [], []
 
     def mutate(self, deltas: Deltas) -> None:
         """Append mutation events (rowid = slot) and update liveness at latest."""
@@ -178,14 +261,21 @@ class MemRowSet:
         """One row's newest values (the point-lookup fast path)."""
         with self._lock:
             rows, muts = list(self._rows), list(self._mutations)
-        start = 0
-        for b in rows:
-            if slot < start + b.num_rows:
-                break
-            start += b.num_rows
-        out = {
-            c.name: b.column(self.schema.index_of(c.name))[slot - start].as_py() for c in columns
-        }
+            pend = self._p_rows
+            tail = self._num_slots - len(pend)
+        if slot >= tail:
+            t = pend[slot - tail]
+            out = {c.name: t[self.schema.index_of(c.name)] for c in columns}
+        else:
+            start = 0
+            for b in rows:
+                if slot < start + b.num_rows:
+                    break
+                start += b.num_rows
+            out = {
+                c.name: b.column(self.schema.index_of(c.name))[slot - start].as_py()
+                for c in columns
+            }
         for d in muts:
             hits = np.flatnonzero(d.rowid == slot)
             for ev in hits.tolist():
@@ -204,6 +294,7 @@ class MemRowSet:
         if v is not None:
             return v
         with self._lock:
+            self._materialize()
             rows, keys = list(self._rows), list(self._keys)
             its, iseq, muts = list(self._insert_ts), list(self._insert_seq), list(self._mutations)
             version = self._version

@@ -57,6 +57,7 @@ from kudusql.storage.tablet.deltafile import write_delta_file
 from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, rowset_dir
 from kudusql.storage.tablet.flush import prepare_flush
 from kudusql.storage.tablet.key_bounds import key_bounds
+from kudusql.storage.tablet.log_record import KIND_MRS, encode_rows
 from kudusql.storage.tablet.maintenance import (
     MaintenanceManager,
     MaintenanceOp,
@@ -65,6 +66,13 @@ from kudusql.storage.tablet.maintenance import (
 from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.metadata import TabletMeta
 from kudusql.storage.tablet.mvcc import MvccManager
+from kudusql.storage.tablet.row_write import (
+    ROW_OPS,
+    SMALL_WRITE_ROWS,
+    ArrowRows,
+    RowLayout,
+    rows_to_arrow,
+)
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowsets
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memrowset
@@ -82,6 +90,7 @@ from kudusql.storage.tablet.write_ops import (
 from kudusql.storage.tablet.write_path import (
     A_DELETE,
     A_IGNORED,
+    A_INSERT,
     A_REINSERT,
     A_UPDATE,
     Decisions,
@@ -124,6 +133,7 @@ class Tablet(WriteShortcuts):
         self._lock: DirLock | None = None
         self._log: Log | None = None
         self._durable_history: list[tuple[float, int]] = []
+        self._arrow_rows: list[ArrowRows] = []  # readers of the last few batch schemas
         self.maintainer = TabletMaintainer(self)
         self.maintenance_log: list[MaintenanceRecord] = []
         self.maintenance: MaintenanceManager | None = None
@@ -142,6 +152,7 @@ class Tablet(WriteShortcuts):
         self.meta = meta
         self.schema = meta.schema
         self._key_types = [c.type for c in self.schema.key_columns]
+        self._layouts: dict[tuple[str, ...], RowLayout] = {}
         self.clock.observe(meta.max_ts)
         self._next_seq = meta.next_seq
         self._next_mrs_id = meta.last_durable_mrs_id + 1
@@ -353,13 +364,21 @@ class Tablet(WriteShortcuts):
             raise ProgrammingError(f"tablet {self.path} is closed")
         if self.maintenance is not None:
             self.maintenance.throttle()
+        threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
+        n = data.num_rows
+        if 0 < n <= SMALL_WRITE_ROWS and n < threshold and op_column is None and op is not None:
+            wop = WriteOp.parse(op)
+            if wop in ROW_OPS:
+                names, rows = self._arrow_to_rows(data)
+                res = self._write_small(names, rows, [wop] * n, atomic, timestamp)
+                if res is not None:
+                    return res
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         ops = operations(data, op, op_column)
         if op_column is not None:
             data = data.drop_columns([op_column])
         pb = prepare(self.schema, data, ops, self._pool)
-        threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
         bulk = pb.n >= threshold and bool(
             np.all((ops == WriteOp.INSERT) | (ops == WriteOp.INSERT_IGNORE))
         )
@@ -370,6 +389,10 @@ class Tablet(WriteShortcuts):
             if self._failed is not None:
                 self._recover()
             result, ticket = self._write_locked(pb, atomic, timestamp, bulk)
+        return self._finish_write(result, ticket)
+
+    def _finish_write(self, result: WriteResult, ticket: AppendTicket | None) -> WriteResult:
+        """Wait for the log (fsync policy) and make the batch visible."""
         ts = result.timestamp
         try:
             if ticket is not None:
@@ -385,6 +408,158 @@ class Tablet(WriteShortcuts):
             ) from e
         self.mvcc.finish_op(ts)
         return result
+
+    def write_rows(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        op: WriteOp | str | int,
+        *,
+        atomic: bool = False,
+        timestamp: int | None = None,
+    ) -> WriteResult:
+        """``write`` for rows of Python values (``columns`` names them, in order): a few
+        rows take the row path (no Arrow), others are built into an Arrow batch."""
+        wop = WriteOp.parse(op)
+        n = len(rows)
+        if 0 < n <= SMALL_WRITE_ROWS and n < self.options.bulk_load_rows and wop in ROW_OPS:
+            if self.read_only:
+                raise OperationalError(f"tablet {self.path} is open read-only")
+            if self._closed:
+                raise ProgrammingError(f"tablet {self.path} is closed")
+            if self.maintenance is not None:
+                self.maintenance.throttle()
+            res = self._write_small(tuple(columns), rows, [wop] * n, atomic, timestamp)
+            if res is not None:
+                return res
+        data = rows_to_arrow(self.schema, columns, rows)
+        return self.write(data, wop, atomic=atomic, timestamp=timestamp)
+
+    def _arrow_to_rows(
+        self, data: pa.Table | pa.RecordBatch
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        """A small batch's column names and rows as Python values."""
+        if isinstance(data, pa.Table):
+            names = tuple(data.column_names)
+            cols = [c.to_pylist() for c in data.columns]
+            return names, list(zip(*cols, strict=True))
+        schema = data.schema
+        for reader in self._arrow_rows:
+            if reader.schema.equals(schema):
+                break
+        else:
+            reader = ArrowRows(schema)
+            self._arrow_rows = [reader, *self._arrow_rows[:3]]
+        return reader.names, reader.rows(data)
+
+    def _layout(self, names: tuple[str, ...]) -> RowLayout:
+        lay = self._layouts.get(names)
+        if lay is None or lay.schema is not self.schema:
+            lay = RowLayout(self.schema, names)
+            if len(self._layouts) > 64:
+                self._layouts.clear()
+            self._layouts[names] = lay
+        return lay
+
+    def _write_small(
+        self,
+        names: tuple[str, ...],
+        rows: Sequence[Sequence[Any]],
+        ops: list[WriteOp],
+        atomic: bool,
+        timestamp: int | None,
+    ) -> WriteResult | None:
+        """The row path (``row_write``): the result, or None when the batch path must
+        write the batch (nothing was applied then)."""
+        lay = self._layout(names)
+        if not lay.ok:
+            return None
+        conv = []
+        keys = []
+        for r in rows:
+            v = lay.convert(r)
+            if v is None:
+                return None
+            k = lay.key(v)
+            if k is None:
+                return None
+            conv.append(v)
+            keys.append(k)
+        n = len(conv)
+        if n > 1 and len(set(keys)) != n:
+            return None  # a repeated key: decided in rounds by the batch path
+        with self._write_lock:
+            if self._failed is not None:
+                self._recover()
+                lay = self._layout(names)
+            if lay.schema is not self.schema:
+                return None  # altered meanwhile
+            rs = self._rowsets
+            mrs = rs.mrs
+            inserts: list[int] = []
+            errors: list[RowError] = []
+            ignored = 0
+            for i, k in enumerate(keys):
+                slot = mrs.lookup_one(k)
+                if slot >= 0:
+                    if not mrs.is_alive(slot):
+                        return None  # a REINSERT over the deleted row
+                    exists = True
+                else:
+                    exists = _exists_elsewhere(rs, k)
+                o = ops[i]
+                if not exists:
+                    inserts.append(i)
+                elif o is WriteOp.INSERT_IGNORE:
+                    ignored += 1
+                elif o is WriteOp.INSERT:
+                    errors.append(
+                        RowError(
+                            i, o, lay.key_values(rows[i]), "AlreadyPresent", "key already present"
+                        )
+                    )
+                else:
+                    return None  # an UPSERT of a present key: an update
+            if atomic and errors:
+                raise IntegrityError(
+                    f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+                )
+            ts = self.mvcc.start_op(timestamp)
+            seq_base = self._next_seq
+            ticket = None
+            if inserts:
+                mid = mrs.id
+                logged = [
+                    (i, A_INSERT, KIND_MRS, mid, -1, -1, False, keys[i], conv[i]) for i in inserts
+                ]
+                try:
+                    assert self._log is not None
+                    ticket = self._log.append(
+                        seq_base, ts, encode_rows(ts, seq_base, n, lay.col_ids, logged)
+                    )
+                except BaseException:
+                    self.mvcc.abort_op(ts)
+                    self._failed = "write-ahead log append failed"
+                    raise
+                try:
+                    full = lay.full
+                    nbytes = lay.nbytes
+                    mrs.insert_rows(
+                        [full(conv[i]) for i in inserts],
+                        [keys[i] for i in inserts],
+                        ts,
+                        [seq_base + i for i in inserts],
+                        sum(nbytes(conv[i], keys[i]) for i in inserts),
+                    )
+                except BaseException:
+                    self._failed = "applying a logged batch failed"
+                    self.mvcc.abort_op(ts)
+                    raise
+            self._next_seq += n
+            if ts > self.meta.max_ts:
+                self.meta.max_ts = ts
+            result = WriteResult(ts, len(inserts), ignored, errors)
+        return self._finish_write(result, ticket)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -452,6 +627,7 @@ class Tablet(WriteShortcuts):
                         raise
                     self.schema = schema
                     self._key_types = [c.type for c in schema.key_columns]
+                    self._layouts = {}
                     self._rowsets = RowSets(self._new_mrs(), (), rs.drs)
                     return
         raise OperationalError(f"tablet {self.path}: writes kept the memory stores busy")
@@ -1005,6 +1181,21 @@ class Tablet(WriteShortcuts):
                 self._maint_lock.release()
                 return
             time.sleep(0.01)
+
+
+def _exists_elsewhere(rs: RowSets, key: bytes) -> bool:
+    """Whether ``key`` is live in a frozen MemRowSet or a DiskRowSet (the row path's
+    ``locate`` for one key absent from the active MemRowSet)."""
+    for fm in rs.frozen:
+        s = fm.lookup_one(key)
+        if s >= 0 and fm.is_alive(s):
+            return True
+    for i in rs.covering(key):
+        d = rs.drs[i]
+        rid = d.find_rowid_one(key)
+        if rid >= 0 and not d.dead_at_latest()[rid]:
+            return True
+    return False
 
 
 def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:

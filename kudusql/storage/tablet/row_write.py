@@ -1,0 +1,397 @@
+"""The row path: write batches of a few rows (``SMALL_WRITE_ROWS``) as Python values.
+
+For a batch of one to eight rows, every Arrow kernel (cast, key encoding, ``isin``,
+``take``) and every one-row array costs more than handling the row in Python. The row
+path therefore keeps Python values end to end: a ``RowLayout`` (one per schema and list
+of given columns) checks and converts each value with a scalar converter per column
+type, encodes the key with ``encode_key``, and builds the full row in schema order
+with the column defaults. The tablet decides the rows one at a time, logs them in the
+compact WAL record (``log_record.encode_rows``) and appends them to the MemRowSet as
+tuples, which it turns into Arrow lazily (``MemRowSet.insert_rows``).
+
+The row path only handles what it can decide exactly as the batch path would:
+
+- values whose Python type is exactly the column's (``int`` for integers, ``float``
+  or an exactly representable ``int`` for FLOAT/DOUBLE, ``str``, ``bytes``, ``bool``,
+  ``datetime.date``, naive ``datetime.datetime``, a ``Decimal`` with the column's
+  scale), NULL only where the column allows it, no key too large, no cell over
+  64 KiB, every required column given, no key repeated in the batch;
+- INSERT, INSERT_IGNORE, UPSERT and UPSERT_IGNORE rows whose key is absent (a new
+  MemRowSet row) or, for the INSERTs, present (``AlreadyPresent`` or ignored).
+
+Anything else (a value to cast or reject, an UPDATE, a REINSERT over a deleted row)
+returns ``None`` before anything is applied, and the caller runs the batch path, which
+gives the same result and the same error messages.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from kudusql.common.errors import Error
+from kudusql.common.keys import key_encoder
+from kudusql.common.schema import Schema
+from kudusql.common.types import _INT_BOUNDS, MAX_CELL_BYTES, DataType, TypeKind
+from kudusql.storage.tablet.diskrowset import default_column
+from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES, WriteOp
+
+#: Batches of at most this many rows take the row path.
+SMALL_WRITE_ROWS = 8
+
+#: Operations the row path decides itself.
+ROW_OPS = frozenset({WriteOp.INSERT, WriteOp.INSERT_IGNORE, WriteOp.UPSERT, WriteOp.UPSERT_IGNORE})
+
+
+class _Slow:
+    """A value the row path does not convert: the batch goes down the Arrow path."""
+
+    __slots__ = ()
+
+
+SLOW: Any = _Slow()
+
+Converter = Callable[[Any], Any]
+_F32 = struct.Struct("<f")
+_FLOAT_EXACT = 2**53
+
+
+def _int_conv(kind: TypeKind) -> Converter:
+    lo, hi = _INT_BOUNDS[kind]
+
+    def conv(v: Any) -> Any:
+        if type(v) is int and lo <= v <= hi:
+            return v
+        return SLOW
+
+    return conv
+
+
+def _double(v: Any) -> Any:
+    t = type(v)
+    if t is float:
+        return v
+    if t is int and -_FLOAT_EXACT <= v <= _FLOAT_EXACT:
+        return float(v)
+    return SLOW
+
+
+def _float32(v: Any) -> Any:
+    d = _double(v)
+    if d is SLOW:
+        return SLOW
+    try:
+        return _F32.unpack(_F32.pack(d))[0]  # the float32 Arrow stores
+    except (OverflowError, struct.error):
+        return SLOW
+
+
+def _string(v: Any) -> Any:
+    if type(v) is not str:
+        return SLOW
+    if len(v) * 4 > MAX_CELL_BYTES or not v.isascii():
+        try:
+            if len(v.encode()) > MAX_CELL_BYTES:
+                return SLOW
+        except UnicodeEncodeError:  # lone surrogates
+            return SLOW
+    return v
+
+
+def _varchar(length: int) -> Converter:
+    def conv(v: Any) -> Any:
+        if type(v) is not str:
+            return SLOW
+        return _string(v[:length])  # Kudu truncates to the declared length (code points)
+
+    return conv
+
+
+def _binary(v: Any) -> Any:
+    if type(v) is bytes and len(v) <= MAX_CELL_BYTES:
+        return v
+    return SLOW
+
+
+def _bool(v: Any) -> Any:
+    return v if type(v) is bool else SLOW
+
+
+def _date(v: Any) -> Any:
+    return v if type(v) is datetime.date else SLOW
+
+
+def _timestamp(v: Any) -> Any:
+    if type(v) is datetime.datetime and v.tzinfo is None:
+        return v
+    return SLOW
+
+
+def _decimal(precision: int, scale: int) -> Converter:
+    def conv(v: Any) -> Any:
+        if type(v) is not decimal.Decimal or not v.is_finite():
+            return SLOW
+        t = v.as_tuple()
+        if t.exponent != -scale or len(t.digits) > precision:
+            return SLOW
+        return v
+
+    return conv
+
+
+def converter(t: DataType) -> Converter:
+    """The scalar converter of a column type: value -> stored value, or ``SLOW``."""
+    k = t.kind
+    if k in _INT_BOUNDS:
+        return _int_conv(k)
+    if k is TypeKind.DOUBLE:
+        return _double
+    if k is TypeKind.FLOAT:
+        return _float32
+    if k is TypeKind.STRING:
+        return _string
+    if k is TypeKind.VARCHAR:
+        assert t.length is not None
+        return _varchar(t.length)
+    if k is TypeKind.BINARY:
+        return _binary
+    if k is TypeKind.BOOL:
+        return _bool
+    if k is TypeKind.DATE:
+        return _date
+    if k is TypeKind.TIMESTAMP:
+        return _timestamp
+    assert t.precision is not None and t.scale is not None
+    return _decimal(t.precision, t.scale)
+
+
+class RowLayout:
+    """How rows that give the columns ``names`` (in that order) become stored rows."""
+
+    def __init__(self, schema: Schema, names: Sequence[str]) -> None:
+        self.schema = schema
+        self.names = tuple(names)
+        #: False when the batch path must handle every batch of this layout (an unknown,
+        #: repeated or missing key column, a required column not given).
+        self.ok = True
+        idx: list[int] = []
+        for n in self.names:
+            if not schema.has_column(n):
+                self.ok = False
+                idx.append(-1)
+            else:
+                idx.append(schema.index_of(n))
+        if len(set(idx)) != len(idx):
+            self.ok = False
+        nk = schema.num_key_columns
+        given = set(idx)
+        for i, c in enumerate(schema.columns):
+            if i in given:
+                continue
+            if i < nk or (not c.nullable and c.default is None):
+                self.ok = False
+        #: Schema index of each given column.
+        self.index = tuple(idx)
+        #: Column ids of the given columns (what the WAL records), in given order.
+        self.col_ids = tuple(schema.columns[i].id if i >= 0 else -1 for i in idx)
+        self._conv: list[tuple[Converter, bool]] = []
+        for i in idx:
+            if i < 0:
+                self._conv.append((_never, False))
+            else:
+                c = schema.columns[i]
+                self._conv.append((converter(c.type), c.nullable and i >= nk))
+        #: Position in the given row of each key column.
+        self.key_pos = tuple(idx.index(i) if i in given else -1 for i in range(nk))
+        self._encode_key = key_encoder([c.type for c in schema.key_columns])
+        self._defaults = [
+            None if c.default is None else default_column(c, 1)[0].as_py() for c in schema.columns
+        ]
+        self._place = tuple(enumerate(idx))
+        self.ncols = len(schema.columns)
+        self._varlen = tuple(
+            j for j, i in enumerate(idx) if i >= 0 and schema.columns[i].type.is_varlen
+        )
+
+    def convert(self, row: Sequence[Any]) -> tuple[Any, ...] | None:
+        """The row's stored values (given order), or None when the batch path must do it."""
+        if len(row) != len(self._conv):
+            return None
+        out: list[Any] = []
+        for (conv, nullable), v in zip(self._conv, row, strict=True):
+            if v is None:
+                if not nullable:
+                    return None
+                out.append(None)
+                continue
+            c = conv(v)
+            if c is SLOW:
+                return None
+            out.append(c)
+        return tuple(out)
+
+    def key(self, values: Sequence[Any]) -> bytes | None:
+        """The encoded primary key of converted values, or None (too large)."""
+        kp = self.key_pos
+        try:
+            if len(kp) == 1:
+                k = self._encode_key((values[kp[0]],))
+            else:
+                k = self._encode_key([values[p] for p in kp])
+        except Error:
+            return None
+        return k if len(k) <= MAX_ENCODED_KEY_BYTES else None
+
+    def key_values(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(values[p] for p in self.key_pos)
+
+    def full(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        """The row in schema order, defaults where no value was given."""
+        out = list(self._defaults)
+        for j, i in self._place:
+            out[i] = values[j]
+        return tuple(out)
+
+    def nbytes(self, values: Sequence[Any], key: bytes) -> int:
+        """The MemRowSet's memory estimate of one row (as the Arrow path counts it)."""
+        n = 8 * self.ncols + len(key) + 16
+        for j in self._varlen:
+            v = values[j]
+            if v is not None:
+                n += len(v)
+        return n
+
+
+def _never(v: Any) -> Any:
+    return SLOW
+
+
+# -- Arrow in, Python out -------------------------------------------------------------------
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+_EPOCH = datetime.datetime(1970, 1, 1)
+_FIXED: dict[pa.DataType, tuple[str, int]] = {
+    pa.int8(): ("b", 1),
+    pa.int16(): ("h", 2),
+    pa.int32(): ("i", 4),
+    pa.int64(): ("q", 8),
+    pa.float32(): ("f", 4),
+    pa.float64(): ("d", 8),
+    pa.date32(): ("i", 4),
+    pa.timestamp("us"): ("q", 8),
+}
+
+
+class ArrowRows:
+    """Reads the rows of small record batches of one Arrow schema as Python values.
+
+    A batch whose columns are plain, null-free and unsliced (each buffer exactly as long
+    as its rows need, so every column starts at offset 0) is decoded straight from its
+    buffers: wrapping each column as a pyarrow array costs microseconds per column.
+    Any other batch goes through ``to_pylist`` per column."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.names = tuple(schema.names)
+        plan: list[tuple[int, str, int]] = []
+        for f in schema:
+            t = f.type
+            if t in _FIXED:
+                code, width = _FIXED[t]
+                kind = _K_DATE if t == pa.date32() else _K_TS if t == pa.timestamp("us") else _K_NUM
+                plan.append((kind, code, width))
+            elif t == pa.string() or t == pa.binary():
+                plan.append((_K_STR if t == pa.string() else _K_BIN, "i", 4))
+            else:
+                plan = []
+                break
+        self._plan = plan or None
+        self._nbufs = None if plan is None else 1 + sum(3 if k >= _K_STR else 2 for k, _, _ in plan)
+        self._structs: dict[int, list[tuple[int, struct.Struct, int]]] = {}
+
+    def rows(self, batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+        if self._plan is not None:
+            out = self._from_buffers(batch)
+            if out is not None:
+                return out
+        cols = [c.to_pylist() for c in batch.columns]
+        return list(zip(*cols, strict=True))
+
+    def _compiled(self, n: int) -> list[tuple[int, struct.Struct, int]]:
+        c = self._structs.get(n)
+        if c is None:
+            assert self._plan is not None
+            c = [
+                (k, struct.Struct(f"<{n + 1 if k >= _K_STR else n}{code}"), width)
+                for k, code, width in self._plan
+            ]
+            self._structs[n] = c
+        return c
+
+    def _from_buffers(self, batch: pa.RecordBatch) -> list[tuple[Any, ...]] | None:
+        n = batch.num_rows
+        try:
+            bufs = batch.to_struct_array().buffers()
+        except (pa.ArrowException, AttributeError):
+            return None
+        if len(bufs) != self._nbufs:
+            return None
+        cols: list[Sequence[Any]] = []
+        p = 1  # bufs[0]: the struct's validity
+        for kind, st, _width in self._compiled(n):
+            if bufs[p] is not None:
+                return None  # a validity bitmap: nulls, or a bit offset we cannot see
+            buf = bufs[p + 1]
+            if buf is None or buf.size != st.size:
+                return None  # sliced (or padded): the column may not start at 0
+            vals = st.unpack_from(buf)
+            if kind >= _K_STR:
+                data = bufs[p + 2]
+                p += 3
+                raw = data.to_pybytes() if data is not None else b""
+                if kind == _K_STR:
+                    cols.append([raw[vals[j] : vals[j + 1]].decode() for j in range(n)])
+                else:
+                    cols.append([raw[vals[j] : vals[j + 1]] for j in range(n)])
+                continue
+            p += 2
+            if kind == _K_NUM:
+                cols.append(vals)
+            elif kind == _K_DATE:
+                try:
+                    cols.append([_fromordinal(_EPOCH_ORDINAL + d) for d in vals])
+                except (ValueError, OverflowError):
+                    return None
+            else:
+                try:
+                    cols.append([_EPOCH + _timedelta(microseconds=v) for v in vals])
+                except OverflowError:
+                    return None
+        return list(zip(*cols, strict=True))
+
+
+_K_NUM, _K_DATE, _K_TS, _K_STR, _K_BIN = range(5)
+_fromordinal = datetime.date.fromordinal
+_timedelta = datetime.timedelta
+
+
+def rows_to_arrow(schema: Schema, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
+    """Python rows as an Arrow table for the batch path: each column built with its
+    column's type when every value converts, else inferred (validation then reports the
+    values that do not convert, row by row)."""
+    arrays = []
+    for i, name in enumerate(names):
+        values = [r[i] for r in rows]
+        target = schema.column(name).type.arrow_type() if schema.has_column(name) else None
+        try:
+            arrays.append(pa.array(values, type=target))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            try:
+                arrays.append(pa.array(values))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                arrays.append(pa.array([None if v is None else str(v) for v in values]))
+    return pa.table(arrays, names=list(names))
