@@ -24,6 +24,7 @@ BENCHMARKS = {
     "sustained": "benchmarks.bench_sustained",
     "tables": "benchmarks.bench_tables",
     "sql": "benchmarks.bench_sql",
+    "spark": "benchmarks.bench_spark",
 }
 
 
