@@ -44,7 +44,7 @@ from tpch.spec import FIXED_TABLES, SF1_ROWS, TPCH_KEYS
 
 #: Rows per insert batch of the arrow loader (whole Parquet row groups are gathered up
 #: to at least this many).
-BATCH_ROWS = 1_000_000
+BATCH_ROWS = 2_000_000
 #: Tables smaller than this get one tablet.
 MIN_PARTITIONED_ROWS = 50_000
 #: Rows per hash bucket the rule aims at.

@@ -10,6 +10,7 @@ from typing import Any
 
 from tpch.progress import format_seconds
 from tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL, SYSTEM_LABELS
+from tpch.spec import sf_label
 
 SYSTEMS = (KUDUSQL, DUCK_PARQUET, DUCK_NATIVE)
 COLORS = {KUDUSQL: "#d1495b", DUCK_PARQUET: "#00798c", DUCK_NATIVE: "#edae49"}
@@ -75,7 +76,7 @@ def _met(g: dict[str, Any]) -> str:
 
 
 def markdown(data: dict[str, Any], baseline: dict[str, Any] | None = None) -> str:
-    sf = data.get("sf")
+    sf = sf_label(float(data.get("sf") or 0))
     m = data.get("machine", {})
     v = data.get("versions", {})
     st = data.get("settings", {})
@@ -88,7 +89,9 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None = None) -> st
         "",
         f"Machine: {m.get('cpu')}, {m.get('cores')} cores"
         + (f", {mem / 2**30:.0f} GiB" if mem else "")
-        + f", {m.get('platform')}.",
+        + f", {m.get('platform')}"
+        + (f"; load average {m['load_average']} when saved" if m.get("load_average") else "")
+        + ".",
         "",
         "Versions: "
         + ", ".join(f"{k} {val}" for k, val in v.items() if val and k != "kudusql_commit")
@@ -306,7 +309,8 @@ def chart(data: dict[str, Any], path: Path) -> Path | None:
         return None
     fig, axes = plt.subplots(panels, 1, figsize=(14, 4.2 * panels), squeeze=False)
     axs = list(axes[:, 0])
-    title = f"TPC-H SF {data.get('sf')}: kudusql vs DuckDB ({data.get('updated', '')})"
+    sf = sf_label(float(data.get("sf") or 0))
+    title = f"TPC-H SF {sf}: kudusql vs DuckDB ({data.get('updated', '')})"
     fig.suptitle(title)
     if sec:
         _bars_times(axs.pop(0), sec)

@@ -59,7 +59,16 @@ def machine() -> dict[str, Any]:
         "cores": os.cpu_count(),
         "memory_bytes": memory_bytes(),
         "hostname": platform.node(),
+        "load_average": _load_average(),
     }
+
+
+def _load_average() -> list[float] | None:
+    """1, 5 and 15 minute load averages: other work on the machine skews timings."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
 
 
 def _version(dist: str) -> str | None:
@@ -152,7 +161,7 @@ def _answers(section: dict[str, Any] | None, system: str) -> tuple[int, int] | N
 def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The goals of issue 9, each with its value, target and whether it is met (None:
     not measured in this file)."""
-    sf = data.get("sf")
+    sf = sf_label(float(data.get("sf") or 0))
     out: list[dict[str, Any]] = []
     ans = _answers(data.get("check"), KUDUSQL) or _answers(data.get("compare"), KUDUSQL)
     out.append(
