@@ -14,14 +14,14 @@ SF = 0.01
 
 
 @pytest.fixture(scope="session")
-def tpch_root(request: pytest.FixtureRequest) -> Path:
-    """The data directory (files in ``<root>/sf0.01``), generated if needed."""
+def tpch_root(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data directory (files in ``<root>/sf0.01``), generated if needed (in a
+    temporary directory when pytest's cache is off)."""
     try:
         tpchgen_path()
     except TpchError:
         pytest.skip("tpchgen-cli not installed (pip install tpchgen-cli, extra 'tpch')")
-    cache = request.config.cache
-    assert cache is not None
-    root = Path(cache.mkdir("tpch"))
+    cache = getattr(request.config, "cache", None)
+    root = Path(cache.mkdir("tpch")) if cache is not None else tmp_path_factory.mktemp("tpch")
     generate_tpch(SF, root / "sf0.01", progress=False)
     return root
