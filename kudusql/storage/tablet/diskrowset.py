@@ -18,6 +18,7 @@ of the rows deleted as of now, which the write path uses to tell live keys from 
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections.abc import Sequence
@@ -165,6 +166,7 @@ class DiskRowSet:
         self.cache = cache
         self._lock = threading.Lock()
         self._readers: dict[int, CFileReader] = {}
+        self._page_starts: list[int] | None = None  # first rowid of each page (row_at)
         self._key_reader: CFileReader | None = None
         self._bloom: BloomFilter | None = None
         self._undo = [DeltaFileReaderLazy(self.dir, f) for f in meta.undo_files]
@@ -275,11 +277,14 @@ class DiskRowSet:
 
     def row_at(self, rowid: int, columns: Sequence[ColumnSchema]) -> dict[str, object]:
         """One row's newest values (the point-lookup fast path; pages come from the cache)."""
-        offsets = self.page_offsets
-        page = int(np.searchsorted(offsets, rowid, side="right") - 1)
-        i = rowid - int(offsets[page])
-        redo = self.latest_redo()
+        starts = self._page_starts
+        if starts is None:
+            starts = self._page_starts = [int(x) for x in self.page_offsets]
+        page = bisect.bisect_right(starts, rowid) - 1
+        i = rowid - starts[page]
+        redo = self.latest_redo() if self._has_redo() else None
         out: dict[str, object] = {}
+        readers = self._readers
         for c in columns:
             entry = redo.cols.get(c.id) if redo is not None else None
             if entry is not None:
@@ -288,9 +293,14 @@ class DiskRowSet:
                 if j < len(rows) and rows[j] == rowid:
                     out[c.name] = vals[j].as_py()
                     continue
-            r = self.column_reader(c)
+            r = readers.get(c.id) or self.column_reader(c)
             out[c.name] = r.read_page(page)[i].as_py() if r is not None else c.read_default
         return out
+
+    def _has_redo(self) -> bool:
+        """Whether any REDO event exists (cheap: no capture, no resolution). Read in
+        ``_capture_redo``'s order, which a concurrent delta flush cannot slip past."""
+        return not self.dms.is_empty() or self.frozen_dms is not None or bool(self._redo)
 
     def rowid_range(self, lo: bytes | None, hi: bytes | None) -> tuple[int, int]:
         """Rows whose key is in [lo, hi)."""

@@ -209,10 +209,12 @@ def encode_rows(
     n: int,
     col_ids: Sequence[int],
     rows: Sequence[tuple[int, int, int, int, int, int, bool, bytes, Sequence[Any]]],
+    encoders: Sequence[Any] | None = None,
 ) -> bytes:
     """The compact payload: ``rows`` are (row, action, kind, store, dms, rowid,
     drop_immutable, key, values in ``col_ids`` order), values of the types the row path
-    stores (int, float, str, bytes, bool, date, naive datetime, Decimal or None)."""
+    stores (int, float, str, bytes, bool, date, naive datetime, Decimal or None).
+    ``encoders`` (``value_encoder`` per column) skips the dispatch on each value's type."""
     enc = _ENCODERS
     parts = [
         _HEAD.pack(ts, seq_base, n, 0),
@@ -223,8 +225,21 @@ def encode_rows(
     for row, action, kind, store, dms, rowid, drop, key, values in rows:
         parts.append(_ROW.pack(row, action, kind, store, dms, rowid, drop, len(key)))
         parts.append(key)
-        parts.extend([enc[type(v)](v) for v in values])
+        if encoders is None:
+            parts.extend([enc[type(v)](v) for v in values])
+        else:
+            parts.extend([e(v) for e, v in zip(encoders, values, strict=True)])
     return b"".join(parts)
+
+
+def value_encoder(py_type: type) -> Any:
+    """The encoder of one column whose values are ``py_type`` or None."""
+    one = _ENCODERS[py_type]
+
+    def encode(v: Any) -> bytes:
+        return b"\x00" if v is None else one(v)  # type: ignore[no-any-return]
+
+    return encode
 
 
 @dataclass

@@ -153,18 +153,21 @@ class MemRowSet:
             return
         first = self._num_slots
         need = first + n
-        self._grow(need)
-        self._alive[first:need] = True
+        if need > len(self._alive):
+            self._grow(need)
+        alive = self._alive
+        for j in range(first, need):
+            alive[j] = True
         if self._indexed_chunks != len(self._keys):
             self._index_pending()  # pending keys go in the dict after every chunk's
         index = self._index
         with self._lock:
-            for j, k in enumerate(keys):
-                index[k] = first + j
-            self._p_rows.extend(rows)
-            self._p_keys.extend(keys)
-            self._p_ts.extend([ts] * n)
-            self._p_seq.extend(seq)
+            for j, k in enumerate(keys, first):
+                index[k] = j
+            self._p_rows += rows
+            self._p_keys += keys
+            self._p_ts += [ts] * n
+            self._p_seq += seq
             self._num_slots = need
             self._view = None
             self._version += 1

@@ -24,6 +24,7 @@ class MvccManager:
         self._cond = threading.Condition()
         self._in_flight: set[int] = set()
         self.last_applied = 0
+        self._waiters = 0  # threads in wait_for_snapshot: only they need a notify
 
     def start_op(self, ts: int | None = None) -> int:
         """Register an operation; returns its timestamp (a new one unless given)."""
@@ -39,14 +40,17 @@ class MvccManager:
         """Make the operation visible."""
         with self._cond:
             self._in_flight.discard(ts)
-            self.last_applied = max(self.last_applied, ts)
-            self._cond.notify_all()
+            if ts > self.last_applied:
+                self.last_applied = ts
+            if self._waiters:
+                self._cond.notify_all()
 
     def abort_op(self, ts: int) -> None:
         """Forget an operation that applied nothing."""
         with self._cond:
             self._in_flight.discard(ts)
-            self._cond.notify_all()
+            if self._waiters:
+                self._cond.notify_all()
 
     def latest_snapshot(self) -> int:
         """A snapshot that sees every applied operation and no in-flight one."""
@@ -66,5 +70,9 @@ class MvccManager:
             raise ProgrammingError(f"snapshot timestamp {describe(ts)} is in the future")
         self.clock.observe(ts)
         with self._cond:
-            while any(t < ts for t in self._in_flight):
-                self._cond.wait(1.0)
+            self._waiters += 1
+            try:
+                while any(t < ts for t in self._in_flight):
+                    self._cond.wait(1.0)
+            finally:
+                self._waiters -= 1

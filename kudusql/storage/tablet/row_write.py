@@ -39,6 +39,7 @@ from kudusql.common.keys import key_encoder
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, MAX_CELL_BYTES, DataType, TypeKind
 from kudusql.storage.tablet.diskrowset import default_column
+from kudusql.storage.tablet.log_record import value_encoder
 from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES, WriteOp
 
 #: Batches of at most this many rows take the row path.
@@ -144,6 +145,24 @@ def _decimal(precision: int, scale: int) -> Converter:
     return conv
 
 
+_PY_TYPES = {
+    TypeKind.BOOL: bool,
+    TypeKind.FLOAT: float,
+    TypeKind.DOUBLE: float,
+    TypeKind.DECIMAL: decimal.Decimal,
+    TypeKind.STRING: str,
+    TypeKind.VARCHAR: str,
+    TypeKind.BINARY: bytes,
+    TypeKind.DATE: datetime.date,
+    TypeKind.TIMESTAMP: datetime.datetime,
+}
+
+
+def python_type(t: DataType) -> type:
+    """The Python type of the values ``converter(t)`` returns (besides None)."""
+    return int if t.kind in _INT_BOUNDS else _PY_TYPES[t.kind]
+
+
 def converter(t: DataType) -> Converter:
     """The scalar converter of a column type: value -> stored value, or ``SLOW``."""
     k = t.kind
@@ -199,6 +218,10 @@ class RowLayout:
         self.index = tuple(idx)
         #: Column ids of the given columns (what the WAL records), in given order.
         self.col_ids = tuple(schema.columns[i].id if i >= 0 else -1 for i in idx)
+        #: The compact WAL record's encoder of each given column.
+        self.encoders = tuple(
+            value_encoder(python_type(schema.columns[i].type)) if i >= 0 else None for i in idx
+        )
         self._conv: list[tuple[Converter, bool]] = []
         for i in idx:
             if i < 0:
@@ -312,9 +335,17 @@ class ArrowRows:
         self._plan = plan or None
         self._nbufs = None if plan is None else 1 + sum(3 if k >= _K_STR else 2 for k, _, _ in plan)
         self._structs: dict[int, list[tuple[int, struct.Struct, int]]] = {}
+        self._one = _one_row_decoder(plan) if plan else _no_row
 
     def rows(self, batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
         if self._plan is not None:
+            if batch.num_rows == 1:
+                try:
+                    one = self._one(batch.to_struct_array().buffers())
+                except (pa.ArrowException, AttributeError, ValueError, OverflowError, struct.error):
+                    one = None
+                if one is not None:
+                    return [one]
             out = self._from_buffers(batch)
             if out is not None:
                 return out
@@ -375,6 +406,60 @@ class ArrowRows:
 
 
 _K_NUM, _K_DATE, _K_TS, _K_STR, _K_BIN = range(5)
+
+
+def _no_row(bufs: list[Any]) -> None:
+    return None
+
+
+def _one_row_decoder(plan: list[tuple[int, str, int]]) -> Callable[[list[Any]], Any]:
+    """A function decoding the buffers of a one-row batch of this plan into its row
+    tuple (None when a buffer is not as expected), generated as straight-line code:
+    the loop over columns of ``_from_buffers`` costs more than the decoding."""
+    lines = [
+        "def decode(b):",
+        f"    if len(b) != {1 + sum(3 if k >= _K_STR else 2 for k, _, _ in plan)}:",
+    ]
+    lines.append("        return None")
+    env: dict[str, Any] = {
+        "fromordinal": datetime.date.fromordinal,
+        "EPOCH_ORDINAL": _EPOCH_ORDINAL,
+        "EPOCH": _EPOCH,
+        "timedelta": datetime.timedelta,
+        "OFFS": struct.Struct("<ii"),
+    }
+    p = 1
+    names = []
+    for j, (kind, code, width) in enumerate(plan):
+        v = f"v{j}"
+        names.append(v)
+        lines.append(f"    if b[{p}] is not None:")
+        lines.append("        return None")
+        if kind >= _K_STR:
+            lines.append(f"    o = b[{p + 1}]")
+            lines.append("    if o is None or o.size != 8:")
+            lines.append("        return None")
+            lines.append("    lo, hi = OFFS.unpack_from(o)")
+            lines.append(f"    d = b[{p + 2}]")
+            raw = "(d.to_pybytes()[lo:hi] if d is not None else b'')"
+            lines.append(f"    {v} = {raw}{'.decode()' if kind == _K_STR else ''}")
+            p += 3
+            continue
+        env[f"S{j}"] = struct.Struct(f"<{code}")
+        lines.append(f"    x = b[{p + 1}]")
+        lines.append(f"    if x is None or x.size != {width}:")
+        lines.append("        return None")
+        lines.append(f"    {v} = S{j}.unpack_from(x)[0]")
+        if kind == _K_DATE:
+            lines.append(f"    {v} = fromordinal(EPOCH_ORDINAL + {v})")
+        elif kind == _K_TS:
+            lines.append(f"    {v} = EPOCH + timedelta(microseconds={v})")
+        p += 2
+    lines.append(f"    return ({', '.join(names)},)")
+    exec("\n".join(lines), env)
+    return env["decode"]  # type: ignore[no-any-return]
+
+
 _fromordinal = datetime.date.fromordinal
 _timedelta = datetime.timedelta
 

@@ -506,7 +506,7 @@ class Tablet(WriteShortcuts):
                         return None  # a REINSERT over the deleted row
                     exists = True
                 else:
-                    exists = _exists_elsewhere(rs, k)
+                    exists = bool(rs.frozen or rs.drs) and _exists_elsewhere(rs, k)
                 o = ops[i]
                 if not exists:
                     inserts.append(i)
@@ -529,28 +529,31 @@ class Tablet(WriteShortcuts):
             ticket = None
             if inserts:
                 mid = mrs.id
-                logged = [
-                    (i, A_INSERT, KIND_MRS, mid, -1, -1, False, keys[i], conv[i]) for i in inserts
-                ]
+                logged = []
+                full_rows = []
+                new_keys = []
+                seqs = []
+                nbytes = 0
+                for i in inserts:
+                    v, k = conv[i], keys[i]
+                    logged.append((i, A_INSERT, KIND_MRS, mid, -1, -1, False, k, v))
+                    full_rows.append(lay.full(v))
+                    new_keys.append(k)
+                    seqs.append(seq_base + i)
+                    nbytes += lay.nbytes(v, k)
                 try:
                     assert self._log is not None
                     ticket = self._log.append(
-                        seq_base, ts, encode_rows(ts, seq_base, n, lay.col_ids, logged)
+                        seq_base,
+                        ts,
+                        encode_rows(ts, seq_base, n, lay.col_ids, logged, lay.encoders),
                     )
                 except BaseException:
                     self.mvcc.abort_op(ts)
                     self._failed = "write-ahead log append failed"
                     raise
                 try:
-                    full = lay.full
-                    nbytes = lay.nbytes
-                    mrs.insert_rows(
-                        [full(conv[i]) for i in inserts],
-                        [keys[i] for i in inserts],
-                        ts,
-                        [seq_base + i for i in inserts],
-                        sum(nbytes(conv[i], keys[i]) for i in inserts),
-                    )
+                    mrs.insert_rows(full_rows, new_keys, ts, seqs, nbytes)
                 except BaseException:
                     self._failed = "applying a logged batch failed"
                     self.mvcc.abort_op(ts)
@@ -1129,9 +1132,9 @@ class Tablet(WriteShortcuts):
         except Error as e:
             raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
         rs = self._rowsets
-        for m in (rs.mrs, *rs.frozen):
+        for m in (rs.mrs, *rs.frozen) if rs.frozen else (rs.mrs,):
             slot = m.lookup_one(enc)
-            if slot >= 0 and m.alive_at_latest(np.array([slot]))[0]:
+            if slot >= 0 and m.is_alive(slot):
                 return m.row_at(slot, proj)
         for i in rs.covering(enc):
             d = rs.drs[i]
