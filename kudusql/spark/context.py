@@ -26,7 +26,6 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.spark.options import database_path, storage_table_name
 from kudusql.spark.publish import JobSummary
-from kudusql.spark.session import register
 from kudusql.spark.spark_schema import kudusql_type
 from kudusql.storage.client.database import Database
 
@@ -37,7 +36,6 @@ class KuduContext:
         self.database = database_path(master)
         self.spark = spark
         self.last_timestamp_micros: int | None = None
-        register(spark)
 
     # -- tables ---------------------------------------------------------------------------
     def table_exists(self, table: str) -> bool:

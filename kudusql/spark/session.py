@@ -3,7 +3,8 @@
 ``spark_session(master)`` builds (or returns) a session with filter pushdown for Python
 data sources switched on (``spark.sql.python.filterPushdown.enabled``: without it a
 reader that pushes filters is refused by Spark), the session time zone set to UTC
-(kudusql timestamps are UTC), and the Python workers running this interpreter.
+(kudusql timestamps are UTC), Arrow batches of 100,000 rows between the JVM and the
+Python workers, and the Python workers running this interpreter.
 ``register(spark)`` registers the source explicitly and applies the same settings to
 an existing session.
 """
@@ -18,6 +19,12 @@ from pyspark.sql import SparkSession
 SETTINGS = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
+}
+#: Only for sessions built here: bigger Arrow batches between the JVM and Python
+#: workers (the default, 10,000 rows, makes writes ~1.5x slower: integration notes).
+BUILD_SETTINGS = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.ui.showConsoleProgress": "false",
 }
 
 
@@ -35,9 +42,8 @@ def spark_session(master: str = "local[2]", app_name: str = "kudusql") -> SparkS
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for k, v in SETTINGS.items():
+    for k, v in {**SETTINGS, **BUILD_SETTINGS}.items():
         builder = builder.config(k, v)
-    builder = builder.config("spark.ui.showConsoleProgress", "false")
     spark = builder.getOrCreate()
     register(spark)
     return spark

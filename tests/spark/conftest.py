@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +33,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    from pyspark_kudusql import spark_session
+    """A plain session with the source's settings but no ``register`` call: every test
+    relies on Spark finding ``pyspark_kudusql`` by itself."""
+    from kudusql.spark.session import BUILD_SETTINGS, SETTINGS
 
-    s = spark_session("local[2]", app_name="kudusql-tests")
-    s.conf.set("spark.sql.shuffle.partitions", "2")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master("local[2]").appName("kudusql-tests")
+    for k, v in {**SETTINGS, **BUILD_SETTINGS, "spark.sql.shuffle.partitions": "2"}.items():
+        builder = builder.config(k, v)
+    s = builder.getOrCreate()
     yield s
     s.stop()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,51 @@ from pyspark_kudusql import KuduContext
 from tests.spark.conftest import kudusql_rows
 
 SCHEMA = "id bigint, name string, price decimal(10,2), day date"
+
+
+AUTO_REGISTRATION = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").getOrCreate()  # Spark's defaults, no register
+reader = spark.read.format("kudusql").option("kudu.master", sys.argv[1])
+df = reader.option("kudu.table", "a").load()
+print("rows", df.count(), df.filter("id > 1").count())
+spark.stop()
+"""
+
+
+def test_spark_finds_the_source_without_registration(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    _create(db, "a")
+    import kudusql
+
+    conn = kudusql.connect(db)
+    try:
+        conn.cursor().execute(
+            "INSERT INTO a VALUES (1, 'x', 1.5, DATE '2024-01-01'), (2, 'y', NULL, NULL)"
+        )
+    finally:
+        conn.close()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    out = subprocess.run(
+        [sys.executable, "-c", AUTO_REGISTRATION, db],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "rows 2 1" in out.stdout
+
+
+def test_register_is_idempotent(spark: SparkSession, tmp_path: Path) -> None:
+    from pyspark_kudusql import register
+
+    register(spark)
+    register(spark)
+    kc = KuduContext(str(tmp_path / "db"), spark)
+    kc.create_table("x", StructType.fromDDL("id int"), ["id"])
+    assert kc.read("x").count() == 0
 
 
 def test_kudu_context_manages_tables_and_writes(spark: SparkSession, tmp_path: Path) -> None:
