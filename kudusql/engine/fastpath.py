@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from kudusql.common.types import TypeKind
 from kudusql.parser import statements as st
+from kudusql.planner.dml import constant_rows
 from kudusql.storage.client.system_tables import SYSTEM_DATABASE
 
 if TYPE_CHECKING:
@@ -230,6 +231,7 @@ class StatementCache:
         self._items: OrderedDict[str, tuple[st.Statement, PointLookup | None] | None] = (
             OrderedDict()
         )
+        self._values: dict[int, tuple[st.Statement, list[list[Any]] | None]] = {}
 
     def get(self, sql: str) -> tuple[st.Statement, PointLookup | None] | None:
         """The single statement of ``sql`` with its lookup shape, or None when ``sql``
@@ -242,6 +244,19 @@ class StatementCache:
         if len(self._items) > self.size:
             self._items.popitem(last=False)
         return entry
+
+    def values_rows(self, s: st.Insert | st.Upsert) -> list[list[Any]] | None:
+        """``constant_rows`` of a cached INSERT/UPSERT VALUES statement, computed once
+        per statement (the cells are immutable values and ``Param`` markers)."""
+        got = self._values.get(id(s))
+        if got is not None and got[0] is s:
+            return got[1]
+        src = s.source
+        rows = constant_rows(src) if isinstance(src, exp.Values) else None
+        if len(self._values) >= self.size:
+            self._values.clear()
+        self._values[id(s)] = (s, rows)
+        return rows
 
     @staticmethod
     def _analyse(sql: str) -> tuple[st.Statement, PointLookup | None] | None:

@@ -46,7 +46,6 @@ from kudusql.parser import statements as st
 from kudusql.parser.statements import parse
 from kudusql.planner.dml import (
     Param,
-    constant_rows,
     delete_query,
     target_columns,
     update_query,
@@ -269,7 +268,7 @@ class Session:
         src = s.source
         if isinstance(src, exp.Values):
             _check_values_width(src, cols, table.name)
-            rows = constant_rows(src)
+            rows = self.statements.values_rows(s)
             if rows is not None:
                 if any(isinstance(v, Param) for r in rows for v in r):
                     raise ProgrammingError("the statement has parameters but none were given")
@@ -286,7 +285,7 @@ class Session:
         src = s.source
         if not isinstance(src, exp.Values):
             return None
-        rows = constant_rows(src)
+        rows = self.statements.values_rows(s)
         if rows is None:
             return None
         table = self.table(s.table)

@@ -265,7 +265,11 @@ class Table(WriteShortcuts):
         try:
             for slot, idx in parts.items():
                 part = conv if len(idx) == len(conv) else [conv[i] for i in idx]
-                res = tablets[slot].write_rows(names, part, op, atomic=atomic, timestamp=ts)
+                t = tablets[slot]
+                if _same_schema(t.schema, schema):
+                    res = t.write_converted_rows(names, part, op, atomic=atomic, timestamp=ts)
+                else:
+                    res = t.write_rows(names, part, op, atomic=atomic, timestamp=ts)
                 results.append((idx, res))
         finally:
             self.db.mvcc.finish_op(ts)
@@ -682,6 +686,23 @@ def _layout(schema: Schema, names: tuple[str, ...]) -> RowLayout:
             _LAYOUTS.clear()
         lay = _LAYOUTS[key] = RowLayout(schema, names)
     return lay
+
+
+_SAME: dict[tuple[int, int], tuple[Schema, Schema, bool]] = {}
+
+
+def _same_schema(a: Schema, b: Schema) -> bool:
+    """``a == b``, remembered per pair of schema objects (a tablet's schema and its
+    table's are equal but distinct objects; comparing them costs microseconds)."""
+    if a is b:
+        return True
+    key = (id(a), id(b))
+    hit = _SAME.get(key)
+    if hit is None or hit[0] is not a or hit[1] is not b:
+        if len(_SAME) >= 256:
+            _SAME.clear()
+        hit = _SAME[key] = (a, b, a == b)
+    return hit[2]
 
 
 def _split(data: pa.Table, slots: np.ndarray) -> list[_Part]:

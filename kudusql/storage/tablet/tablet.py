@@ -435,6 +435,30 @@ class Tablet(WriteShortcuts):
         data = rows_to_arrow(self.schema, columns, rows)
         return self.write(data, wop, atomic=atomic, timestamp=timestamp)
 
+    def write_converted_rows(
+        self,
+        columns: tuple[str, ...],
+        rows: Sequence[Sequence[Any]],
+        op: WriteOp,
+        *,
+        atomic: bool = False,
+        timestamp: int | None = None,
+    ) -> WriteResult:
+        """``write_rows`` for rows that ``RowLayout.convert`` of this tablet's schema
+        already returned (the table's row path): they skip the conversion."""
+        n = len(rows)
+        if 0 < n <= SMALL_WRITE_ROWS and n < self.options.bulk_load_rows and op in ROW_OPS:
+            if self.read_only:
+                raise OperationalError(f"tablet {self.path} is open read-only")
+            if self._closed:
+                raise ProgrammingError(f"tablet {self.path} is closed")
+            if self.maintenance is not None:
+                self.maintenance.throttle()
+            res = self._write_small(columns, rows, [op] * n, atomic, timestamp, converted=True)
+            if res is not None:
+                return res
+        return self.write_rows(columns, rows, op, atomic=atomic, timestamp=timestamp)
+
     def _arrow_to_rows(
         self, data: pa.Table | pa.RecordBatch
     ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
@@ -468,16 +492,19 @@ class Tablet(WriteShortcuts):
         ops: list[WriteOp],
         atomic: bool,
         timestamp: int | None,
+        *,
+        converted: bool = False,
     ) -> WriteResult | None:
         """The row path (``row_write``): the result, or None when the batch path must
-        write the batch (nothing was applied then)."""
+        write the batch (nothing was applied then). ``converted``: the rows are already
+        ``RowLayout.convert``'s output for the current schema."""
         lay = self._layout(names)
         if not lay.ok:
             return None
         conv = []
         keys = []
         for r in rows:
-            v = lay.convert(r)
+            v = r if converted else lay.convert(r)
             if v is None:
                 return None
             k = lay.key(v)
