@@ -397,15 +397,22 @@ def run(cfg: Config) -> Result:
         f"DuckDB {duckdb.__version__} over Parquet / native; SQLite {sqlite3.sqlite_version}",
     )
     res.info["cores"] = os.cpu_count()
+    # KUDUSQL_BENCH_SQL_PARTS=points,inserts runs only those parts (tpch = TPC-H + UPDATE).
+    parts = set(os.environ.get("KUDUSQL_BENCH_SQL_PARTS", "tpch,points,inserts").split(","))
+    if parts != {"tpch", "points", "inserts"}:
+        res.info["parts"] = ",".join(sorted(parts))
     with workdir(cfg, NAME) as d:
-        conn, native = bench_tpch(cfg, res, d)
-        try:
-            _part(res, "UPDATE", lambda: bench_update(cfg, res, conn, native))
-        finally:
-            conn.close()
-            native.close()
-        _part(res, "point lookups", lambda: bench_point_lookup(cfg, res, d))
-        _part(res, "inserts", lambda: bench_inserts(cfg, res, d))
+        if "tpch" in parts:
+            conn, native = bench_tpch(cfg, res, d)
+            try:
+                _part(res, "UPDATE", lambda: bench_update(cfg, res, conn, native))
+            finally:
+                conn.close()
+                native.close()
+        if "points" in parts:
+            _part(res, "point lookups", lambda: bench_point_lookup(cfg, res, d))
+        if "inserts" in parts:
+            _part(res, "inserts", lambda: bench_inserts(cfg, res, d))
     res.notes.append(
         "TPC-H times are per-query medians (ms) of --reps runs after a warm-up, "
         "answers fetched as Python tuples by all; point/insert latencies per statement"
