@@ -275,8 +275,15 @@ def _cast_rowwise(arr: pa.Array[Any], target: pa.DataType) -> tuple[pa.Array[Any
             out.append(None)
             continue
         try:
-            out.append(pc.cast(pa.array([v.as_py()], type=arr.type), target, safe=True)[0].as_py())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
+            # Slice, not as_py(): some values have no Python form (nanoseconds).
+            out.append(pc.cast(arr.slice(i, 1), target, safe=True)[0].as_py())
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowNotImplementedError,
+            pa.ArrowTypeError,
+            TypeError,
+            ValueError,
+        ):
             out.append(None)
             bad[i] = True
     return pa.array(out, type=target), bad

@@ -332,3 +332,15 @@ def test_payload_header_marks_the_layout() -> None:
     payload = encode_rows(1, 2, 1, lay.col_ids, [(0, 1, 1, 1, -1, -1, False, b"k", (1, 2))])
     assert head.unpack_from(payload)[3] == 0
     assert log_record._HEAD.size == head.size
+
+
+def test_arrow_values_python_cannot_hold_take_the_batch_path(tablets: Any) -> None:
+    """Nanosecond timestamps: to_pylist fails, the batch path casts or rejects them."""
+    a, b = tablets
+    for ns in (1_000_000_000_000, 1_000_000_000_001):
+        data = pa.table({"k": pa.array([ns], pa.int64()), "ts": pa.array([ns], pa.timestamp("ns"))})
+        ra = a.write(data, "INSERT")
+        rb = b.write(data.append_column("op", pa.array(["INSERT"])), op_column="op")
+        same_result(ra, rb)
+    assert scan(a) == scan(b)
+    assert len(scan(a)) == 1 and scan(a)[0]["ts"] == datetime.datetime(1970, 1, 1, 0, 16, 40)

@@ -240,23 +240,11 @@ class RowLayout:
         self._varlen = tuple(
             j for j, i in enumerate(idx) if i >= 0 and schema.columns[i].type.is_varlen
         )
-
-    def convert(self, row: Sequence[Any]) -> tuple[Any, ...] | None:
-        """The row's stored values (given order), or None when the batch path must do it."""
-        if len(row) != len(self._conv):
-            return None
-        out: list[Any] = []
-        for (conv, nullable), v in zip(self._conv, row, strict=True):
-            if v is None:
-                if not nullable:
-                    return None
-                out.append(None)
-                continue
-            c = conv(v)
-            if c is SLOW:
-                return None
-            out.append(c)
-        return tuple(out)
+        kinds = [schema.columns[i].type.kind if i >= 0 else None for i in idx]
+        #: The row's stored values (given order), or None when the batch path must do it.
+        self.convert: Callable[[Sequence[Any]], tuple[Any, ...] | None] = _compile_convert(
+            self._conv, kinds
+        )
 
     def key(self, values: Sequence[Any]) -> bytes | None:
         """The encoded primary key of converted values, or None (too large)."""
@@ -292,6 +280,51 @@ class RowLayout:
 
 def _never(v: Any) -> Any:
     return SLOW
+
+
+# Inline tests for the common exact types: no converter call for them.
+_INLINE = {
+    TypeKind.INT8: "type({a}) is int and {lo} <= {a} <= {hi}",
+    TypeKind.INT16: "type({a}) is int and {lo} <= {a} <= {hi}",
+    TypeKind.INT32: "type({a}) is int and {lo} <= {a} <= {hi}",
+    TypeKind.INT64: "type({a}) is int and {lo} <= {a} <= {hi}",
+    TypeKind.DOUBLE: "type({a}) is float",
+    TypeKind.STRING: "type({a}) is str and len({a}) <= 16384 and {a}.isascii()",
+    TypeKind.BINARY: "type({a}) is bytes and len({a}) <= 65536",
+    TypeKind.BOOL: "type({a}) is bool",
+    TypeKind.DATE: "type({a}) is date",
+}
+
+
+def _compile_convert(
+    convs: list[tuple[Converter, bool]], kinds: list[TypeKind | None]
+) -> Callable[[Sequence[Any]], tuple[Any, ...] | None]:
+    """``RowLayout.convert`` as straight-line code for this layout: per value, an inline
+    test of the exact Python type where it decides alone, else the column's converter."""
+    n = len(convs)
+    env: dict[str, Any] = {"SLOW": SLOW, "date": datetime.date}
+    args = [f"a{j}" for j in range(n)]
+    lines = ["def convert(row):", f"    if len(row) != {n}:", "        return None"]
+    if n:
+        lines.append(f"    {', '.join(args)}{',' if n == 1 else ''} = row")
+    for j, ((conv, nullable), kind) in enumerate(zip(convs, kinds, strict=True)):
+        a, x = f"a{j}", f"x{j}"
+        env[f"c{j}"] = conv
+        lines.append(f"    if {a} is None:")
+        lines.append(f"        {x} = None" if nullable else "        return None")
+        test = _INLINE.get(kind) if kind is not None else None
+        if test is not None and kind is not None:
+            lo, hi = _INT_BOUNDS.get(kind, (0, 0))
+            lines.append(f"    elif {test.format(a=a, lo=lo, hi=hi)}:")
+            lines.append(f"        {x} = {a}")
+        lines.append("    else:")
+        lines.append(f"        {x} = c{j}({a})")
+        lines.append(f"        if {x} is SLOW:")
+        lines.append("            return None")
+    xs = ", ".join(f"x{j}" for j in range(n))
+    lines.append(f"    return ({xs}{',' if n == 1 else ''})")
+    exec("\n".join(lines), env)
+    return env["convert"]  # type: ignore[no-any-return]
 
 
 # -- Arrow in, Python out -------------------------------------------------------------------

@@ -369,10 +369,11 @@ class Tablet(WriteShortcuts):
         if 0 < n <= SMALL_WRITE_ROWS and n < threshold and op_column is None and op is not None:
             wop = WriteOp.parse(op)
             if wop in ROW_OPS:
-                names, rows = self._arrow_to_rows(data)
-                res = self._write_small(names, rows, [wop] * n, atomic, timestamp)
-                if res is not None:
-                    return res
+                got = self._arrow_to_rows(data)
+                if got is not None:
+                    res = self._write_small(got[0], got[1], [wop] * n, atomic, timestamp)
+                    if res is not None:
+                        return res
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         ops = operations(data, op, op_column)
@@ -461,20 +462,24 @@ class Tablet(WriteShortcuts):
 
     def _arrow_to_rows(
         self, data: pa.Table | pa.RecordBatch
-    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-        """A small batch's column names and rows as Python values."""
-        if isinstance(data, pa.Table):
-            names = tuple(data.column_names)
-            cols = [c.to_pylist() for c in data.columns]
-            return names, list(zip(*cols, strict=True))
-        schema = data.schema
-        for reader in self._arrow_rows:
-            if reader.schema.equals(schema):
-                break
-        else:
-            reader = ArrowRows(schema)
-            self._arrow_rows = [reader, *self._arrow_rows[:3]]
-        return reader.names, reader.rows(data)
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]] | None:
+        """A small batch's column names and rows as Python values (None for values
+        Python cannot hold, such as nanoseconds: the batch path casts or rejects them)."""
+        try:
+            if isinstance(data, pa.Table):
+                names = tuple(data.column_names)
+                cols = [c.to_pylist() for c in data.columns]
+                return names, list(zip(*cols, strict=True))
+            schema = data.schema
+            for reader in self._arrow_rows:
+                if reader.schema.equals(schema):
+                    break
+            else:
+                reader = ArrowRows(schema)
+                self._arrow_rows = [reader, *self._arrow_rows[:3]]
+            return reader.names, reader.rows(data)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError, KeyError):
+            return None
 
     def _layout(self, names: tuple[str, ...]) -> RowLayout:
         lay = self._layouts.get(names)

@@ -257,7 +257,11 @@ def _nulls(arr: pa.Array[Any]) -> np.ndarray:
 
 
 def _bad_value_msg(name: str, t: object, src: pa.ChunkedArray[Any], row: int) -> str:
-    v = src[row].as_py()
+    try:
+        v = src[row].as_py()
+    except (ValueError, OverflowError):  # no Python form (nanoseconds): Arrow's text
+        text = pc.cast(src.slice(row, 1), pa.string())[0].as_py()
+        return f"invalid value {text} for column {name!r} of type {t}"
     if isinstance(v, (str, bytes)) and len(v) > 64 * 1024:
         return f"value too large for column {name!r} ({len(v)} bytes; the limit is 65536)"
     return f"invalid value {v!r} for column {name!r} of type {t}"
