@@ -3,10 +3,24 @@ table properties later)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import os
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kudusql.common.errors import ProgrammingError
+
+_MIB = 1024 * 1024
+
+
+def default_block_cache_bytes() -> int:
+    """A quarter of physical memory, between 256 MiB and 8 GiB (256 MiB when the
+    memory size is unknown). The cache fills only as pages are read, so a small
+    database never uses more than its own decoded size."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 256 * _MIB
+    return int(min(max(total // 4, 256 * _MIB), 8192 * _MIB))
 
 
 @dataclass(frozen=True)
@@ -28,8 +42,10 @@ class TabletOptions:
     rowset_target_bytes: int = 32 * 1024 * 1024
     #: Rows per CFile page; every column of a rowset shares page boundaries.
     rows_per_page: int = 32768
-    #: Decoded-page cache shared by the tablets of a database.
-    block_cache_bytes: int = 256 * 1024 * 1024
+    #: Decoded-page cache shared by the tablets of a database (default: a quarter of
+    #: physical memory, see ``default_block_cache_bytes``). Scans hand cached pages to
+    #: DuckDB without copying, so a warm working set skips decompression and decoding.
+    block_cache_bytes: int = field(default_factory=default_block_cache_bytes)
     #: History kept for time travel; older snapshots are refused (and GC'd later).
     history_max_age_s: float = 15 * 60
     #: fsync new files and metadata.

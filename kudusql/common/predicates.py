@@ -4,13 +4,19 @@ A predicate is bound to one column and evaluated exactly on Arrow arrays; it can
 answer whether a page with given zone-map statistics could hold a match, so scans
 prune pages without ever returning a wrong row. Predicates on a primary-key prefix
 become encoded key bounds (``key_bounds``) that narrow DiskRowSets to rowid ranges.
+
+An *advisory* predicate (``ColumnPredicate.advisory()``) is a hint from a caller that
+filters the rows again itself (the SQL executor: DuckDB applies the whole WHERE clause).
+Scans use it to prune exactly as any other predicate (partitions, key ranges, rowsets,
+zone-mapped pages) but need not evaluate it row by row, so surviving pages go out whole
+(zero-copy from the block cache) instead of being filtered and copied.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -45,6 +51,8 @@ class ColumnPredicate:
     lower_inclusive: bool = True
     upper_inclusive: bool = False
     values: tuple[Any, ...] = ()
+    #: A pruning hint: rows that fail it may be returned (see the module docstring).
+    hint: bool = False
 
     # -- constructors -----------------------------------------------------------------------
     @classmethod
@@ -87,6 +95,10 @@ class ColumnPredicate:
     def prefix(cls, column: str, prefix: str | bytes) -> ColumnPredicate:
         return cls(column, PredicateKind.PREFIX, value=prefix)
 
+    def advisory(self) -> ColumnPredicate:
+        """This predicate as a pruning hint: scans may return rows that fail it."""
+        return self if self.hint else replace(self, hint=True)
+
     def __str__(self) -> str:
         k = self.kind
         if k is PredicateKind.EQ:
@@ -120,6 +132,8 @@ class ColumnPredicate:
             d["upper_inclusive"] = self.upper_inclusive
         if self.values:
             d["values"] = [to_json_value(v) for v in self.values]
+        if self.hint:
+            d["hint"] = True
         return d
 
     @classmethod
@@ -137,6 +151,7 @@ class ColumnPredicate:
             lower_inclusive=bool(d.get("lower_inclusive", True)),
             upper_inclusive=bool(d.get("upper_inclusive", False)),
             values=tuple(from_json_value(v, "scan token") for v in d.get("values", ())),
+            hint=bool(d.get("hint", False)),
         )
 
     # -- binding ------------------------------------------------------------------------------
@@ -170,6 +185,7 @@ class ColumnPredicate:
             lower_inclusive=self.lower_inclusive,
             upper_inclusive=self.upper_inclusive,
             values=tuple(v for v in (conv(x) for x in self.values) if v is not None),
+            hint=self.hint,
         )
 
     # -- evaluation ---------------------------------------------------------------------------

@@ -134,7 +134,9 @@ class DuckRunner:
         snap = snapshot
         if scan.as_of is not None:
             snap = self.snapshots.hybrid_time(scan.as_of, f"AS OF of {scan.alias or scan.table}")
-        reader = table.scan(scan.columns, scan.predicates, snapshot=snap)
+        # DuckDB applies the whole WHERE clause: pushed predicates only need to prune.
+        hints = [p.advisory() for p in scan.predicates]
+        reader = table.scan(scan.columns, hints, snapshot=snap)
         batches = []
         for b in reader:
             check_cancelled(self.cancelled)

@@ -7,7 +7,8 @@ rowset's pages (all columns share page boundaries). For each page it computes ro
 liveness from the resolved deltas, skips the page if its zone maps rule out a
 predicate (only for columns no delta touches in that page), reads and patches the
 predicate columns first, evaluates them, and only then reads the other projected
-columns, for the rows still selected.
+columns, for the rows still selected. Hint predicates (``ColumnPredicate.hint``) only
+prune: a page they do not rule out goes out whole (less deleted rows).
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ class ScanPlan:
     def sorted_predicates(self) -> list[ColumnPredicate]:
         return sorted(self.predicates, key=lambda p: _PRED_ORDER[p.kind])
 
+    def row_predicates(self) -> list[ColumnPredicate]:
+        """The predicates evaluated row by row (hints only prune), cheapest first."""
+        return [p for p in self.sorted_predicates() if not p.hint]
+
 
 def scan_memrowset(
     mrs: MemRowSet, plan: ScanPlan
@@ -116,7 +121,7 @@ def scan_memrowset(
         return got
 
     sel = np.ones(len(idx), dtype=bool)
-    for p in plan.sorted_predicates():
+    for p in plan.row_predicates():
         sel &= p.evaluate(column(schema.column(p.column)))
         if not sel.any():
             return
@@ -185,6 +190,7 @@ def scan_diskrowset(
     offsets = drs.page_offsets
     first_page = int(np.searchsorted(offsets, start, side="right") - 1)
     preds = plan.sorted_predicates()
+    row_preds = plan.row_predicates()
     schema = plan.schema
     for p in range(first_page, len(offsets) - 1):
         a, b = max(start, int(offsets[p])), min(stop, int(offsets[p + 1]))
@@ -233,7 +239,7 @@ def scan_diskrowset(
             return got
 
         sel = keep.copy()
-        for pr in preds:
+        for pr in row_preds:
             sel &= pr.evaluate(column(schema.column(pr.column)))
             if not sel.any():
                 break
