@@ -20,7 +20,7 @@ from pyspark.sql import types as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kudusql.common.errors import ProgrammingError
-from kudusql.common.schema import Schema
+from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType, TypeKind
 
 _SPARK_OF: dict[TypeKind, st.DataType] = {
@@ -123,17 +123,21 @@ def arrow_schema_for(schema: st.StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
+def _column_of(table: Schema, name: str, column: str, where: str) -> ColumnSchema:
+    found = find_column(table, column)
+    if found is None:
+        raise ProgrammingError(
+            f"column {column!r}{where} is not in table {name!r} (columns: {', '.join(table.names)})"
+        )
+    return table.column(found)
+
+
 def read_columns(table: Schema, name: str, requested: st.StructType) -> list[str]:
     """The table columns a read with the user-given schema ``requested`` projects to,
     checking each exists and has the table's Spark type."""
     out = []
     for f in requested.fields:
-        found = find_column(table, f.name)
-        if found is None:
-            raise ProgrammingError(
-                f"column {f.name!r} is not in table {name!r} (columns: {', '.join(table.names)})"
-            )
-        c = table.column(found)
+        c = _column_of(table, name, f.name, "")
         want = spark_type(c.type)
         if f.dataType != want:
             raise ProgrammingError(
@@ -150,13 +154,7 @@ def check_write_schema(table: Schema, name: str, df: st.StructType, operation: s
     ProgrammingError naming the first column that does not fit."""
     out = []
     for f in df.fields:
-        found = find_column(table, f.name)
-        if found is None:
-            raise ProgrammingError(
-                f"column {f.name!r} of the DataFrame is not in table {name!r} "
-                f"(columns: {', '.join(table.names)})"
-            )
-        c = table.column(found)
+        c = _column_of(table, name, f.name, " of the DataFrame")
         fam = _spark_family(f.dataType)
         if fam != _FAMILY[c.type.kind]:
             raise ProgrammingError(

@@ -149,19 +149,7 @@ class Table(WriteShortcuts):
         rt = self._rt()
         with rt.write_lock:
             rt = self._rt()  # an ALTER may have finished while we waited
-            schema = rt.meta.schema
-            slots, unrouted = self._route(rt, data)
-            parts = _split(data, slots)
-            errors = [
-                RowError(
-                    int(i),
-                    WriteOp(int(ops[i])),
-                    _key_of(data, schema, int(i)),
-                    "NotFound",
-                    NO_TABLET_MESSAGE,
-                )
-                for i in np.flatnonzero(unrouted).tolist()
-            ]
+            parts, errors = self._split_routed(rt, data, ops)
             if atomic and errors:
                 raise DataError(
                     f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
@@ -284,6 +272,24 @@ class Table(WriteShortcuts):
             errors.sort(key=lambda e: e.index)
         return WriteResult(ts, applied, ignored, errors)
 
+    def _split_routed(
+        self, rt: TableRuntime, data: pa.Table, ops: np.ndarray
+    ) -> tuple[list[_Part], list[RowError]]:
+        """The batch cut into one part per tablet, and the errors of the rows no range
+        partition covers."""
+        slots, unrouted = self._route(rt, data)
+        errors = [
+            RowError(
+                int(i),
+                WriteOp(int(ops[i])),
+                _key_of(data, rt.meta.schema, int(i)),
+                "NotFound",
+                NO_TABLET_MESSAGE,
+            )
+            for i in np.flatnonzero(unrouted).tolist()
+        ]
+        return _split(data, slots), errors
+
     def _route(self, rt: TableRuntime, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         """Each row's tablet slot, and the mask of rows no range partition covers."""
         n = data.num_rows
@@ -385,18 +391,7 @@ class Table(WriteShortcuts):
         rt = self._rt()
         with rt.write_lock:
             rt = self._rt()
-            slots, unrouted = self._route(rt, data)
-            parts = _split(data, slots)
-            errors = [
-                RowError(
-                    int(i),
-                    WriteOp(int(ops[i])),
-                    _key_of(data, rt.meta.schema, int(i)),
-                    "NotFound",
-                    NO_TABLET_MESSAGE,
-                )
-                for i in np.flatnonzero(unrouted).tolist()
-            ]
+            parts, errors = self._split_routed(rt, data, ops)
             errors += _part_errors(rt.tablets(), parts, op, op_column, self.db.pool)
         errors.sort(key=lambda e: e.index)
         return errors
