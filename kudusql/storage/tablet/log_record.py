@@ -203,43 +203,76 @@ _ENCODERS: dict[type, Any] = {
 }
 
 
+_COL_HEADERS: dict[tuple[int, ...], bytes] = {}
+
+
 def encode_rows(
     ts: int,
     seq_base: int,
     n: int,
     col_ids: Sequence[int],
     rows: Sequence[tuple[int, int, int, int, int, int, bool, bytes, Sequence[Any]]],
-    encoders: Sequence[Any] | None = None,
+    encode_values: Any = None,
 ) -> bytes:
     """The compact payload: ``rows`` are (row, action, kind, store, dms, rowid,
     drop_immutable, key, values in ``col_ids`` order), values of the types the row path
     stores (int, float, str, bytes, bool, date, naive datetime, Decimal or None).
-    ``encoders`` (``value_encoder`` per column) skips the dispatch on each value's type."""
+    ``encode_values`` (``values_encoder`` of the columns' types) skips the dispatch on
+    each value's type."""
     enc = _ENCODERS
-    parts = [
-        _HEAD.pack(ts, seq_base, n, 0),
-        _NCOLS.pack(len(col_ids)),
-        struct.pack(f"<{len(col_ids)}I", *col_ids),
-        _NROWS.pack(len(rows)),
-    ]
+    cols = _COL_HEADERS.get(tuple(col_ids))
+    if cols is None:
+        cols = _NCOLS.pack(len(col_ids)) + struct.pack(f"<{len(col_ids)}I", *col_ids)
+        if len(_COL_HEADERS) < 1024:
+            _COL_HEADERS[tuple(col_ids)] = cols
+    parts = [_HEAD.pack(ts, seq_base, n, 0), cols, _NROWS.pack(len(rows))]
     for row, action, kind, store, dms, rowid, drop, key, values in rows:
         parts.append(_ROW.pack(row, action, kind, store, dms, rowid, drop, len(key)))
         parts.append(key)
-        if encoders is None:
+        if encode_values is None:
             parts.extend([enc[type(v)](v) for v in values])
         else:
-            parts.extend([e(v) for e, v in zip(encoders, values, strict=True)])
+            parts.append(encode_values(values))
     return b"".join(parts)
 
 
-def value_encoder(py_type: type) -> Any:
-    """The encoder of one column whose values are ``py_type`` or None."""
-    one = _ENCODERS[py_type]
+# Straight-line encodings of one non-NULL value ``a`` per Python type (same bytes as
+# _ENCODERS): the generated encoder of a row inlines them.
+_INLINE_ENC = {
+    int: 'b"\\x01" + I64(a)',
+    float: 'b"\\x02" + F64(a)',
+    bool: 'b"\\x06" if a else b"\\x05"',
+    datetime.date: 'b"\\x07" + I32(a.toordinal() - EPOCH_ORDINAL)',
+}
 
-    def encode(v: Any) -> bytes:
-        return b"\x00" if v is None else one(v)  # type: ignore[no-any-return]
 
-    return encode
+def values_encoder(py_types: Sequence[type]) -> Any:
+    """A function encoding a row of values of these Python types (or None) as the
+    compact record's tagged values, generated as straight-line code."""
+    env: dict[str, Any] = {
+        "I64": _I64.pack,
+        "F64": _F64.pack,
+        "I32": _I32.pack,
+        "EPOCH_ORDINAL": _EPOCH_ORDINAL,
+    }
+    n = len(py_types)
+    lines = ["def encode(values):"]
+    if n:
+        lines.append(f"    {', '.join(f'a{j}' for j in range(n))}{',' if n == 1 else ''} = values")
+    outs = []
+    for j, t in enumerate(py_types):
+        a = f"a{j}"
+        inline = _INLINE_ENC.get(t)
+        if inline is not None:
+            expr = inline.replace("(a)", f"({a})").replace("if a ", f"if {a} ")
+            expr = expr.replace("a.toordinal", f"{a}.toordinal")
+        else:
+            env[f"E{j}"] = _ENCODERS[t]
+            expr = f"E{j}({a})"
+        outs.append(f'(b"\\x00" if {a} is None else {expr})')
+    lines.append(f"    return b''.join(({', '.join(outs)}{',' if n == 1 else ''}))")
+    exec("\n".join(lines), env)
+    return env["encode"]
 
 
 @dataclass

@@ -188,7 +188,7 @@ class MemRowSet:
         if not pend:
             return
         cols = list(zip(*pend, strict=True))
-        arrays = [pa.array(cols[i], type=t) for i, t in enumerate(self._types)]
+        arrays = [_column(cols[i], t) for i, t in enumerate(self._types)]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self._arrow_schema)
         # Every chunk before the tail was indexed when the tail started (insert_rows).
         indexed = self._indexed_chunks == len(self._keys)
@@ -329,6 +329,25 @@ class MemRowSet:
                     self._indexed_slots = 0
                 self._view = v
         return v
+
+
+_NUMPY_TYPES = {
+    pa.int8(): np.int8,
+    pa.int16(): np.int16,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.float32(): np.float32,
+    pa.float64(): np.float64,
+}
+
+
+def _column(values: Sequence[Any], t: pa.DataType) -> pa.Array[Any]:
+    """An Arrow column of Python values of type ``t`` (numbers without NULLs through
+    numpy: pyarrow converts Python ints one by one several times slower)."""
+    np_type = _NUMPY_TYPES.get(t)
+    if np_type is not None and None not in values:
+        return pa.array(np.array(values, dtype=np_type), type=t)
+    return pa.array(values, type=t)
 
 
 def _fill_idx(idx: pa.Array[Any]) -> np.ndarray:

@@ -21,14 +21,15 @@ class MvccManager:
 
     def __init__(self, clock: HybridClock) -> None:
         self.clock = clock
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._in_flight: set[int] = set()
         self.last_applied = 0
         self._waiters = 0  # threads in wait_for_snapshot: only they need a notify
 
     def start_op(self, ts: int | None = None) -> int:
         """Register an operation; returns its timestamp (a new one unless given)."""
-        with self._cond:
+        with self._lock:
             if ts is None:
                 ts = self.clock.now()
             else:
@@ -38,7 +39,7 @@ class MvccManager:
 
     def finish_op(self, ts: int) -> None:
         """Make the operation visible."""
-        with self._cond:
+        with self._lock:
             self._in_flight.discard(ts)
             if ts > self.last_applied:
                 self.last_applied = ts
@@ -47,7 +48,7 @@ class MvccManager:
 
     def abort_op(self, ts: int) -> None:
         """Forget an operation that applied nothing."""
-        with self._cond:
+        with self._lock:
             self._in_flight.discard(ts)
             if self._waiters:
                 self._cond.notify_all()

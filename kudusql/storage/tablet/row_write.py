@@ -39,7 +39,7 @@ from kudusql.common.keys import key_encoder
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, MAX_CELL_BYTES, DataType, TypeKind
 from kudusql.storage.tablet.diskrowset import default_column
-from kudusql.storage.tablet.log_record import value_encoder
+from kudusql.storage.tablet.log_record import values_encoder
 from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES, WriteOp
 
 #: Batches of at most this many rows take the row path.
@@ -219,8 +219,8 @@ class RowLayout:
         #: Column ids of the given columns (what the WAL records), in given order.
         self.col_ids = tuple(schema.columns[i].id if i >= 0 else -1 for i in idx)
         #: The compact WAL record's encoder of each given column.
-        self.encoders = tuple(
-            value_encoder(python_type(schema.columns[i].type)) if i >= 0 else None for i in idx
+        self.encode_values = values_encoder(
+            [python_type(schema.columns[i].type) if i >= 0 else type(None) for i in idx]
         )
         self._conv: list[tuple[Converter, bool]] = []
         for i in idx:

@@ -578,7 +578,7 @@ class Tablet(WriteShortcuts):
                     ticket = self._log.append(
                         seq_base,
                         ts,
-                        encode_rows(ts, seq_base, n, lay.col_ids, logged, lay.encoders),
+                        encode_rows(ts, seq_base, n, lay.col_ids, logged, lay.encode_values),
                     )
                 except BaseException:
                     self.mvcc.abort_op(ts)
