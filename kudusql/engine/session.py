@@ -33,6 +33,7 @@ from kudusql.common.types import DataType
 from kudusql.engine.databases import DatabaseRegistry
 from kudusql.engine.fastpath import StatementCache
 from kudusql.engine.params import Params, bind
+from kudusql.engine.plan_cache import CachedQuery, PlanCache, RecordingResolver
 from kudusql.engine.settings import Settings
 from kudusql.executor.dml import (
     MAX_ERROR_SAMPLES,
@@ -43,6 +44,7 @@ from kudusql.executor.dml import (
 )
 from kudusql.executor.duck import DuckRunner
 from kudusql.parser import statements as st
+from kudusql.parser import to_duckdb_sql
 from kudusql.parser.statements import parse
 from kudusql.planner.dml import (
     Param,
@@ -100,6 +102,7 @@ class Session:
         self.registry = DatabaseRegistry(db)
         self.runner = DuckRunner(db)
         self.statements = StatementCache()
+        self.plans = PlanCache()
         self.closed = False
 
     def close(self) -> None:
@@ -162,13 +165,19 @@ class Session:
                 return res
         if params is not None:
             sql = bind(sql, params)
+        cached = self.plans.get(sql, self.database, self.resolve)
+        if cached is not None:
+            return self._run_planned(cached)
         stmts = parse(sql)
         if not stmts:
             raise ProgrammingError("no SQL statement to execute")
         warnings: list[str] = []
         res = Result()
         for s in stmts:
-            res = self.execute_statement(s)
+            if len(stmts) == 1 and isinstance(s, st.Query):
+                res = self.query(s.ast, text=sql)
+            else:
+                res = self.execute_statement(s)
             warnings += res.warnings
         res.warnings = warnings
         return res
@@ -213,10 +222,22 @@ class Session:
     def plan(self, tree: exp.Expr) -> QueryPlan:
         return plan_query(tree, self.resolve)
 
-    def query(self, tree: exp.Expr) -> Result:
+    def query(self, tree: exp.Expr, text: str | None = None) -> Result:
+        """Run a query; with its statement ``text``, the plan is cached for the next
+        execution of the same text (``PlanCache``)."""
+        if text is None:
+            snap = self.db.snapshot()
+            return Result(table=self.runner.query(self.plan(tree), snap), timestamp=snap)
+        resolver = RecordingResolver(self.resolve)
+        database = self.database
+        plan = plan_query(tree, resolver)
+        cached = CachedQuery(plan, to_duckdb_sql(plan.tree), tuple(resolver.seen))
+        self.plans.put(text, database, cached)
+        return self._run_planned(cached)
+
+    def _run_planned(self, cached: CachedQuery) -> Result:
         snap = self.db.snapshot()
-        plan = self.plan(tree)
-        return Result(table=self.runner.query(plan, snap), timestamp=snap)
+        return Result(table=self.runner.query(cached.plan, snap, cached.sql), timestamp=snap)
 
     # -- DML --------------------------------------------------------------------------------
     def _op(self, s: st.Insert | st.Upsert) -> WriteOp:

@@ -208,10 +208,11 @@ class DuckRunner:
         return self.db.table(scan.table).estimated_rows()
 
     # -- queries -----------------------------------------------------------------------------
-    def query(self, plan: QueryPlan, snapshot: int) -> pa.Table:
-        """Run ``plan`` with every table read at ``snapshot`` (or its AS OF)."""
+    def query(self, plan: QueryPlan, snapshot: int, sql: str | None = None) -> pa.Table:
+        """Run ``plan`` (``sql``: its DuckDB text, if already generated) with every
+        table read at ``snapshot`` (or its AS OF)."""
         with self.registered(plan, snapshot):
-            return self.run_sql(to_duckdb_sql(plan.tree), plan)
+            return self.run_sql(sql if sql is not None else to_duckdb_sql(plan.tree), plan)
 
     def run_sql(self, sql: str, plan: QueryPlan | None = None) -> pa.Table:
         try:
