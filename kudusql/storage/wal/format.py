@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 from kudusql.storage.fs.checksum import crc32
+
+_U32 = struct.Struct("<I")
 
 # --- segment header -------------------------------------------------------------------
 SEGMENT_MAGIC = b"KSQLWAL\x00"
@@ -67,8 +70,11 @@ def encode_record_header(
     stored: bytes | bytearray | memoryview, raw_len: int, flags: int, seq: int, ts: int
 ) -> bytes:
     """The 40-byte header framing ``stored`` (struct.error if a field is out of range)."""
-    body = _REC_HDR_BODY.pack(RECORD_MARKER, len(stored), raw_len, flags, seq, ts, crc32(stored))
-    return body + crc32(body).to_bytes(4, "little")
+    # zlib.crc32 directly (already unsigned): this runs once per WAL append.
+    body = _REC_HDR_BODY.pack(
+        RECORD_MARKER, len(stored), raw_len, flags, seq, ts, zlib.crc32(stored)
+    )
+    return body + _U32.pack(zlib.crc32(body))
 
 
 @dataclass(frozen=True, slots=True)
