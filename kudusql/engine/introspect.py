@@ -273,7 +273,7 @@ def explain(session: Session, s: st.Explain) -> Result:
         preds = [p.bind(t.schema) for p in scan.predicates]
         kept = prune_partitions(t.partition_schema, t.schema, t.partitions, preds)
         lines.append(f"SCAN {sql_name(scan.table)} AS {scan.alias}")
-        lines.append(f"  columns: {', '.join(scan.columns)}")
+        lines.append(f"  columns: {', '.join(scan.columns) or 'none (rows counted)'}")
         lines.append(
             "  pushed predicates: " + (" AND ".join(str(p) for p in preds) if preds else "none")
         )

@@ -37,6 +37,9 @@ from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
 from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
 
+#: The one column of a scan that reads no column (the query only counts its rows).
+ROWS_ONLY = "__kudusql_rows"
+
 _SCAN_NAME = re.compile(r"__kudusql_(?:scan|changes)_\d+")
 
 
@@ -127,6 +130,14 @@ class DuckRunner:
 
     # -- scans -------------------------------------------------------------------------------
     def read_scan(self, scan: TableScan, snapshot: int) -> pa.Table:
+        data = self._read_scan(scan, snapshot)
+        if data.num_columns:
+            return data
+        # A scan of no column (COUNT(*)): storage counts rows without reading pages;
+        # DuckDB needs one column, and a NULL-typed one costs no memory.
+        return pa.table({ROWS_ONLY: pa.nulls(data.num_rows)})
+
+    def _read_scan(self, scan: TableScan, snapshot: int) -> pa.Table:
         sysdb, dot, sysname = scan.table.partition(".")
         if dot and sysdb == system_tables.SYSTEM_DATABASE:  # DuckDB applies the WHERE
             return system_tables.system_table(self.db, sysname).select(scan.columns)

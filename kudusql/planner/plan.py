@@ -227,7 +227,7 @@ def _analyse(plan: QueryPlan) -> bool:
         _scope_predicates(scope, by_ref, preds)
     for ref, scan in by_ref.items():
         wanted = [c for c in scan.schema.names if c in used[ref]]
-        scan.columns = wanted or [scan.schema.key_names[0]]
+        scan.columns = wanted  # none (COUNT(*)): the scan returns row counts only
         scan.predicates = preds[ref]
     return True
 

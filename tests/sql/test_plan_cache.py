@@ -98,3 +98,15 @@ def test_as_of_is_evaluated_per_execution(conn: kudusql.Connection) -> None:
     assert q(conn, sql) == [(3,)]
     assert q(conn, sql) == [(3,)]
     assert q(conn, "SELECT count(*) FROM t") == [(4,)]
+
+
+def test_count_star_reads_no_column(conn: kudusql.Connection) -> None:
+    conn.execute("ALTER TABLE t EXECUTE FLUSH")
+    ts = conn.session.db.snapshot()
+    conn.execute("DELETE FROM t WHERE id = 2")
+    assert q(conn, "SELECT count(*) FROM t") == [(2,)]
+    assert q(conn, f"SELECT count(*) FROM t FOR SYSTEM_TIME AS OF {ts}") == [(3,)]
+    assert q(conn, "SELECT count(*) FROM t WHERE v > 10") == [(1,)]
+    assert q(conn, "SELECT count(*), count(a.id) FROM t a, t b") == [(4, 4)]
+    plan = [r[0] for r in q(conn, "EXPLAIN SELECT count(*) FROM t")]
+    assert "  columns: none (rows counted)" in plan

@@ -1003,7 +1003,7 @@ class Tablet(WriteShortcuts):
         ``ordered=True`` returns them in primary-key order. ``key_range`` limits the scan
         to encoded primary keys in ``[lo, hi)`` (None: unbounded), as a scan token does.
         """
-        if columns is not None and not len(columns):  # COUNT(*): rows without columns
+        if columns is not None and not len(columns) and ordered:  # rows without columns
             first = [self.schema.key_columns[0].name]
             r = self.scan(
                 first, predicates, snapshot=snapshot, ordered=ordered, key_range=key_range
