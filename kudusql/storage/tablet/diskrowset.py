@@ -221,6 +221,12 @@ class DiskRowSet:
     def page_offsets(self) -> np.ndarray:
         return self.key_reader().page_offsets
 
+    def read_column_page(self, col: ColumnSchema, page: int) -> pa.Array[Any] | None:
+        """Base values of a whole page (pages share boundaries across the rowset's
+        columns), None when the rowset predates the column."""
+        r = self.column_reader(col)
+        return None if r is None else r.read_page(page)
+
     def read_column_range(self, col: ColumnSchema, start: int, stop: int) -> pa.Array[Any]:
         """Base values of rows [start, stop); a column the rowset lacks reads its default."""
         r = self.column_reader(col)

@@ -64,15 +64,24 @@ class ScanPlan:
     #: Return each row's encoded key with the batch (for ordered merges and diff scans).
     need_keys: bool = False
     stats: dict[str, int] = field(default_factory=dict)
+    _out_schema: tuple[tuple[int, bool], pa.Schema] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def count(self, what: str, n: int = 1) -> None:
         self.stats[what] = self.stats.get(what, 0) + n
 
     @property
     def out_schema(self) -> pa.Schema:
+        """The schema of every batch (built once: a scan makes a batch per page)."""
+        key = (len(self.projection), self.diff_start is not None)
+        got = self._out_schema
+        if got is not None and got[0] == key:
+            return got[1]
         s = pa.schema([c.arrow_field() for c in self.projection])
         if self.diff_start is not None:
             s = s.append(pa.field(IS_DELETED, pa.bool_(), nullable=False))
+        self._out_schema = (key, s)
         return s
 
     def sorted_predicates(self) -> list[ColumnPredicate]:
@@ -269,8 +278,10 @@ def scan_diskrowset(
                 if version is not None and whole_page and touched_in(redo, a, b, c.id):
                     got = drs.patched_page(c, p, redo, version)
                 if got is None:
-                    got = drs.read_column_range(c, a, b)
-                    got, _ = apply_to_column(got, a, undo, c.id)
+                    base = drs.read_column_page(c, p) if whole_page else None
+                    if base is None:
+                        base = drs.read_column_range(c, a, b)
+                    got, _ = apply_to_column(base, a, undo, c.id)
                     got, _ = apply_to_column(got, a, redo, c.id)
                 cache[c.id] = got
             return got
