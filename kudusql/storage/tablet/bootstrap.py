@@ -78,6 +78,11 @@ def replay(
     index_of_id = {c.id: i for i, c in enumerate(schema.columns)}
     types = {c.id: c.type.arrow_type() for c in schema.columns}
     layouts: dict[tuple[int, ...], RowLayout | None] = {}
+    # The MemRowSet ids whose rows the replayed MemRowSet holds. While every replayed
+    # MemRowSet row comes from one store, an INSERT logged for that store cannot meet a
+    # key the replayed MemRowSet holds (the writer decided it against that very store,
+    # where a held key makes a REINSERT or an error), so its key needs no probe.
+    mrs_stores: set[int] = set()
     for rec in records:
         st.records += 1
         st.bytes += len(rec.payload)
@@ -85,7 +90,7 @@ def replay(
         st.max_ts = max(st.max_ts, got.ts)
         st.next_seq = max(st.next_seq, got.seq_base + got.n)
         if isinstance(got, CompactBatch):
-            if _replay_inserts(got, rs, schema, last_durable_mrs_id, layouts, st):
+            if _replay_inserts(got, rs, schema, last_durable_mrs_id, layouts, st, mrs_stores):
                 continue
             db = got.to_decided(types)
         else:
@@ -113,13 +118,19 @@ def replay(
         # successor) land in one: it takes the newest id, so that flushing it makes
         # every one of them durable.
         kept_mrs = keep & is_mrs
+        probe = True
         if kept_mrs.any():
-            rs.mrs.id = max(rs.mrs.id, int(db.store[kept_mrs].max()))
+            logged = db.store[kept_mrs]
+            lo, hi = int(logged.min()), int(logged.max())
+            stores = [lo] if lo == hi else np.unique(logged).tolist()
+            probe = len(stores) > 1 or not mrs_stores <= {lo}
+            mrs_stores.update(stores)
+            rs.mrs.id = max(rs.mrs.id, hi)
         for j in np.flatnonzero(keep & (db.kind == KIND_DRS)).tolist():
             dms = rs.drs[int(trs[j])].dms
             dms.id = max(dms.id, int(db.dms[j]))
         st.rows_replayed += int(keep.sum())
-        _apply_record(rs, schema, index_of_id, db, keep, trs)
+        _apply_record(rs, schema, index_of_id, db, keep, trs, probe)
     return st
 
 
@@ -130,6 +141,7 @@ def _replay_inserts(
     last_durable_mrs_id: int,
     layouts: dict[tuple[int, ...], RowLayout | None],
     st: ReplayStats,
+    mrs_stores: set[int],
 ) -> bool:
     """Replay a compact record of MemRowSet inserts as tuples (the row path's records);
     False when it holds anything else, for the general replay."""
@@ -146,13 +158,18 @@ def _replay_inserts(
         return False
     mrs = rs.mrs
     kept = [r for r in cb.rows if r[3] > last_durable_mrs_id]
-    # An insert of a key the replayed MemRowSet holds (deleted) is a REINSERT there.
-    if any(mrs.lookup_one(r[7]) >= 0 for r in kept):
+    stores = {r[3] for r in kept}
+    # An insert of a key the replayed MemRowSet holds (deleted) is a REINSERT there; it
+    # can only hold it if its rows come from another store (see ``replay``).
+    if (len(stores) > 1 or not mrs_stores <= stores) and any(
+        mrs.lookup_one(r[7]) >= 0 for r in kept
+    ):
         return False
     st.rows_skipped += len(cb.rows) - len(kept)
     if not kept:
         return True
-    mrs.id = max(mrs.id, max(r[3] for r in kept))
+    mrs_stores |= stores
+    mrs.id = max(mrs.id, max(stores))
     st.rows_replayed += len(kept)
     mrs.insert_rows(
         [lay.full(r[8]) for r in kept],
@@ -171,20 +188,30 @@ def _apply_record(
     db: DecidedBatch,
     keep: np.ndarray,
     trs_logged: np.ndarray,
+    probe: bool,
 ) -> None:
+    """Apply the kept rows of ``db``; ``probe``: its MemRowSet inserts may meet keys
+    the replayed MemRowSet holds (see ``replay``)."""
     n = db.n
     rows = db.row[keep]
     # Position of each batch row among the kept logged rows (-1 if not kept).
     pos = np.full(n, -1, dtype=np.int64)
     pos[rows] = np.arange(len(rows))
-    take: pa.Array[Any] = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0, type=pa.int64())
-    keys_kept = db.keys.filter(pa.array(keep))
     columns = {}
-    for cid, arr in db.columns.items():
-        i = index_of_id.get(cid)
-        if i is not None:  # a column dropped since is ignored
-            columns[i] = arr.filter(pa.array(keep)).take(take)  # type: ignore[arg-type]
-    values = _Values(n, columns, keys_kept.take(take))  # type: ignore[arg-type]
+    if len(rows) == n:  # every row of the batch is logged and kept: 0..n-1 in order
+        for cid, arr in db.columns.items():
+            i = index_of_id.get(cid)
+            if i is not None:  # a column dropped since is ignored
+                columns[i] = arr
+        values = _Values(n, columns, db.keys)
+    else:
+        take = pa.array(np.where(pos >= 0, pos, 0), mask=pos < 0, type=pa.int64())
+        mask = pa.array(keep)
+        for cid, arr in db.columns.items():
+            i = index_of_id.get(cid)
+            if i is not None:
+                columns[i] = arr.filter(mask).take(take)
+        values = _Values(n, columns, db.keys.filter(mask).take(take))
 
     action = np.zeros(n, dtype=np.int8)
     tkind = np.zeros(n, dtype=np.int8)
@@ -204,7 +231,10 @@ def _apply_record(
     # a failed flush and of its successor are replayed into one MemRowSet, and a key
     # deleted in the first and inserted into the second must stay one row.
     ins = rows[(~on_drs) & (db.action[keep] == A_INSERT)]
-    ins_slot = rs.mrs.lookup(values.keys.take(ins)) if len(ins) else np.zeros(0, np.int64)
+    if len(ins) and probe:
+        ins_slot = rs.mrs.lookup(values.keys.take(ins))
+    else:
+        ins_slot = np.full(len(ins), -1, dtype=np.int64)
     again = ins_slot >= 0
     action[ins[again]] = A_REINSERT
     fresh = ins[~again]
