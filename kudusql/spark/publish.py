@@ -19,6 +19,7 @@ none of it. The staging directory is removed whatever happens.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -30,19 +31,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import DataError, ProgrammingError
+from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import to_micros
-from kudusql.spark.staging import StagedTask, read_staged, remove_job, remove_stale_jobs
+from kudusql.spark.staging import (
+    RowErrorsFailure,
+    StagedTask,
+    failure_message,
+    read_staged,
+    remove_job,
+    remove_stale_jobs,
+)
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.table import Table
-from kudusql.storage.tablet.write_ops import RowError, WriteOp
+from kudusql.storage.tablet.bulk_load import staged_duplicates
+from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.write_ops import WriteOp
 
 SAMPLE_ERRORS = 5
 _OP_COLUMN = "__kudusql_op"
-
-
-class RowErrorsFailure(DataError):
-    """A write job whose rows failed storage's checks; nothing was applied."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class JobPlan:
     ignore_row_errors: bool
     job_dir: str
     report_file: str | None = None
+    #: Tasks stage DiskRowSets (an INSERT into a table empty when the job was planned).
+    stage_rowsets: bool = False
 
 
 @dataclass
@@ -89,6 +97,9 @@ def commit_job(plan: JobPlan, tasks: Sequence[StagedTask | None]) -> JobSummary:
         with Database(plan.database, maintenance=False) as db:
             remove_stale_jobs(plan.database, keep=plan.job_dir)
             table = _planned_table(db, plan)
+            if plan.stage_rowsets:
+                _adopt(table, done, summary)
+                return _finish(plan, summary, t0)
             files = [f for t in done for f in t.files]
             batches = list(read_staged(files))
             if batches:
@@ -101,10 +112,40 @@ def commit_job(plan: JobPlan, tasks: Sequence[StagedTask | None]) -> JobSummary:
             _apply(table, plan, data, summary)
     finally:
         remove_job(plan.job_dir)
+    return _finish(plan, summary, t0)
+
+
+def _finish(plan: JobPlan, summary: JobSummary, t0: float) -> JobSummary:
     summary.seconds = time.perf_counter() - t0
     if plan.report_file:
         _write_report(plan.report_file, summary)
     return summary
+
+
+def _adopt(table: Table, tasks: list[StagedTask], summary: JobSummary) -> None:
+    """Check the staged rowsets' keys across tasks, then have the tablets adopt them."""
+    by_tablet: dict[int, list[tuple[str, RowSetMeta]]] = {}
+    for t in tasks:
+        for tablet, d, meta in t.rowsets:
+            by_tablet.setdefault(tablet, []).append((d, RowSetMeta.from_dict(meta)))
+    dups = 0
+    samples: list[str] = []
+    for parts in by_tablet.values():
+        ranges = sorted((m.min_key, m.max_key) for _, m in parts)
+        if all(a[1] < b[0] for a, b in itertools.pairwise(ranges)):
+            continue  # disjoint key ranges: no key can repeat
+        keys = [DiskRowSet(d, m, None).key_reader().read_range(0, m.num_rows) for d, m in parts]
+        repeated = staged_duplicates([k.combine_chunks() for k in keys])
+        dups += len(repeated)
+        samples += [
+            f"INSERT key={k!r}: AlreadyPresent: key staged by two tasks"
+            for k in repeated.to_pylist()[:SAMPLE_ERRORS]
+        ]
+    if dups:
+        raise RowErrorsFailure(failure_message(dups, samples))
+    result = table.adopt_staged(by_tablet)
+    summary.rows_applied = result.applied
+    summary.timestamp_micros = to_micros(result.timestamp) + 1
 
 
 def abort_job(plan: JobPlan) -> None:
@@ -140,21 +181,13 @@ def _apply(table: Table, plan: JobPlan, data: pa.Table, summary: JobSummary) -> 
         wop = None if op_column else op
         errors = table.check_write(data, wop, op_column=op_column)
         if errors and not plan.ignore_row_errors:
-            raise RowErrorsFailure(_failure_message(errors))
+            raise RowErrorsFailure(failure_message(len(errors), [str(e) for e in errors]))
         result = table.write(data, wop, op_column=op_column)
     summary.rows_applied = result.applied
     summary.rows_ignored = result.ignored
     summary.rows_rejected = len(result.errors)
     summary.sample_errors = [str(e) for e in result.errors[:SAMPLE_ERRORS]]
     summary.timestamp_micros = to_micros(result.timestamp) + 1
-
-
-def _failure_message(errors: list[RowError]) -> str:
-    samples = "; ".join(str(e) for e in errors[:SAMPLE_ERRORS])
-    return (
-        f"Failed to write {len(errors)} rows; sample errors: {samples}. Nothing was "
-        "written (set kudu.ignoreRowErrors=true to write the other rows)"
-    )
 
 
 def _with_truncate(table: Table, data: pa.Table, snapshot: int) -> tuple[pa.Table, int]:

@@ -21,6 +21,7 @@ from kudusql.spark.staging import new_job_dir
 from kudusql.spark.writer import KudusqlWriter
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.table import Table
+from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 
 
 def open_table(db: Database, opts: SourceOptions) -> Table:
@@ -65,6 +66,14 @@ class DefaultSource(DataSource):
                     f"with kudu.operation={opts.operation}"
                 )
             columns = check_write_schema(meta.schema, opts.table, schema, op)
+            tablets = table.tablets()
+            # An INSERT into an empty table: tasks write DiskRowSets the commit adopts.
+            rowsets = (
+                op == "insert"
+                and not overwrite
+                and not opts.ignore_row_errors
+                and all(t.is_empty() for t in tablets)
+            )
             plan = JobPlan(
                 database=opts.database,
                 table=opts.table,
@@ -77,5 +86,12 @@ class DefaultSource(DataSource):
                 ignore_row_errors=opts.ignore_row_errors,
                 job_dir=new_job_dir(opts.database),
                 report_file=opts.report_file,
+                stage_rowsets=rowsets,
             )
-            return KudusqlWriter(plan, meta.schema)
+            o = db.options
+            write_opts = RowSetWriteOptions(
+                o.rowset_target_bytes, o.rows_per_page, o.sync, o.bloom_fp_rate
+            )
+            return KudusqlWriter(
+                plan, meta.schema, meta.partition_schema, [e.id for e in meta.tablets], write_opts
+            )

@@ -1,11 +1,19 @@
 """Staged Spark writes: where the tasks of a write job put their rows until the commit.
 
-Every task of a job writes the rows it receives to its own Arrow IPC file under
-``<database>/spark-staging/<job id>/`` (named by partition, attempt and a random
-suffix, so a retried or speculative attempt never overwrites another). Nothing there
-is visible to readers: only the job's commit reads the files its successful tasks
-listed, applies them and removes the directory; an abort removes it too. A directory
-left behind by a driver that died is removed by the next commit once it is older than
+Every task of a job writes what it receives under ``<database>/spark-staging/<job id>/``
+(named by partition, attempt and a random suffix, so a retried or speculative attempt
+never overwrites another), in one of two forms:
+
+* rowsets (an INSERT into a table that is empty when the job is planned): the task
+  checks and converts its rows (storage's own ``prepare``: casts, NOT NULL, key sizes),
+  routes them to tablets and writes each tablet's share as key-sorted DiskRowSets
+  (``bulk_load.stage_rowsets``), so encoding runs in parallel in the tasks and the
+  commit only checks keys across tasks and renames directories;
+* Arrow IPC files (every other write), applied by the commit with ``Table.write``.
+
+Nothing staged is visible to readers: only the job's commit reads what its successful
+tasks listed and removes the directory; an abort removes it too. A directory left
+behind by a driver that died is removed by a later commit once it is older than
 ``STALE_AFTER_S``.
 """
 
@@ -19,10 +27,24 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from kudusql.common.errors import DataError
+from kudusql.common.keys import decode_key
+from kudusql.common.schema import Schema
+from kudusql.storage.client.partition import NO_TABLET_MESSAGE, PartitionSchema, partition_for_batch
+from kudusql.storage.tablet.bulk_load import repeated_rows, stage_rowsets
+from kudusql.storage.tablet.diskrowset import default_column
+from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
+from kudusql.storage.tablet.write_ops import RowError, WriteOp, prepare
+from kudusql.storage.tablet.write_path import row_errors
+
 STAGING_DIR = "spark-staging"
+SAMPLE_ERRORS = 5
+#: Rows a task converts and writes as rowsets at a time.
+CHUNK_ROWS = 1_000_000
 #: Age (by modification time) after which another job's staging directory is garbage.
 STALE_AFTER_S = 24 * 3600.0
 
@@ -36,6 +58,19 @@ class StagedTask:
     files: list[str] = field(default_factory=list)
     rows: int = 0
     bytes: int = 0
+    #: Staged rowsets: (tablet id, staging directory, rowset metadata as a dict).
+    rowsets: list[tuple[int, str, dict[str, object]]] = field(default_factory=list)
+
+
+class RowErrorsFailure(DataError):
+    """A write job whose rows failed storage's checks; nothing was applied."""
+
+
+def failure_message(count: int, samples: list[str]) -> str:
+    return (
+        f"Failed to write {count} rows; sample errors: {'; '.join(samples[:SAMPLE_ERRORS])}. "
+        "Nothing was written (set kudu.ignoreRowErrors=true to write the other rows)"
+    )
 
 
 def new_job_dir(database: str) -> str:
@@ -68,6 +103,82 @@ def stage_batches(
         writer.close()
         task.files.append(path)
         task.bytes = os.path.getsize(path)
+    return task
+
+
+def stage_rowset_batches(
+    job_dir: str,
+    partition: int,
+    attempt: int,
+    batches: Iterable[pa.RecordBatch],
+    schema: Schema,
+    partitioning: PartitionSchema,
+    tablet_ids: list[int],
+    opts: RowSetWriteOptions,
+) -> StagedTask:
+    """Stage INSERT rows as DiskRowSets per tablet (see the module docstring); a row
+    storage would reject fails the task with the job's row-error message."""
+    task = StagedTask(partition, attempt)
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    chunk = 0
+
+    def flush() -> None:
+        nonlocal chunk
+        data = pa.Table.from_batches(pending)
+        n = data.num_rows
+        pb = prepare(schema, data, np.full(n, WriteOp.INSERT, dtype=np.uint8))
+        if pb.err.any():
+            errs = row_errors(schema, pb, pb.err)
+            raise RowErrorsFailure(failure_message(len(errs), [str(e) for e in errs]))
+        nk = schema.num_key_columns
+        keys = pa.Table.from_arrays([pb.columns[i] for i in range(nk)], names=schema.key_names)
+        slots = np.asarray(partition_for_batch(partitioning, schema, keys), dtype=np.int64)
+        if (slots < 0).any():
+            bad = np.flatnonzero(slots < 0)
+            raise RowErrorsFailure(
+                failure_message(len(bad), [f"row {int(i)}: {NO_TABLET_MESSAGE}" for i in bad[:5]])
+            )
+        dups = repeated_rows(pb.keys)  # a key routes to one tablet: check the chunk at once
+        if len(dups):
+            types = [c.type for c in schema.key_columns]
+            samples = [
+                str(
+                    RowError(
+                        int(r),
+                        WriteOp.INSERT,
+                        decode_key(pb.keys[int(r)].as_py(), types),
+                        "AlreadyPresent",
+                        "key already present",
+                    )
+                )
+                for r in dups[:SAMPLE_ERRORS]
+            ]
+            raise RowErrorsFailure(failure_message(len(dups), samples))
+        cols = [pb.columns.get(i) or default_column(c, n) for i, c in enumerate(schema.columns)]
+        for slot in np.unique(slots).tolist():
+            take = pa.array(np.flatnonzero(slots == slot), pa.int64())
+            tablet = tablet_ids[slot]
+            d = os.path.join(
+                job_dir, f"t{tablet}", f"p{partition:05d}-{attempt}-{chunk}-{uuid.uuid4().hex[:8]}"
+            )
+            metas, _ = stage_rowsets(
+                d, schema, [c.take(take) for c in cols], pb.keys.take(take), opts
+            )
+            task.rowsets += [(tablet, d, m.to_dict()) for m in metas]
+        task.rows += n
+        chunk += 1
+
+    for b in batches:
+        if not b.num_rows:
+            continue
+        pending.append(b)
+        rows += b.num_rows
+        if rows >= CHUNK_ROWS:
+            flush()
+            pending, rows = [], 0
+    if pending:
+        flush()
     return task
 
 

@@ -3,8 +3,9 @@
 ``DefaultSource.writer`` runs on the driver: it checks the DataFrame fits the table
 (names, type families, key columns) and fixes a ``JobPlan`` (table id and schema
 version, operation, a fresh staging directory). Each task's ``write`` receives Spark's
-Arrow batches, makes their timestamps zone-less and stages them (``staging``); its
-commit message says what it staged. ``commit`` applies everything at one timestamp
+Arrow batches, makes their timestamps zone-less and stages them (``staging``: as
+DiskRowSets for an INSERT into an empty table, else as Arrow files); its commit
+message says what it staged. ``commit`` applies everything at one timestamp
 (``publish``), so a Spark write is all-or-nothing; ``abort`` removes what the tasks
 staged. Kudu's Spark integration applies rows as tasks run, so a failed job leaves a
 part of it behind; this one does not.
@@ -22,7 +23,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from kudusql.common.schema import Schema
 from kudusql.spark.publish import JobPlan, abort_job, commit_job
 from kudusql.spark.spark_schema import to_storage
-from kudusql.spark.staging import StagedTask, stage_batches
+from kudusql.spark.staging import StagedTask, stage_batches, stage_rowset_batches
+from kudusql.storage.client.partition import PartitionSchema
+from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 
 log = logging.getLogger("kudusql.spark")
 
@@ -33,9 +36,19 @@ class StagedMessage(WriterCommitMessage):
 
 
 class KudusqlWriter(DataSourceArrowWriter):
-    def __init__(self, plan: JobPlan, table_schema: Schema) -> None:
+    def __init__(
+        self,
+        plan: JobPlan,
+        table_schema: Schema,
+        partitioning: PartitionSchema,
+        tablet_ids: list[int],
+        rowset_options: RowSetWriteOptions,
+    ) -> None:
         self.plan = plan
         self.table_schema = table_schema
+        self.partitioning = partitioning
+        self.tablet_ids = tablet_ids
+        self.rowset_options = rowset_options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:  # type: ignore[override]
         ctx = TaskContext.get()
@@ -43,7 +56,19 @@ class KudusqlWriter(DataSourceArrowWriter):
         attempt = ctx.attemptNumber() if ctx is not None else 0
         columns = list(self.plan.columns)
         batches = (to_storage(b, self.table_schema, columns) for b in iterator)
-        task = stage_batches(self.plan.job_dir, partition, attempt, batches)
+        if self.plan.stage_rowsets:
+            task = stage_rowset_batches(
+                self.plan.job_dir,
+                partition,
+                attempt,
+                batches,
+                self.table_schema,
+                self.partitioning,
+                self.tablet_ids,
+                self.rowset_options,
+            )
+        else:
+            task = stage_batches(self.plan.job_dir, partition, attempt, batches)
         return StagedMessage(task)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:

@@ -225,3 +225,59 @@ def test_a_database_locked_by_another_writer(spark: SparkSession, tmp_path: Path
         holder.close()
     assert table(db)[1] == (1, "s1", 10)
     assert staging_left(db) == []
+
+
+def _tablet_state(db: str) -> tuple[int, int]:
+    """(DiskRowSets, MemRowSet rows) over the tablets of kv."""
+    from kudusql.storage.client.database import Database
+
+    with Database(db, read_only=True) as store:
+        info = [r for t in store.table("kv").tablets() for r in t.rowsets_info()]
+    return (
+        sum(r["kind"] == "diskrowset" for r in info),
+        sum(r["rows"] for r in info if r["kind"] == "memrowset"),
+    )
+
+
+def test_insert_into_an_empty_table_adopts_rowsets_written_by_tasks(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    db = kv_db(tmp_path / "db", n=0)
+    conn = kudusql.connect(db)
+    try:
+        before = conn.session.db.latest_timestamp()
+    finally:
+        conn.close()
+    write(frame(spark, [(i, f"r{i}", i) for i in range(2000)]).repartition(3), db, "insert")
+    drs, mem = _tablet_state(db)
+    assert drs >= 2 and mem == 0  # DiskRowSets from the tasks, nothing through the WAL
+    assert table(db) == [(i, f"r{i}", i) for i in range(2000)]
+    assert kudusql_rows(db, "SELECT COUNT(*) FROM kv FOR SYSTEM_TIME AS OF %d" % before) == [(0,)]
+    conn = kudusql.connect(db)  # the adopted rows take updates like any other
+    try:
+        conn.cursor().execute("UPDATE kv SET s = 'u' WHERE id % 100 = 0")
+    finally:
+        conn.close()
+    assert kudusql_rows(db, "SELECT COUNT(*) FROM kv WHERE s = 'u'") == [(20,)]
+    assert staging_left(db) == []
+
+
+@pytest.mark.parametrize("where", ["one task", "two tasks"])
+def test_duplicate_keys_in_a_staged_insert_fail_the_job(
+    spark: SparkSession, tmp_path: Path, where: str
+) -> None:
+    db = kv_db(tmp_path / "db", n=0)
+    rows = [(i, "a", i) for i in range(100)] + [(7, "again", 0), (42, "again", 0)]
+    df = frame(spark, rows)
+    df = df.coalesce(1) if where == "one task" else df.repartition(2, "s")
+    with pytest.raises(Exception, match=r"Failed to write 2 rows; sample errors: .*AlreadyPresent"):
+        write(df, db, "insert")
+    assert table(db) == []
+    assert staging_left(db) == []
+
+
+def test_a_null_key_in_a_staged_insert_fails_the_job(spark: SparkSession, tmp_path: Path) -> None:
+    db = kv_db(tmp_path / "db", n=0)
+    with pytest.raises(Exception, match=r"Failed to write 1 rows; sample errors: .*id"):
+        write(frame(spark, [(1, "a", 1), (None, "b", 2)]), db, "insert")
+    assert table(db) == []

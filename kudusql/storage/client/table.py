@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ from kudusql.storage.client.partition import (
     partition_for_row,
 )
 from kudusql.storage.client.pruning import prune_partitions
+from kudusql.storage.tablet.diskrowset import RowSetMeta
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS, RowLayout, rows_to_arrow
 from kudusql.storage.tablet.tablet import Tablet
 from kudusql.storage.tablet.write_ops import (
@@ -395,6 +396,41 @@ class Table(WriteShortcuts):
             errors += _part_errors(rt.tablets(), parts, op, op_column, self.db.pool)
         errors.sort(key=lambda e: e.index)
         return errors
+
+    def adopt_staged(self, staged: Mapping[int, Sequence[tuple[str, RowSetMeta]]]) -> WriteResult:
+        """Publish staged DiskRowSets (tablet id -> (staging dir, rowset metadata)) as
+        rows inserted at one timestamp across the tablets; see ``Tablet.adopt_rowsets``.
+        Every target tablet must be empty; the staged rowsets of a tablet must not share
+        keys (``bulk_load.staged_duplicates``)."""
+        self.db._check_writable()
+        rt = self._rt()
+        with rt.write_lock:
+            rt = self._rt()
+            slot_of = {e.id: i for i, e in enumerate(rt.meta.tablets)}
+            gone = [t for t in staged if t not in slot_of]
+            if gone:
+                raise ProgrammingError(
+                    f"table {self.name!r}: tablet(s) {gone} were dropped after the rows were staged"
+                )
+            tablets = rt.tablets()
+            slots = sorted(slot_of[t] for t in staged)
+            with contextlib.ExitStack() as stack:
+                for slot in slots:
+                    stack.enter_context(tablets[slot].exclusive())
+                busy = [rt.meta.tablets[s].id for s in slots if not tablets[s].is_empty()]
+                if busy:
+                    raise IntegrityError(
+                        f"table {self.name!r} received rows in tablet(s) {busy} after the "
+                        "staged insert was planned for an empty table"
+                    )
+                ts = self.db.mvcc.start_op()
+                try:
+                    applied = sum(
+                        tablets[slot_of[t]].adopt_rowsets(parts, ts) for t, parts in staged.items()
+                    )
+                finally:
+                    self.db.mvcc.finish_op(ts)
+        return WriteResult(ts, applied, 0, [])
 
     def _write_atomic(
         self,

@@ -48,13 +48,14 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache
+from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
 from kudusql.storage.tablet.bootstrap import ReplayStats, replay
-from kudusql.storage.tablet.bulk_load import write_bulk_rowsets
+from kudusql.storage.tablet.bulk_load import undo_for_inserts, write_bulk_rowsets
 from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
-from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, rowset_dir
+from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
 from kudusql.storage.tablet.flush import prepare_flush
 from kudusql.storage.tablet.key_bounds import key_bounds
 from kudusql.storage.tablet.log_record import KIND_MRS, encode_rows
@@ -746,6 +747,75 @@ class Tablet(WriteShortcuts):
         rs = self._rowsets
         new = tuple(DiskRowSet(self.path, m, self.cache) for m in metas)
         self._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
+
+    def is_empty(self) -> bool:
+        """No rows at all: no DiskRowSet (not even of deleted rows) and empty memory."""
+        rs = self._rowsets
+        return not rs.drs and not rs.frozen and rs.mrs.is_empty()
+
+    def adopt_rowsets(self, staged: Sequence[tuple[str, RowSetMeta]], timestamp: int) -> int:
+        """Publish DiskRowSets written elsewhere (``bulk_load.stage_rowsets``: key-sorted,
+        no UNDO records) as rows inserted at ``timestamp``; returns the rows adopted.
+
+        Only an empty tablet adopts (its keys cannot collide with the staged ones; the
+        caller checks the staged rowsets against each other). Each rowset gets the UNDO
+        records of its inserts and its directory is renamed into the tablet under a new
+        id; one superblock swap publishes them all. A crash before the swap leaves
+        orphaned directories, removed on the next open."""
+        self._check_writable()
+        with self._maint_lock, self._write_lock:
+            if not self.is_empty():
+                raise IntegrityError(
+                    f"tablet {self.path} received rows after the staged rowsets were "
+                    "planned for it empty"
+                )
+            total = sum(m.num_rows for _, m in staged)
+            ts = self.mvcc.start_op(timestamp)
+            seq_base = self._next_seq
+            first_id = self.meta.next_rowset_id
+            types = {c.id: c.type for c in self.schema.columns}
+            sync = self.options.sync
+            moved: list[tuple[str, str]] = []
+            metas: list[RowSetMeta] = []
+            try:
+                os.makedirs(os.path.join(self.path, "rowsets"), exist_ok=True)
+                offset = 0
+                for i, (src_dir, staged_meta) in enumerate(staged):
+                    src = rowset_dir(src_dir, staged_meta.id)
+                    meta = staged_meta.copy()
+                    meta.id = first_id + i
+                    undo = undo_for_inserts(meta.num_rows, ts, seq_base + offset)
+                    st = write_delta_file(
+                        os.path.join(src, "undo0.delta"), "undo", undo, types, sync=sync
+                    )
+                    meta.undo_files = [DeltaFileMeta("undo0.delta", st)]
+                    dst = rowset_dir(self.path, meta.id)
+                    os.rename(src, dst)
+                    moved.append((dst, src))
+                    metas.append(meta)
+                    offset += meta.num_rows
+                if sync:
+                    fsync_dir(os.path.join(self.path, "rowsets"))
+                self._next_seq += total
+                self.meta.rowsets.extend(metas)
+                self.meta.next_rowset_id = first_id + len(metas)
+                self.meta.max_ts = max(self.meta.max_ts, ts)
+                self._save_meta()
+            except BaseException:
+                self._next_seq = seq_base
+                if metas and self.meta.rowsets[-len(metas) :] == metas:
+                    del self.meta.rowsets[-len(metas) :]
+                self.meta.next_rowset_id = first_id
+                for dst, src in reversed(moved):
+                    with contextlib.suppress(OSError):
+                        os.rename(dst, src)
+                self.mvcc.abort_op(ts)
+                raise
+            rs = self._rowsets
+            new = tuple(DiskRowSet(self.path, m, self.cache) for m in metas)
+            self._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
+        self.mvcc.finish_op(ts)
+        return total
 
     def _recover(self) -> None:
         """Rebuild the tablet from disk after a failure (as a restart would)."""
