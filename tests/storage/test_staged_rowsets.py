@@ -19,7 +19,7 @@ from kudusql.common.types import DataType
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.partition import HashDimension, PartitionSchema
 from kudusql.storage.tablet.bulk_load import stage_rowsets, staged_duplicates
-from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta, rowset_dir
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 from kudusql.storage.tablet.tablet import Tablet
 from kudusql.storage.tablet.write_ops import WriteOp, prepare
@@ -150,3 +150,19 @@ def test_a_table_adopts_across_tablets_at_one_timestamp(tmp_path: Path) -> None:
         assert table.lookup((123,)) is not None
         with pytest.raises(IntegrityError, match="received rows"):
             table.adopt_staged(staged)
+
+
+def test_a_crash_before_the_swap_leaves_only_orphans(tmp_path: Path) -> None:
+    """The state a SIGKILL between the renames and the superblock swap leaves: rowset
+    directories the superblock does not list. The next open removes them."""
+    path = str(tmp_path / "t")
+    t = Tablet.create(path, SCH, OPTS)
+    nxt = t.meta.next_rowset_id
+    t.close()
+    staged, _ = stage(tmp_path / "s", rows(range(50)))
+    for i, (d, m) in enumerate(staged):
+        os.rename(rowset_dir(d, m.id), rowset_dir(path, nxt + i))
+    t = Tablet.open(path, OPTS)
+    assert scan(t) == [] and t.is_empty()
+    assert not os.path.exists(rowset_dir(path, nxt))
+    t.close()
