@@ -51,10 +51,13 @@ class HybridClock:
 
     def now(self) -> int:
         """A new timestamp, greater than every one handed out or observed before."""
-        wall = from_micros(self._physical())
+        wall = self._physical() << LOGICAL_BITS  # from_micros, inlined: once per write
         with self._lock:
-            self._last = max(self._last + 1, wall)
-            return self._last
+            ht = self._last + 1
+            if ht < wall:
+                ht = wall
+            self._last = ht
+            return ht
 
     def peek(self) -> int:
         """The current time without consuming a timestamp (for snapshots)."""

@@ -505,7 +505,9 @@ class DatabaseMachine(RuleBasedStateMachine):
             return
         required = [c.name for c in m.columns if not c.nullable and c.default is None]
         optional = [c.name for c in m.columns if c.name not in required]
-        present = required + data.draw(st.lists(st.sampled_from(optional), unique=True))
+        present = required + (
+            data.draw(st.lists(st.sampled_from(optional), unique=True)) if optional else []
+        )
         if not optional and not required:
             present = []
         vals = st.fixed_dictionaries(

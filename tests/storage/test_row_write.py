@@ -344,3 +344,51 @@ def test_arrow_values_python_cannot_hold_take_the_batch_path(tablets: Any) -> No
         same_result(ra, rb)
     assert scan(a) == scan(b)
     assert len(scan(a)) == 1 and scan(a)[0]["ts"] == datetime.datetime(1970, 1, 1, 0, 16, 40)
+
+
+def test_one_row_record_encoder_writes_encode_rows_bytes() -> None:
+    """``RowLayout.encode_record`` (the one-row writes' record) and the generated value
+    encoder give exactly the compact layout's bytes."""
+    lay = RowLayout(SCHEMA, NAMES)
+    for r in (
+        row(5, s="ü€", m=decimal.Decimal("-0.05")),
+        row(6, s=None, f=None, d=None, ts=None, m=None, v=None, b=None, ok=None),
+        row(-(2**63), s="", ok=False),
+    ):
+        values = lay.convert(r)
+        assert values is not None
+        key = lay.key(values)
+        assert key is not None
+        got = lay.encode_record(2**63, 7, 1, 0, 1, 1, 3, -1, -1, False, key, values)
+        want = encode_rows(2**63, 7, 1, lay.col_ids, [(0, 1, 1, 3, -1, -1, False, key, values)])
+        assert got == want
+        plain = encode_rows(
+            2**63, 7, 1, lay.col_ids, [(0, 1, 1, 3, -1, -1, False, key, values)], lay.encode_values
+        )
+        generic = encode_rows(  # no generated value encoder: dispatch on each value's type
+            2**63, 7, 1, lay.col_ids, [(0, 1, 1, 3, -1, -1, False, key, values)], None
+        )
+        assert plain == generic
+        dec = decode_record(got, "wal", 0)
+        assert isinstance(dec, CompactBatch) and dec.rows[0][8] == values
+
+
+def test_memrowset_insert_row_equals_insert_rows(monkeypatch: Any) -> None:
+    monkeypatch.setattr(MemRowSet, "PENDING_ROWS", 4)
+    lay = RowLayout(SCHEMA, NAMES)
+    one, many = MemRowSet(1, SCHEMA), MemRowSet(1, SCHEMA)
+    for k in range(10):
+        v = lay.convert(row(k))
+        assert v is not None
+        key = lay.key(v)
+        assert key is not None
+        one.insert_row(lay.full(v), key, 100 + k, 50 + k, 10)
+        many.insert_rows([lay.full(v)], [key], 100 + k, [50 + k], 10)
+        assert one.lookup_one(key) == many.lookup_one(key) == k
+    for attr in ("min_ts", "min_seq", "max_seq", "bytes", "num_slots"):
+        assert getattr(one, attr) == getattr(many, attr)
+    a, b = one.view(), many.view()
+    assert a.rows.equals(b.rows) and a.keys.equals(b.keys)
+    assert a.insert_ts.tolist() == b.insert_ts.tolist()
+    assert a.insert_seq.tolist() == b.insert_seq.tolist()
+    assert one.live_count() == 10

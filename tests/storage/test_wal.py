@@ -488,6 +488,7 @@ def test_failed_write_poisons_log_until_reopened(
         log.append(*item)
     current = log.segments()[-1].path
     monkeypatch.setattr(os, "writev", _enospc)
+    monkeypatch.setattr(os, "write", _enospc)
     with pytest.raises(OperationalError) as ei:
         log.append(10, 10, b"lost")
     assert current in str(ei.value)

@@ -236,6 +236,36 @@ def encode_rows(
     return b"".join(parts)
 
 
+def one_row_encoder(col_ids: Sequence[int], encode_values: Any) -> Any:
+    """``encode_rows`` of a record with exactly one logged row, as one function of
+    ``(ts, seq_base, n, row, action, kind, store, dms, rowid, drop_immutable, key,
+    values)``: the header, the column ids and the row's fixed fields are one
+    ``struct`` pack (same bytes)."""
+    cols = _NCOLS.pack(len(col_ids)) + struct.pack(f"<{len(col_ids)}I", *col_ids)
+    pack = struct.Struct(f"<QQII{len(cols)}sI{_ROW.format[1:]}").pack
+
+    def encode(
+        ts: int,
+        seq_base: int,
+        n: int,
+        row: int,
+        action: int,
+        kind: int,
+        store: int,
+        dms: int,
+        rowid: int,
+        drop: bool,
+        key: bytes,
+        values: Sequence[Any],
+    ) -> bytes:
+        head = pack(
+            ts, seq_base, n, 0, cols, 1, row, action, kind, store, dms, rowid, drop, len(key)
+        )
+        return head + key + encode_values(values)  # type: ignore[no-any-return]
+
+    return encode
+
+
 # Straight-line encodings of one non-NULL value ``a`` per Python type (same bytes as
 # _ENCODERS): the generated encoder of a row inlines them.
 _INLINE_ENC = {
@@ -255,6 +285,7 @@ def values_encoder(py_types: Sequence[type]) -> Any:
         "I32": _I32.pack,
         "EPOCH_ORDINAL": _EPOCH_ORDINAL,
     }
+    env["U32"] = _U32.pack
     n = len(py_types)
     lines = ["def encode(values):"]
     if n:
@@ -263,6 +294,14 @@ def values_encoder(py_types: Sequence[type]) -> Any:
     for j, t in enumerate(py_types):
         a = f"a{j}"
         inline = _INLINE_ENC.get(t)
+        if t is str:  # two statements: the UTF-8 bytes, then tag + length + bytes
+            lines.append(f"    if {a} is None:")
+            lines.append(f'        e{j} = b"\\x00"')
+            lines.append("    else:")
+            lines.append(f"        s = {a}.encode()")
+            lines.append(f'        e{j} = b"\\x03" + U32(len(s)) + s')
+            outs.append(f"e{j}")
+            continue
         if inline is not None:
             expr = inline.replace("(a)", f"({a})").replace("if a ", f"if {a} ")
             expr = expr.replace("a.toordinal", f"{a}.toordinal")

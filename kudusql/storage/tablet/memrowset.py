@@ -181,6 +181,33 @@ class MemRowSet:
             self.max_seq = seq[-1]
         self.bytes += nbytes
 
+    def insert_row(self, row: tuple[Any, ...], key: bytes, ts: int, seq: int, nbytes: int) -> None:
+        """``insert_rows`` of one row."""
+        slot = self._num_slots
+        if slot >= len(self._alive):
+            self._grow(slot + 1)
+        self._alive[slot] = True
+        if self._indexed_chunks != len(self._keys):
+            self._index_pending()  # pending keys go in the dict after every chunk's
+        with self._lock:
+            self._index[key] = slot
+            self._p_rows.append(row)
+            self._p_keys.append(key)
+            self._p_ts.append(ts)
+            self._p_seq.append(seq)
+            self._num_slots = slot + 1
+            self._view = None
+            self._version += 1
+            if len(self._p_rows) >= self.PENDING_ROWS:
+                self._materialize()
+        if self.min_ts is None:
+            self.min_ts = ts
+        if self.min_seq is None:
+            self.min_seq = seq
+        if seq > self.max_seq:
+            self.max_seq = seq
+        self.bytes += nbytes
+
     def _materialize(self) -> None:
         """Turn the pending tuples into one Arrow chunk (under ``_lock``). The content
         does not change, so the version stays."""

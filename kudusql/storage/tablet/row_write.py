@@ -39,7 +39,7 @@ from kudusql.common.keys import key_encoder
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, MAX_CELL_BYTES, DataType, TypeKind
 from kudusql.storage.tablet.diskrowset import default_column
-from kudusql.storage.tablet.log_record import values_encoder
+from kudusql.storage.tablet.log_record import one_row_encoder, values_encoder
 from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES, WriteOp
 
 #: Batches of at most this many rows take the row path.
@@ -222,6 +222,9 @@ class RowLayout:
         self.encode_values = values_encoder(
             [python_type(schema.columns[i].type) if i >= 0 else type(None) for i in idx]
         )
+        #: The whole compact WAL record of a one-row batch (``one_row_encoder``; None
+        #: when the layout is not ``ok``: an unknown column has no id to record).
+        self.encode_record = one_row_encoder(self.col_ids, self.encode_values) if self.ok else None
         self._conv: list[tuple[Converter, bool]] = []
         for i in idx:
             if i < 0:

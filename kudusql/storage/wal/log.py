@@ -1,13 +1,15 @@
 """Owns the writable WAL: appending records, rolling segments, fsync policy, group commit, GC.
 
 A ``Log`` always writes into a segment it created itself (a new one each time it is
-opened), so an old segment is never appended to. Records go to the OS with one
-``os.writev`` per append; durability depends on ``FsyncPolicy``. With BATCH, fsyncs
-are shared: the first thread to call ``AppendTicket.wait_durable`` becomes the leader,
-releases the lock, fsyncs once for every record written so far, and wakes everyone it
-covered. Any IO error poisons the log (every later call raises OperationalError) until
-it is reopened, because the state of the tail is then unknown; recovery (``read_log``)
-sorts it out on the next open.
+opened), so an old segment is never appended to. Each append hands its record to the
+OS with one system call (``os.write``; ``os.writev`` for large records) before it
+returns, so a record survives a killed process under every policy; durability against
+power loss depends on ``FsyncPolicy``. With BATCH, fsyncs are shared: the first thread
+to call ``AppendTicket.wait_durable`` becomes the leader, releases the lock, fsyncs once
+for every record written so far, and wakes everyone it covered. Any IO error poisons
+the log (every later call raises OperationalError) until it is reopened, because the
+state of the tail is then unknown; recovery (``read_log``) sorts it out on the next
+open.
 """
 
 from __future__ import annotations
@@ -155,10 +157,20 @@ def _os_error(e: OSError) -> str:
     return str(e.strerror or e)
 
 
+# Records up to this size are written as one joined buffer with ``os.write`` (copying a
+# small payload costs less than ``writev``'s iovec setup); larger ones with ``writev``.
+_JOIN_LIMIT = 64 * 1024
+
+
 def _write_all(fd: int, header: bytes, payload: bytes, total: int) -> None:
-    n = os.writev(fd, (header, payload))
-    if n != total:  # short write (rare on regular files): finish it byte by byte
-        rest = memoryview(header + payload)[n:]
+    if total <= _JOIN_LIMIT:
+        record = header + payload
+        n = os.write(fd, record)
+    else:
+        record = b""
+        n = os.writev(fd, (header, payload))
+    if n != total:  # short write (rare on regular files): finish it
+        rest = memoryview(record or header + payload)[n:]
         while rest:
             rest = rest[os.write(fd, rest) :]
 
