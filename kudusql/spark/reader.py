@@ -7,14 +7,21 @@ driver: it opens the database read-only, fixes one snapshot (the
 tokens with the pushed predicates (tablets the predicates rule out are skipped; a
 tablet larger than ``kudu.splitSizeBytes`` is cut at rowset bounds). Each Spark
 partition carries one serialized token, so every task reads the same snapshot no
-matter when it runs. A task opens the database read-only, runs its token and yields
-its batches cast to the Arrow schema Spark derived from the read schema.
+matter when it runs. A task runs its token on a read-only open of the database and
+yields its batches cast to the Arrow schema Spark derived from the read schema.
+
+Spark reuses its Python worker processes, so each keeps its read-only open (and the
+decoded pages in its block cache) from task to task and query to query, as long as the
+files a fresh open would read are unchanged (``storage.client.fingerprint``, taken
+before each open); a changed tablet is reopened, a changed catalog reopens the whole
+database.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -22,13 +29,50 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from kudusql.common.hybrid_time import from_micros
+from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
 from kudusql.spark.filters import to_predicate
 from kudusql.spark.options import SourceOptions
 from kudusql.spark.spark_schema import arrow_schema_for
 from kudusql.storage.client.database import Database
+from kudusql.storage.client.fingerprint import (
+    Fingerprint,
+    catalog_fingerprint,
+    tablet_fingerprint,
+)
 from kudusql.storage.client.scan_token import ScanToken
+
+#: Decoded pages a Spark worker process keeps (each worker has its own cache).
+WORKER_CACHE_BYTES = 256 << 20
+
+
+@dataclass
+class _KeptOpen:
+    db: Database
+    catalog: Fingerprint
+    tablets: dict[int, Fingerprint] = field(default_factory=dict)
+
+
+_KEPT: dict[str, _KeptOpen] = {}
+
+
+def kept_open(db_path: str, tablet_id: int) -> Database:
+    """This process's read-only open of ``db_path``, made current for ``tablet_id``."""
+    cat = catalog_fingerprint(db_path)
+    kept = _KEPT.get(db_path)
+    if kept is None or kept.catalog != cat:
+        if kept is not None:
+            kept.db.close()
+            del _KEPT[db_path]
+        opts = TabletOptions(block_cache_bytes=WORKER_CACHE_BYTES)
+        kept = _KeptOpen(Database(db_path, opts, read_only=True, maintenance=False), cat)
+        _KEPT[db_path] = kept
+    fp = tablet_fingerprint(db_path, tablet_id)  # before the (re)open the scan makes
+    if kept.tablets.get(tablet_id) != fp:
+        kept.db.forget_tablet(tablet_id)
+        kept.tablets[tablet_id] = fp
+    return kept.db
 
 
 class TokenPartition(InputPartition):
@@ -76,7 +120,8 @@ class KudusqlReader(DataSourceReader):
         if partition.value is None:
             return
         token = ScanToken.deserialize(partition.value)
-        reader = token.execute(ordered=self.opts.fault_tolerant)
+        db = kept_open(token.db_path, token.tablet_id)
+        reader = token.execute(db, ordered=self.opts.fault_tolerant)
         target = self.arrow_schema
         for batch in reader:
             if not batch.num_rows:

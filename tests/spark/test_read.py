@@ -226,6 +226,31 @@ def test_snapshot_is_fixed_when_partitions_are_planned(tmp_path: Path) -> None:
     assert kudusql_rows(db, "SELECT COUNT(*) FROM t") == [(65,)]
 
 
+def test_a_worker_keeps_its_open_only_while_the_files_are_unchanged(tmp_path: Path) -> None:
+    """Read tasks reuse this process's read-only open; writes, flushes and DDL by the
+    writer make the next task reopen what changed."""
+    db = make_db(tmp_path / "db", rows=50)
+
+    def count() -> int:
+        reader = _reader(db)  # planning opens afresh and fixes the latest snapshot
+        return sum(b.num_rows for p in reader.partitions() for b in reader.read(p))
+
+    assert count() == 50
+    conn = kudusql.connect(db)
+    try:
+        store = conn.session.db
+        store.table("t").insert(all_types_rows(10, start=1000))  # WAL appends
+        assert count() == 60
+        store.table("t").flush()  # superblock swaps
+        conn.cursor().execute("DELETE FROM t WHERE id < 5")
+        assert count() == 55
+        conn.cursor().execute("ALTER TABLE t ADD COLUMNS (extra INT)")  # catalog
+        assert count() == 55
+    finally:
+        conn.close()
+    assert count() == 55
+
+
 def test_snapshot_option_travels_in_time(spark: SparkSession, tmp_path: Path) -> None:
     db = make_db(tmp_path / "db", rows=40)
     conn = kudusql.connect(db)

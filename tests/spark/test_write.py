@@ -252,7 +252,7 @@ def test_insert_into_an_empty_table_adopts_rowsets_written_by_tasks(
     drs, mem = _tablet_state(db)
     assert drs >= 2 and mem == 0  # DiskRowSets from the tasks, nothing through the WAL
     assert table(db) == [(i, f"r{i}", i) for i in range(2000)]
-    assert kudusql_rows(db, "SELECT COUNT(*) FROM kv FOR SYSTEM_TIME AS OF %d" % before) == [(0,)]
+    assert kudusql_rows(db, f"SELECT COUNT(*) FROM kv FOR SYSTEM_TIME AS OF {before}") == [(0,)]
     conn = kudusql.connect(db)  # the adopted rows take updates like any other
     try:
         conn.cursor().execute("UPDATE kv SET s = 'u' WHERE id % 100 = 0")

@@ -198,6 +198,14 @@ class Database:
             t.attach(self.maintenance)
         return t
 
+    def forget_tablet(self, tablet_id: int) -> None:
+        """Close tablet ``tablet_id`` if open here; the next use opens it again from disk
+        (a read-only process keeping an open, see ``fingerprint``)."""
+        for rt in list(self._runtimes.values()):
+            t = rt.forget(tablet_id)
+            if t is not None:
+                t.close()
+
     # -- time ----------------------------------------------------------------------------------
     def snapshot(self, ts: int | None = None) -> int:
         """``ts`` once every batch before it has applied; or the latest snapshot that sees

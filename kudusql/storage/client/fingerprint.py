@@ -1,0 +1,44 @@
+"""Fingerprints of a database's on-disk state, for processes that keep a read-only open.
+
+A read-only open reads the catalog, and for each tablet its superblock and its WAL
+segments; nothing else it holds in memory comes from anywhere else. A fingerprint is
+the identity (inode, size, modification time in ns) of exactly those files. Taken
+*before* an open and equal later, it proves the open still sees what a fresh open would:
+a writer that appends to the WAL, rolls a segment, flushes, compacts or runs DDL changes
+one of them (the superblock and the catalog are replaced by rename: a new inode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from kudusql.storage.client import catalog
+from kudusql.storage.tablet.metadata import META_FILE
+from kudusql.storage.tablet.tablet import WAL_DIR
+
+Fingerprint = tuple[tuple[str, int, int, int], ...]
+
+
+def _identity(path: str) -> tuple[str, int, int, int]:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return (os.path.basename(path), -1, -1, -1)
+    return (os.path.basename(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def catalog_fingerprint(db_path: str) -> Fingerprint:
+    return (_identity(catalog.catalog_path(db_path)),)
+
+
+def tablet_fingerprint(db_path: str, tablet_id: int) -> Fingerprint:
+    d = catalog.tablet_path(db_path, tablet_id)
+    wal = os.path.join(d, WAL_DIR)
+    segments: list[str] = []
+    with contextlib.suppress(FileNotFoundError):
+        segments = sorted(os.listdir(wal))
+    return (
+        _identity(os.path.join(d, META_FILE)),
+        *(_identity(os.path.join(wal, s)) for s in segments),
+    )
