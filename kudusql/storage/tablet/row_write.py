@@ -224,7 +224,9 @@ class RowLayout:
         )
         #: The whole compact WAL record of a one-row batch (``one_row_encoder``; None
         #: when the layout is not ``ok``: an unknown column has no id to record).
-        self.encode_record = one_row_encoder(self.col_ids, self.encode_values) if self.ok else None
+        self.encode_record: Any = (
+            one_row_encoder(self.col_ids, self.encode_values) if self.ok else None
+        )
         self._conv: list[tuple[Converter, bool]] = []
         for i in idx:
             if i < 0:
