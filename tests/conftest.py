@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -14,3 +15,13 @@ settings.register_profile(
     "nightly", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/spark is marked ``spark``; every ``spark`` test runs on one
+    xdist worker (``--dist loadgroup``), so one JVM serves them all."""
+    for item in items:
+        if "tests/spark/" in str(item.fspath):
+            item.add_marker(pytest.mark.spark)
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -278,11 +278,18 @@ def spark_load_tables() -> Callable[..., Any]:
     return fn  # type: ignore[no-any-return]
 
 
-def _stop_spark() -> None:
+def _active_spark() -> Any:
     try:
-        sql = importlib.import_module("pyspark.sql")
-        session = sql.SparkSession.getActiveSession()
-        if session is not None:
+        return importlib.import_module("pyspark.sql").SparkSession.getActiveSession()
+    except Exception:  # no pyspark, or no JVM yet
+        return None
+
+
+def _stop_spark(before: Any) -> None:
+    """Stop the session the load started; a session the caller had stays up."""
+    try:
+        session = _active_spark()
+        if session is not None and session is not before:
             session.stop()
     except Exception:  # best effort: the load itself succeeded or already raised
         pass
@@ -310,6 +317,7 @@ def load_spark(
         conn.close()  # the Spark commit opens the database as the writer
     sources = {t: [str(p)] for t, p in parquet_files(src).items()}
     loads: dict[str, Any] = {}
+    before = _active_spark()
     # One call per table, so the bar moves per table (the Spark session is reused).
     try:
         with Progress("load", sum(expected.values()), "rows", enabled=progress) as bar:
@@ -324,7 +332,7 @@ def load_spark(
                 loads.update(got)
                 bar.advance(expected[t])
     finally:
-        _stop_spark()  # no idle JVM beside the queries that are timed next
+        _stop_spark(before)  # no idle JVM beside the queries that are timed next
     res.seconds = time.perf_counter() - t0
     problems = []
     for t in TPCH_KEYS:

@@ -24,13 +24,6 @@ from pyspark.sql import SparkSession
 import kudusql
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/spark/" in str(item.fspath):
-            item.add_marker(pytest.mark.spark)
-            item.add_marker(pytest.mark.xdist_group("spark"))
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """A plain session with the source's settings but no ``register`` call: every test
