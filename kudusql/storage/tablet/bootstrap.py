@@ -27,6 +27,7 @@ from kudusql.storage.tablet.log_record import (
     DecidedBatch,
     decode_record,
 )
+from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.row_write import RowLayout
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_path import (
@@ -83,17 +84,24 @@ def replay(
     # key the replayed MemRowSet holds (the writer decided it against that very store,
     # where a held key makes a REINSERT or an error), so its key needs no probe.
     mrs_stores: set[int] = set()
+    # Consecutive compact records of MemRowSet inserts (the row path's) are collected and
+    # appended to the MemRowSet in one call, before anything else reads or changes it.
+    run = _InsertRun()
     for rec in records:
         st.records += 1
         st.bytes += len(rec.payload)
         got = decode_record(rec.payload, rec.segment, rec.offset)
-        st.max_ts = max(st.max_ts, got.ts)
-        st.next_seq = max(st.next_seq, got.seq_base + got.n)
+        if got.ts > st.max_ts:
+            st.max_ts = got.ts
+        if got.seq_base + got.n > st.next_seq:
+            st.next_seq = got.seq_base + got.n
         if isinstance(got, CompactBatch):
-            if _replay_inserts(got, rs, schema, last_durable_mrs_id, layouts, st, mrs_stores):
+            if _replay_inserts(got, rs, schema, last_durable_mrs_id, layouts, st, mrs_stores, run):
                 continue
+            run.flush(rs.mrs)
             db = got.to_decided(types)
         else:
+            run.flush(rs.mrs)
             db = got
         keep = np.zeros(len(db.row), dtype=bool)
         is_mrs = db.kind == KIND_MRS
@@ -131,7 +139,26 @@ def replay(
             dms.id = max(dms.id, int(db.dms[j]))
         st.rows_replayed += int(keep.sum())
         _apply_record(rs, schema, index_of_id, db, keep, trs, probe)
+    run.flush(rs.mrs)
     return st
+
+
+class _InsertRun:
+    """MemRowSet rows of consecutive compact insert records, not yet appended."""
+
+    __slots__ = ("keys", "nbytes", "rows", "seqs", "stamps")
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.keys: list[bytes] = []
+        self.stamps: list[int] = []
+        self.seqs: list[int] = []
+        self.nbytes = 0
+
+    def flush(self, mrs: MemRowSet) -> None:
+        if self.rows:
+            mrs.insert_run(self.rows, self.keys, self.stamps, self.seqs, self.nbytes)
+            self.__init__()  # type: ignore[misc]
 
 
 def _replay_inserts(
@@ -142,43 +169,53 @@ def _replay_inserts(
     layouts: dict[tuple[int, ...], RowLayout | None],
     st: ReplayStats,
     mrs_stores: set[int],
+    run: _InsertRun,
 ) -> bool:
-    """Replay a compact record of MemRowSet inserts as tuples (the row path's records);
-    False when it holds anything else, for the general replay."""
-    if not all(r[1] == A_INSERT and r[2] == KIND_MRS for r in cb.rows):
-        return False
-    if cb.col_ids not in layouts:
+    """Replay a compact record of MemRowSet inserts as tuples (the row path's records)
+    into ``run``; False when it holds anything else, for the general replay."""
+    rows = cb.rows
+    for r in rows:
+        if r[1] != A_INSERT or r[2] != KIND_MRS:
+            return False
+    lay = layouts.get(cb.col_ids, _NO_LAYOUT)
+    if lay is _NO_LAYOUT:
         by_id = {c.id: c.name for c in schema.columns}
-        lay: RowLayout | None = None
+        lay = None
         if all(cid in by_id for cid in cb.col_ids):  # else a dropped column: general path
             lay = RowLayout(schema, [by_id[cid] for cid in cb.col_ids])
         layouts[cb.col_ids] = lay
-    lay = layouts[cb.col_ids]
     if lay is None or not lay.ok:
         return False
-    mrs = rs.mrs
-    kept = [r for r in cb.rows if r[3] > last_durable_mrs_id]
+    kept = [r for r in rows if r[3] > last_durable_mrs_id]
+    if len(kept) != len(rows):
+        st.rows_skipped += len(rows) - len(kept)
+    if not kept:
+        return True
     stores = {r[3] for r in kept}
     # An insert of a key the replayed MemRowSet holds (deleted) is a REINSERT there; it
     # can only hold it if its rows come from another store (see ``replay``).
-    if (len(stores) > 1 or not mrs_stores <= stores) and any(
-        mrs.lookup_one(r[7]) >= 0 for r in kept
-    ):
-        return False
-    st.rows_skipped += len(cb.rows) - len(kept)
-    if not kept:
-        return True
-    mrs_stores |= stores
-    mrs.id = max(mrs.id, max(stores))
+    if len(stores) > 1 or not mrs_stores <= stores:
+        run.flush(rs.mrs)
+        if any(rs.mrs.lookup_one(r[7]) >= 0 for r in kept):
+            if len(kept) != len(rows):
+                st.rows_skipped -= len(rows) - len(kept)  # the general replay counts them
+            return False
+        mrs_stores |= stores
+    top = max(stores)
+    if top > rs.mrs.id:
+        rs.mrs.id = top
     st.rows_replayed += len(kept)
-    mrs.insert_rows(
-        [lay.full(r[8]) for r in kept],
-        [r[7] for r in kept],
-        cb.ts,
-        [cb.seq_base + r[0] for r in kept],
-        sum(lay.nbytes(r[8], r[7]) for r in kept),
-    )
+    ts, seq_base, full, nbytes = cb.ts, cb.seq_base, lay.full, lay.nbytes
+    for r in kept:
+        run.rows.append(full(r[8]))
+        run.keys.append(r[7])
+        run.stamps.append(ts)
+        run.seqs.append(seq_base + r[0])
+        run.nbytes += nbytes(r[8], r[7])
     return True
+
+
+_NO_LAYOUT: Any = object()
 
 
 def _apply_record(

@@ -181,6 +181,46 @@ class MemRowSet:
             self.max_seq = seq[-1]
         self.bytes += nbytes
 
+    def insert_run(
+        self,
+        rows: list[tuple[Any, ...]],
+        keys: list[bytes],
+        stamps: list[int],
+        seqs: list[int],
+        nbytes: int,
+    ) -> None:
+        """``insert_rows`` of rows with a timestamp each (WAL replay of many row-path
+        records at once: each keeps its own timestamp and sequence number)."""
+        n = len(rows)
+        if not n:
+            return
+        first = self._num_slots
+        need = first + n
+        if need > len(self._alive):
+            self._grow(need)
+        self._alive[first:need] = True
+        if self._indexed_chunks != len(self._keys):
+            self._index_pending()  # pending keys go in the dict after every chunk's
+        with self._lock:
+            self._index.update(zip(keys, range(first, need), strict=True))
+            self._p_rows += rows
+            self._p_keys += keys
+            self._p_ts += stamps
+            self._p_seq += seqs
+            self._num_slots = need
+            self._view = None
+            self._version += 1
+            if len(self._p_rows) >= self.PENDING_ROWS:
+                self._materialize()
+        if self.min_ts is None:
+            self.min_ts = stamps[0]
+        if self.min_seq is None:
+            self.min_seq = seqs[0]
+        top = max(seqs)
+        if top > self.max_seq:
+            self.max_seq = top
+        self.bytes += nbytes
+
     def insert_row(self, row: tuple[Any, ...], key: bytes, ts: int, seq: int, nbytes: int) -> None:
         """``insert_rows`` of one row."""
         slot = self._num_slots
