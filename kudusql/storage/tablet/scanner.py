@@ -238,25 +238,32 @@ def scan_diskrowset(
         return
     offsets = drs.page_offsets
     first_page = int(np.searchsorted(offsets, start, side="right") - 1)
+    # No insert, delete or reinsert applies in the range: every row is live, so pages
+    # need no liveness mask (the common case of a scan of settled data).
+    all_live = (
+        diff is None and not _liveness_in(undo, start, stop) and not _liveness_in(redo, start, stop)
+    )
     for p in range(first_page, len(offsets) - 1):
         a, b = max(start, int(offsets[p])), min(stop, int(offsets[p + 1]))
         if a >= stop:
             break
         if b <= a:
             continue
-        alive = np.ones(b - a, dtype=bool)
-        apply_liveness(alive, a, undo)
-        apply_liveness(alive, a, redo)
-        keep = alive
-        if diff is not None:
-            u0, r0, changed = diff
-            alive_start = np.ones(b - a, dtype=bool)
-            apply_liveness(alive_start, a, u0)
-            apply_liveness(alive_start, a, r0)
-            keep = changed[a:b] & (alive_start | alive)
-        if not keep.any():
-            plan.count("pages_skipped_deleted")
-            continue
+        keep: np.ndarray | None = None
+        if not all_live:
+            alive = np.ones(b - a, dtype=bool)
+            apply_liveness(alive, a, undo)
+            apply_liveness(alive, a, redo)
+            keep = alive
+            if diff is not None:
+                u0, r0, changed = diff
+                alive_start = np.ones(b - a, dtype=bool)
+                apply_liveness(alive_start, a, u0)
+                apply_liveness(alive_start, a, r0)
+                keep = changed[a:b] & (alive_start | alive)
+            if not keep.any():
+                plan.count("pages_skipped_deleted")
+                continue
         if _zone_pruned(drs, p, a, b, preds, schema, undo, redo):
             plan.count("pages_pruned")
             continue
@@ -286,15 +293,19 @@ def scan_diskrowset(
                 cache[c.id] = got
             return got
 
-        sel = keep.copy()
-        for pr in row_preds:
-            sel &= pr.evaluate(column(schema.column(pr.column)))
+        mask = None
+        n = b - a
+        if keep is not None or row_preds:
+            sel = np.ones(n, dtype=bool) if keep is None else keep.copy()
+            for pr in row_preds:
+                sel &= pr.evaluate(column(schema.column(pr.column)))
+                if not sel.any():
+                    break
             if not sel.any():
-                break
-        if not sel.any():
-            continue
-        all_sel = bool(sel.all())
-        mask = None if all_sel else pa.array(sel)
+                continue
+            if not sel.all():
+                mask = pa.array(sel)
+                n = int(sel.sum())
         cols = []
         for c in plan.projection:
             col = column(c)
@@ -305,7 +316,7 @@ def scan_diskrowset(
         if plan.need_keys:
             kr = drs.key_reader().read_range(a, b).combine_chunks()
             keys = kr if mask is None else kr.filter(mask)
-        yield _batch(cols, b - a if all_sel else int(sel.sum()), plan), keys
+        yield _batch(cols, n, plan), keys
 
 
 def _zone_pruned(
