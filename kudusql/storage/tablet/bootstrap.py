@@ -200,6 +200,7 @@ def _replay_inserts(
             if len(kept) != len(rows):
                 st.rows_skipped -= len(rows) - len(kept)  # the general replay counts them
             return False
+    if not stores <= mrs_stores:
         mrs_stores |= stores
     top = max(stores)
     if top > rs.mrs.id:

@@ -354,7 +354,6 @@ class CompactBatch:
 
 
 def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBatch:
-    mv = memoryview(payload)
     pos = _HEAD.size
     (c,) = _NCOLS.unpack_from(payload, pos)
     pos += _NCOLS.size
@@ -363,10 +362,12 @@ def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBa
     (r,) = _NROWS.unpack_from(payload, pos)
     pos += _NROWS.size
     rows = []
+    row_unpack, rsize = _ROW.unpack_from, _ROW.size
+    i64, f64, u32 = _I64.unpack_from, _F64.unpack_from, _U32.unpack_from
     for _ in range(r):
-        row, action, kind, store, dms, rowid, drop, klen = _ROW.unpack_from(payload, pos)
-        pos += _ROW.size
-        key = bytes(mv[pos : pos + klen])
+        row, action, kind, store, dms, rowid, drop, klen = row_unpack(payload, pos)
+        pos += rsize
+        key = payload[pos : pos + klen]
         if len(key) != klen:
             raise ValueError("truncated key")
         pos += klen
@@ -375,32 +376,38 @@ def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBa
             tag = payload[pos]
             pos += 1
             v: Any
-            if tag == T_NULL:
-                v = None
-            elif tag == T_INT:
-                (v,) = _I64.unpack_from(payload, pos)
+            if tag == T_INT:
+                (v,) = i64(payload, pos)
                 pos += 8
-            elif tag == T_FLOAT:
-                (v,) = _F64.unpack_from(payload, pos)
-                pos += 8
-            elif tag in (T_STR, T_BYTES, T_DECIMAL):
-                (ln,) = _U32.unpack_from(payload, pos)
+            elif tag == T_STR:
+                (ln,) = u32(payload, pos)
                 pos += 4
-                raw = bytes(mv[pos : pos + ln])
+                raw = payload[pos : pos + ln]
                 if len(raw) != ln:
                     raise ValueError("truncated value")
                 pos += ln
-                v = raw if tag == T_BYTES else raw.decode()
-                if tag == T_DECIMAL:
-                    v = decimal.Decimal(v)
-            elif tag in (T_FALSE, T_TRUE):
-                v = tag == T_TRUE
+                v = raw.decode()
+            elif tag == T_NULL:
+                v = None
+            elif tag == T_FLOAT:
+                (v,) = f64(payload, pos)
+                pos += 8
             elif tag == T_DATE:
                 (d,) = _I32.unpack_from(payload, pos)
                 pos += 4
-                v = datetime.date.fromordinal(_EPOCH_ORDINAL + d)
+                v = _fromordinal(_EPOCH_ORDINAL + d)
+            elif tag in (T_BYTES, T_DECIMAL):
+                (ln,) = u32(payload, pos)
+                pos += 4
+                raw = payload[pos : pos + ln]
+                if len(raw) != ln:
+                    raise ValueError("truncated value")
+                pos += ln
+                v = raw if tag == T_BYTES else decimal.Decimal(raw.decode())
+            elif tag in (T_FALSE, T_TRUE):
+                v = tag == T_TRUE
             elif tag == T_TIMESTAMP:
-                (us,) = _I64.unpack_from(payload, pos)
+                (us,) = i64(payload, pos)
                 pos += 8
                 v = _EPOCH + datetime.timedelta(microseconds=us)
             else:
@@ -410,6 +417,9 @@ def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBa
     if pos != len(payload):
         raise ValueError(f"{len(payload) - pos} bytes after the last row")
     return CompactBatch(ts, seq_base, n, tuple(col_ids), rows)
+
+
+_fromordinal = datetime.date.fromordinal
 
 
 def decode_record(payload: bytes, path: str, offset: int) -> DecidedBatch | CompactBatch:

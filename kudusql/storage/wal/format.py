@@ -182,14 +182,15 @@ def parse_segment(data: bytes, number: int, prev_seq: int | None) -> ParsedSegme
     unpack = _REC_HDR.unpack_from
     hdr_body = RECORD_HEADER_SIZE - 4
     p = out.end = SEGMENT_HEADER_SIZE
+    zcrc = zlib.crc32  # unsigned already (one call per record and per payload)
+    startswith = data.startswith
     while p < size:
-        head = data[p : p + 4]
-        if head == RECORD_MARKER:
+        if startswith(RECORD_MARKER, p):
             if size - p < RECORD_HEADER_SIZE:
                 out.damage = (p, "incomplete record header", False)
                 break
             _, stored_len, raw_len, flags, seq, ts, pcrc, hcrc = unpack(data, p)
-            if crc32(mv[p : p + hdr_body]) != hcrc:
+            if zcrc(mv[p : p + hdr_body]) != hcrc:
                 out.damage = (p, "record header checksum mismatch", False)
                 break
             ps = p + RECORD_HEADER_SIZE
@@ -197,7 +198,7 @@ def parse_segment(data: bytes, number: int, prev_seq: int | None) -> ParsedSegme
             if pe > size:
                 out.damage = (p, f"record of {stored_len} bytes extends past end of segment", False)
                 break
-            if crc32(mv[ps:pe]) != pcrc:
+            if zcrc(mv[ps:pe]) != pcrc:
                 out.damage = (p, "record payload checksum mismatch", False)
                 break
             if flags & ~KNOWN_FLAGS:
@@ -212,7 +213,7 @@ def parse_segment(data: bytes, number: int, prev_seq: int | None) -> ParsedSegme
             last_seq = seq
             entries.append((p, seq, ts, flags, raw_len, ps, pe))
             p = out.end = pe
-        elif head == FOOTER_MARKER:
+        elif startswith(FOOTER_MARKER, p):
             footer = decode_footer(data, p)
             if footer is None:
                 out.damage = (p, "incomplete or damaged segment footer", False)
