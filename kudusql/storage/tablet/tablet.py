@@ -507,24 +507,31 @@ class Tablet(WriteShortcuts):
         lay = self._layout(names)
         if not lay.ok:
             return None
-        conv = []
-        keys = []
-        for r in rows:
-            v = r if converted else lay.convert(r)
+        n = len(rows)
+        if n == 1:
+            v = rows[0] if converted else lay.convert(rows[0])
             if v is None:
                 return None
             k = lay.key(v)
             if k is None:
                 return None
-            conv.append(v)
-            keys.append(k)
-        n = len(conv)
-        if n == 1:
-            one = self._write_one(lay, conv[0], keys[0], timestamp)
+            one = self._write_one(lay, v, k, timestamp)
             if one is not None:
                 return one
-        elif len(set(keys)) != n:
-            return None  # a repeated key: decided in rounds by the batch path
+            conv, keys = [v], [k]
+        else:
+            conv, keys = [], []
+            for r in rows:
+                v = r if converted else lay.convert(r)
+                if v is None:
+                    return None
+                k = lay.key(v)
+                if k is None:
+                    return None
+                conv.append(v)
+                keys.append(k)
+            if len(set(keys)) != n:
+                return None  # a repeated key: decided in rounds by the batch path
         with self._write_lock:
             if self._failed is not None:
                 self._recover()
