@@ -424,13 +424,7 @@ class Tablet(WriteShortcuts):
         rows take the row path (no Arrow), others are built into an Arrow batch."""
         wop = WriteOp.parse(op)
         n = len(rows)
-        if 0 < n <= SMALL_WRITE_ROWS and n < self.options.bulk_load_rows and wop in ROW_OPS:
-            if self.read_only:
-                raise OperationalError(f"tablet {self.path} is open read-only")
-            if self._closed:
-                raise ProgrammingError(f"tablet {self.path} is closed")
-            if self.maintenance is not None:
-                self.maintenance.throttle()
+        if self._row_path_ready(n, wop):
             res = self._write_small(tuple(columns), rows, [wop] * n, atomic, timestamp)
             if res is not None:
                 return res
@@ -449,17 +443,24 @@ class Tablet(WriteShortcuts):
         """``write_rows`` for rows that ``RowLayout.convert`` of this tablet's schema
         already returned (the table's row path): they skip the conversion."""
         n = len(rows)
-        if 0 < n <= SMALL_WRITE_ROWS and n < self.options.bulk_load_rows and op in ROW_OPS:
-            if self.read_only:
-                raise OperationalError(f"tablet {self.path} is open read-only")
-            if self._closed:
-                raise ProgrammingError(f"tablet {self.path} is closed")
-            if self.maintenance is not None:
-                self.maintenance.throttle()
+        if self._row_path_ready(n, op):
             res = self._write_small(columns, rows, [op] * n, atomic, timestamp, converted=True)
             if res is not None:
                 return res
         return self.write_rows(columns, rows, op, atomic=atomic, timestamp=timestamp)
+
+    def _row_path_ready(self, n: int, op: WriteOp) -> bool:
+        """Whether ``n`` rows of ``op`` may take the row path; if so, the checks and the
+        back-pressure ``write`` applies first are done."""
+        if not (0 < n <= SMALL_WRITE_ROWS and n < self.options.bulk_load_rows and op in ROW_OPS):
+            return False
+        if self.read_only:
+            raise OperationalError(f"tablet {self.path} is open read-only")
+        if self._closed:
+            raise ProgrammingError(f"tablet {self.path} is closed")
+        if self.maintenance is not None:
+            self.maintenance.throttle()
+        return True
 
     def _arrow_to_rows(
         self, data: pa.Table | pa.RecordBatch
