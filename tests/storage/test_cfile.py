@@ -328,7 +328,7 @@ def probes(keys: list[bytes], rng: np.random.Generator, width: int | None) -> li
     return out
 
 
-@pytest.mark.parametrize("width", [None, 1, 3, 8])
+@pytest.mark.parametrize("width", [None, 1, 3, 4, 8, 12])
 @pytest.mark.parametrize("page_size", [1, 7, 100, 5000])
 def test_lower_bound_and_find_keys_vs_oracle(width: int | None, page_size: int) -> None:
     import tempfile
@@ -360,6 +360,41 @@ def test_lower_bound_and_find_keys_vs_oracle(width: int | None, page_size: int) 
             got = r.find_keys(pa.array(fixed, pa.binary()))
             assert got.tolist() == [keys.index(k) if k in raw else -1 for k in fixed]
         r.close()
+
+
+@pytest.mark.parametrize("width", [4, 8, 5])
+def test_find_keys_whole_file_array_equals_page_search(tmp_path: Path, width: int) -> None:
+    """A batch touching many pages is answered from one sorted array of the whole key
+    file (kept in the block cache, evicted like a page); a small batch, or a reader
+    without a cache, searches page by page. All answer alike, including keys whose
+    bytes straddle the sign bit and keys with trailing NUL bytes."""
+    rng = np.random.default_rng(width)
+    raw = {rng.bytes(width) for _ in range(5000)} | {b"\x00" * width, b"\xff" * width}
+    raw |= {
+        b"\x7f" + b"\xff" * (width - 1),
+        b"\x80" + b"\x00" * (width - 1),
+        b"a" + b"\x00" * (width - 1),
+    }
+    keys = sorted(raw)
+    r = write_keys(tmp_path, keys, 64)
+    assert r.cache is not None
+    plain = CFileReader(r.path, pa.binary(), None)
+    absent = [rng.bytes(width) for _ in range(300)]
+    batch = [k for k in keys[::7]] + absent
+    want = [keys.index(k) if k in raw else -1 for k in batch]
+    assert plain.find_keys(pa.array(batch, pa.binary())).tolist() == want
+    small = r.find_keys(pa.array(batch[:3], pa.binary()))  # 3 keys: page by page
+    assert small.tolist() == want[:3]
+    assert (r.uid, -1) not in r.cache._entries
+    assert r.find_keys(pa.array(batch, pa.binary())).tolist() == want
+    assert (r.uid, -1) in r.cache._entries  # built once, then served from the cache
+    assert r.find_keys(pa.array(batch[:3], pa.binary())).tolist() == want[:3]
+    r.cache.clear()
+    tiny = CFileReader(r.path, pa.binary(), BlockCache(1024))  # too small to hold it
+    assert tiny.find_keys(pa.array(batch, pa.binary())).tolist() == want
+    assert tiny.cache is not None and (tiny.uid, -1) not in tiny.cache._entries
+    other = [k + b"\x00" for k in keys[::7]]  # another width than the file's: all absent
+    assert r.find_keys(pa.array(other, pa.binary())).tolist() == [-1] * len(other)
 
 
 def test_find_keys_nulls_and_types(tmp_path: Path) -> None:
@@ -408,7 +443,9 @@ def test_hypothesis_value_index(raw: set[bytes], queries: list[bytes], page_size
         r.close()
 
 
-def test_value_index_speed(tmp_path: Path) -> None:
+def test_value_index_over_large_pages(tmp_path: Path) -> None:
+    """Point and batch lookups over a 200k-key file of 32k-key LZ4 pages (speed is
+    measured by benchmarks/bench_point_lookup.py, not asserted here)."""
     n = 200_000
     ints = (np.arange(n, dtype=np.uint64) * 3).astype(">u8")  # big-endian = memcmp order
     data = ints.tobytes()
@@ -422,11 +459,7 @@ def test_value_index_speed(tmp_path: Path) -> None:
     r = CFileReader(str(tmp_path / "pk"), pa.binary(), BlockCache(1 << 26))
     probe = (12_345 * 3).to_bytes(8, "big")
     assert r.lower_bound(probe) == 12_345
-    t0 = time.perf_counter()
-    for _ in range(2000):
-        r.lower_bound(probe)
-    per_call = (time.perf_counter() - t0) / 2000
-    assert per_call < 50e-6, per_call  # a few microseconds normally; generous for CI
+    assert r.lower_bound(((n - 1) * 3 + 1).to_bytes(8, "big")) == n
     rng = np.random.default_rng(0)
     q = rng.integers(0, 3 * n, 100_000).astype(">u8")
     qarr = pa.Array.from_buffers(
@@ -434,14 +467,12 @@ def test_value_index_speed(tmp_path: Path) -> None:
         len(q),
         [None, pa.py_buffer(np.arange(len(q) + 1, dtype=np.int32) * 8), pa.py_buffer(q.tobytes())],
     )
-    r.find_keys(qarr[:10])  # warm the page indexes
-    t0 = time.perf_counter()
-    got = r.find_keys(qarr)
-    elapsed = time.perf_counter() - t0
+    few = r.find_keys(qarr[:10])  # page by page
+    got = r.find_keys(qarr)  # one batch over the whole-file key array
     qi = q.astype(np.int64)
     want = np.where(qi % 3 == 0, qi // 3, -1)
     assert np.array_equal(got, want)
-    assert elapsed < 1.0, elapsed
+    assert np.array_equal(few, want[:10])
 
 
 def test_open_readers_hold_no_file_descriptors(tmp_path: Path) -> None:

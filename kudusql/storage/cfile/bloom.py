@@ -53,6 +53,7 @@ def _size_for(n: int, fp_rate: float) -> tuple[int, int]:
 
 
 _CHUNK_KEYS = 1 << 18  # keys hashed and probed per numpy pass (bounds temporaries)
+_ALL_PROBES_AT_ONCE = 1 << 14  # up to this many (key, probe) pairs: one pass, no early exit
 
 
 def _first_probes(
@@ -116,21 +117,49 @@ class BloomFilter:
         result = np.zeros(n, dtype=np.bool_)
         if n == 0:
             return result
-        bm = self._bits
         for start, pos, step in _first_probes(keys, self.seed, self.num_bits):
-            # Only keys that passed every probe so far are probed again, so a batch of
-            # absent keys costs about two probes per key instead of k.
-            alive = np.arange(start, start + len(pos), dtype=np.int64)
-            for i in range(self.num_hashes):
-                if i:
-                    _next_probe(pos, step, self.num_bits)
-                hit = ((bm[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1).astype(np.bool_)
-                if not bool(hit.all()):
-                    alive, pos, step = alive[hit], pos[hit], step[hit]
-                    if len(alive) == 0:
-                        break
-            result[alive] = True
+            self._probe(pos, step, start, result)
         return result
+
+    def may_contain_hashes(self, h1: np.ndarray, h2: np.ndarray, seed: int = 0) -> np.ndarray:
+        """``may_contain`` for keys already hashed with ``seed`` (the uint64 pair of
+        ``murmur3_x64_128``): a batch probing many rowsets hashes its keys once. The
+        arrays are not changed. A filter built with another seed is a caller's bug."""
+        if seed != self.seed:
+            raise ProgrammingError(f"bloom seed is {self.seed}, keys were hashed with {seed}")
+        result = np.zeros(len(h1), dtype=np.bool_)
+        if len(h1):
+            m = np.uint64(self.num_bits)
+            pos = np.remainder(h1, m).view(np.int64)
+            step = np.remainder(h2, m).view(np.int64)
+            self._probe(pos, step, 0, result)
+        return result
+
+    def _probe(self, pos: np.ndarray, step: np.ndarray, start: int, result: np.ndarray) -> None:
+        """Set ``result[start + j]`` for each key j whose k probes (probe 0 at ``pos[j]``,
+        then ``step[j]`` apart; both changed in place) all hit set bits."""
+        bm = self._bits
+        k = self.num_hashes
+        if len(pos) * k <= _ALL_PROBES_AT_ONCE:
+            # Few keys: all k probes of every key in one pass (the numpy calls, not the
+            # bits, are the cost here). pos + i*step stays far below 2**63.
+            probes = pos[:, None] + step[:, None] * np.arange(k, dtype=np.int64)
+            np.remainder(probes, self.num_bits, out=probes)
+            bits = (bm[probes >> 3] >> (probes & 7).astype(np.uint8)) & 1
+            result[start : start + len(pos)] = bits.all(axis=1)
+            return
+        # Only keys that passed every probe so far are probed again, so a batch of
+        # absent keys costs about two probes per key instead of k.
+        alive = np.arange(start, start + len(pos), dtype=np.int64)
+        for i in range(self.num_hashes):
+            if i:
+                _next_probe(pos, step, self.num_bits)
+            hit = ((bm[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1).astype(np.bool_)
+            if not bool(hit.all()):
+                alive, pos, step = alive[hit], pos[hit], step[hit]
+                if len(alive) == 0:
+                    return
+        result[alive] = True
 
     def may_contain_one(self, key: bytes) -> bool:
         """Scalar ``may_contain`` for one key (a few microseconds)."""

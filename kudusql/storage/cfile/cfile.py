@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
+from kudusql.storage.cfile import key_array
 from kudusql.storage.cfile.block_cache import BlockCache
 from kudusql.storage.cfile.encodings import (
     Compression,
@@ -65,6 +66,9 @@ _INDEX_FIELDS = (
 
 # Decoded per-page key indexes kept by a reader for lower_bound / find_keys.
 _KEY_INDEX_PAGES = 16
+# find_keys uses the whole-file key array (key_array.py) once a batch has at least one
+# key per this many pages.
+_WHOLE_KEYS_SHARE = 4
 
 
 def _index_schema(t: pa.DataType) -> pa.Schema:
@@ -344,6 +348,7 @@ class CFileReader:
         self._key_pages: OrderedDict[int, _KeyIndex] = OrderedDict()
         self._index_maxs: list[bytes] | None = None
         self._index_pages: list[int] = []
+        self._mixed_widths = False
         try:
             self._load(self._buf, size)
         except BaseException:
@@ -577,7 +582,11 @@ class CFileReader:
         m = len(keys)
         w = int(offs[-1]) // m if m else 0
         if m and w > 0 and int(offs[-1]) == m * w and bool(np.all(np.diff(offs) == w)):
-            self._find_fixed(np.frombuffer(data, dtype=f"S{w}", count=m), w, positions, out)
+            whole = self._whole_keys(m)
+            if whole is None:
+                self._find_fixed(np.frombuffer(data, dtype=f"S{w}", count=m), w, positions, out)
+            elif whole[1] == w:  # keys of another width than the file's are all absent
+                out[positions] = key_array.search(whole[0], key_array.sortable(data, w, m))
         else:
             for pos_, key in zip(positions.tolist(), keys.to_pylist(), strict=True):
                 assert isinstance(key, bytes)
@@ -585,6 +594,26 @@ class CFileReader:
                 if idx is not None and idx.value(pos) == key:
                     out[pos_] = int(self.page_offsets[p]) + pos
         return out
+
+    def _whole_keys(self, batch: int) -> tuple[np.ndarray, int] | None:
+        """The whole sorted key file as one array (``key_array``) when it is cached, or
+        worth building for a batch of ``batch`` keys: one that touches at least a
+        quarter of the pages. None for files of mixed widths, or without a cache."""
+        cache = self.cache
+        if cache is None or self._mixed_widths:
+            return None
+        entry = (self.uid, key_array.WHOLE_FILE_ENTRY)
+        hit = cache.get(entry)
+        if hit is not None:
+            return key_array.from_arrow(hit)
+        if batch * _WHOLE_KEYS_SHARE < self.num_pages:
+            return None
+        built = key_array.build(self.read_all().chunks)
+        if built is None:
+            self._mixed_widths = True
+            return None
+        cache.put(entry, key_array.to_arrow(*built))
+        return built
 
     def _find_fixed(
         self,

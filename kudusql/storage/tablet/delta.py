@@ -84,6 +84,18 @@ class Deltas:
                 cols[cid] = ColumnDelta(new_index[cd.pos[keep]], cd.values.filter(pa.array(keep)))
         return Deltas(self.rowid[mask], self.ts[mask], self.seq[mask], self.op[mask], cols)
 
+    def slice(self, start: int, stop: int) -> Deltas:
+        """Events ``[start, stop)``, sharing the arrays (column positions are sorted)."""
+        if start == 0 and stop == len(self):
+            return self
+        cols = {}
+        for cid, cd in self.cols.items():
+            lo, hi = (int(x) for x in np.searchsorted(cd.pos, (start, stop)))
+            if hi > lo:
+                cols[cid] = ColumnDelta(cd.pos[lo:hi] - start, cd.values.slice(lo, hi - lo))
+        sl = slice(start, stop)
+        return Deltas(self.rowid[sl], self.ts[sl], self.seq[sl], self.op[sl], cols)
+
     def map_rowids(self, mapping: np.ndarray) -> Deltas:
         """Renumber rows: new rowid = mapping[old rowid]."""
         return Deltas(mapping[self.rowid], self.ts, self.seq, self.op, self.cols)

@@ -42,6 +42,7 @@ from kudusql.storage.tablet.delta import (
 )
 from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats, stats_from_dict
 from kudusql.storage.tablet.deltamemstore import DeltaMemStore
+from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 
 
 @dataclass
@@ -253,23 +254,38 @@ class DiskRowSet:
             pc.less_equal(keys, pa.scalar(self.meta.max_key, pa.binary())),
         )
         cand = np.flatnonzero(np.asarray(inr.to_numpy(zero_copy_only=False), dtype=bool))
-        if not len(cand):
-            return out
+        if len(cand):
+            out[cand] = self._find(keys, cand, None)
+        return out
+
+    def probe_rowids(self, probe: KeyProbe, idx: np.ndarray) -> np.ndarray:
+        """``find_rowids`` for the keys at positions ``idx`` of a prepared batch (all in
+        this rowset's key range, see ``KeyProbe.in_range``); aligned with ``idx``."""
+        if not len(idx) or self.meta.num_rows == 0:
+            return np.full(len(idx), -1, dtype=np.int64)
+        return self._find(probe.keys, idx, probe)
+
+    def _find(self, keys: pa.Array[Any], cand: np.ndarray, probe: KeyProbe | None) -> np.ndarray:
+        """Rowids of ``keys[cand]`` (keys inside the rowset's range), -1 if absent."""
+        out = np.full(len(cand), -1, dtype=np.int64)
         if len(cand) <= self._FEW_KEYS:  # a handful: scalar probes beat numpy's overhead
-            for i in cand.tolist():
-                out[i] = self.find_rowid_one(keys[i].as_py())
+            for j, i in enumerate(cand.tolist()):
+                out[j] = self.find_rowid_one(keys[i].as_py())
             return out
-        ckeys = keys.take(cand)
         if len(cand) <= self._HASH_JOIN_FRACTION * self.meta.num_rows:
-            maybe = self.bloom().may_contain(ckeys)
-            cand, ckeys = cand[maybe], ckeys.filter(pa.array(maybe))
-            if not len(cand):
-                return out
-            out[cand] = self.key_reader().find_keys(ckeys)
+            bloom = self.bloom()
+            if probe is not None and bloom.seed == BLOOM_SEED:
+                h1, h2 = probe.hashes()
+                maybe = bloom.may_contain_hashes(h1[cand], h2[cand], BLOOM_SEED)
+            else:
+                maybe = bloom.may_contain(keys.take(cand))
+            where = np.flatnonzero(maybe)
+            if len(where):
+                out[where] = self.key_reader().find_keys(keys.take(cand[where]))
         else:
             all_keys = self.key_reader().read_all()
-            idx = pc.index_in(ckeys, value_set=all_keys)
-            out[cand] = np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+            idx = pc.index_in(keys.take(cand), value_set=all_keys)
+            out[:] = np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
         return out
 
     def find_rowid_one(self, key: bytes) -> int:

@@ -441,7 +441,10 @@ class TabletMaintainer:
         """Memory held by the MemRowSets and DeltaMemStores."""
         rs = self.t._rowsets
         n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
-        return n + sum(d.dms.bytes + (d.frozen_dms.bytes if d.frozen_dms else 0) for d in rs.drs)
+        for d in rs.drs:
+            frozen = d.frozen_dms  # read once: a delta flush may clear it meanwhile
+            n += d.dms.bytes + (frozen.bytes if frozen is not None else 0)
+        return n
 
     def maintenance_ops(self) -> list[MaintenanceOp]:
         """The operations worth running now, each with what it would gain."""

@@ -19,6 +19,7 @@ import pyarrow as pa
 from kudusql.common.schema import Schema
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType
 from kudusql.storage.tablet.diskrowset import default_column
+from kudusql.storage.tablet.key_probe import KeyProbe
 from kudusql.storage.tablet.log_record import KIND_DRS, KIND_MRS, DecidedBatch
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_ops import (
@@ -95,8 +96,11 @@ def locate(
             kind[todo[live]] = K_FROZEN
             rsi[todo[live]] = fi
             row[todo[live]] = fs[live]
+    if m > _SMALL_PROBE:
+        _locate_in_disk_rowsets(rs, KeyProbe(keys), kind, rsi, row)
+        return kind, rsi, row, slot, kind != K_NONE
     candidates: range | list[int] = range(len(rs.drs))
-    if m <= _SMALL_PROBE and len(rs.drs) > 1:  # only the rowsets whose range holds a key
+    if len(rs.drs) > 1:  # only the rowsets whose range holds a key
         pykeys: list[bytes] = keys.to_pylist()  # type: ignore[assignment]
         candidates = sorted({i for k in pykeys for i in rs.covering(k)})
     for di in candidates:
@@ -114,6 +118,30 @@ def locate(
             rsi[todo[live]] = di
             row[todo[live]] = rids[live]
     return kind, rsi, row, slot, kind != K_NONE
+
+
+def _locate_in_disk_rowsets(
+    rs: RowSets, probe: KeyProbe, kind: np.ndarray, rsi: np.ndarray, row: np.ndarray
+) -> None:
+    """``locate``'s DiskRowSet step for a large batch: each rowset is asked only about
+    the keys in its range not found yet, with the batch sorted and hashed once, so a
+    rowset costs two binary searches plus the probes of its own keys."""
+    for di, drs in enumerate(rs.drs):
+        if not drs.num_rows:
+            continue
+        idx = probe.in_range(drs.meta.min_key, drs.meta.max_key)
+        if len(idx):
+            idx = idx[kind[idx] == K_NONE]
+        if not len(idx):
+            continue
+        rids = drs.probe_rowids(probe, idx)
+        hit = rids >= 0
+        if hit.any():
+            idx, rids = idx[hit], rids[hit]
+            live = ~drs.dead_at_latest()[rids]
+            kind[idx[live]] = K_DRS
+            rsi[idx[live]] = di
+            row[idx[live]] = rids[live]
 
 
 def decide(rs: RowSets, schema: Schema, pb: PreparedBatch) -> Decisions:
@@ -259,13 +287,19 @@ def apply(
     mut = np.isin(action, (A_REINSERT, A_UPDATE, A_DELETE))
     if not mut.any():
         return
+    # One Deltas for every mutated row, grouped by target store (a stable sort keeps
+    # each store's events in apply order), then cut into one zero-copy slice per store:
+    # a batch of random keys touches every rowset, so per-store work must stay small.
     rows = np.flatnonzero(mut)
-    groups: dict[tuple[int, int], np.ndarray] = {}
     key = tkind[rows].astype(np.int64) * (1 << 40) + (trs[rows] + 1)
-    for g in np.unique(key):
-        groups[(int(g >> 40), int(g & ((1 << 40) - 1)) - 1)] = rows[key == g]
-    for (k, ri), grows in groups.items():
-        deltas = _build_deltas(schema, pb, grows, action, trow, drop_imm, ts, seq_base)
+    order = np.argsort(key, kind="stable")
+    rows, key = rows[order], key[order]
+    every = _build_deltas(schema, pb, rows, action, trow, drop_imm, ts, seq_base)
+    starts = np.flatnonzero(np.diff(key)) + 1
+    for a, b in zip([0, *starts.tolist()], [*starts.tolist(), len(rows)], strict=True):
+        g = int(key[a])
+        k, ri = g >> 40, (g & ((1 << 40) - 1)) - 1
+        deltas = every.slice(a, b)
         if k == K_MRS:
             rs.mrs.mutate(deltas)
         elif k == K_FROZEN:

@@ -1,0 +1,151 @@
+"""Large write batches locate their keys through ``KeyProbe`` (sorted once, hashed once,
+two binary searches per DiskRowSet); small ones through the key-range index one key at a
+time. Both must find every key in the same place: the probe against brute force, the
+shared-hash bloom probe against the bloom's own hashing, and ``locate`` of one large
+batch against the same keys located in small batches on a tablet whose rowsets overlap,
+hold deleted ghosts and re-inserted keys."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+
+from kudusql.common.errors import ProgrammingError
+from kudusql.common.keys import encode_keys
+from kudusql.common.murmur import murmur3_x64_128
+from kudusql.common.options import TabletOptions
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.common.types import DataType
+from kudusql.storage.cfile.bloom import BloomFilter
+from kudusql.storage.tablet import write_path
+from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
+from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
+from kudusql.storage.tablet.tablet import Tablet
+
+key_st = st.binary(max_size=4)
+
+
+@given(keys=st.lists(key_st, min_size=1, max_size=40), lo=key_st, hi=key_st)
+def test_in_range_equals_brute_force(keys: list[bytes], lo: bytes, hi: bytes) -> None:
+    probe = KeyProbe(pa.array(keys, pa.binary()))
+    got = probe.in_range(lo, hi).tolist()
+    assert sorted(got) == [i for i, k in enumerate(keys) if lo <= k <= hi]
+    assert [keys[i] for i in got] == sorted(keys[i] for i in got)  # in key order
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    members=st.lists(st.binary(max_size=12), max_size=300),
+    others=st.lists(st.binary(max_size=12), min_size=1, max_size=3000),
+    fp=st.sampled_from([0.3, 0.01, 0.001]),
+)
+def test_bloom_with_shared_hashes_equals_own_hashing(
+    members: list[bytes], others: list[bytes], fp: float
+) -> None:
+    bf = BloomFilter.build(pa.array(members, pa.binary()), fp)
+    probes = pa.array(members + others, pa.binary())
+    h1, h2 = murmur3_x64_128(probes, BLOOM_SEED)
+    before = (h1.copy(), h2.copy())
+    got = bf.may_contain_hashes(h1, h2, BLOOM_SEED)
+    assert got.tolist() == bf.may_contain(probes).tolist()
+    assert bool(got[: len(members)].all())  # no false negatives
+    assert np.array_equal(h1, before[0]) and np.array_equal(h2, before[1])  # not changed
+
+
+def test_bloom_rejects_hashes_of_another_seed() -> None:
+    bf = BloomFilter.build(pa.array([b"a"], pa.binary()))
+    h1, h2 = murmur3_x64_128(pa.array([b"a"], pa.binary()), 7)
+    with pytest.raises(ProgrammingError, match="seed"):
+        bf.may_contain_hashes(h1, h2, 7)
+
+
+SCHEMA = Schema.build(
+    [
+        ColumnSchema("k", DataType.parse("INT64"), nullable=False),
+        ColumnSchema("v", DataType.parse("INT64")),
+    ],
+    ["k"],
+)
+
+
+def _rows(keys: np.ndarray) -> pa.Table:
+    return pa.table({"k": keys, "v": keys * 2})
+
+
+def _encoded(keys: np.ndarray) -> pa.Array[Any]:
+    return encode_keys([pa.array(keys, pa.int64())], [SCHEMA.key_columns[0].type])
+
+
+def test_large_batch_locates_like_small_batches(tmp_path: Any) -> None:
+    rng = np.random.default_rng(11)
+    opts = TabletOptions(sync=False, bulk_load_rows=1_000_000)
+    t = Tablet.create(str(tmp_path / "t"), SCHEMA, opts)
+    try:
+        written: list[np.ndarray] = []
+        for i in range(6):  # six overlapping DiskRowSets (random keys over one range)
+            keys = np.unique(rng.integers(0, 50_000, 3_000))
+            if written:
+                keys = np.setdiff1d(keys, np.concatenate(written))
+            t.insert(_rows(keys))
+            written.append(keys)
+            if i in (2, 4):  # ghosts: delete some rows, then re-insert some of those
+                gone = rng.choice(np.concatenate(written), 400, replace=False)
+                t.delete(pa.table({"k": np.sort(gone)}))
+                back = np.sort(gone[:150])
+                t.insert(_rows(back))
+            t.flush()
+        t.insert(_rows(np.arange(50_000, 50_300)))  # MemRowSet rows
+        rs = t._rowsets
+        assert len(rs.drs) >= 6
+        probe_keys = rng.permutation(np.arange(-100, 50_400, 7))  # present, ghost, absent
+        enc = _encoded(probe_keys)
+        assert len(enc) > write_path._SMALL_PROBE
+        big = write_path.locate(rs, enc)
+        parts = [
+            write_path.locate(rs, enc.slice(s, write_path._SMALL_PROBE))
+            for s in range(0, len(enc), write_path._SMALL_PROBE)
+        ]
+        small = [np.concatenate([p[i] for p in parts]) for i in range(5)]
+        for name, a, b in zip(("kind", "rowset", "row", "slot", "exists"), big, small, strict=True):
+            assert np.array_equal(a, b), name
+        live = set(t.scan(["k"]).read_all()["k"].to_pylist())
+        assert big[4].tolist() == [int(k) in live for k in probe_keys]
+    finally:
+        t.close()
+
+
+@given(
+    n=st.integers(0, 30),
+    cuts=st.lists(st.integers(0, 30), max_size=4),
+    data=st.data(),
+)
+def test_deltas_slices_concatenate_to_the_whole(n: int, cuts: list[int], data: Any) -> None:
+    """``Deltas.slice`` (how one batch's events are cut per target store) loses and
+    moves nothing: the slices of a run, concatenated, are the run."""
+    sets = {cid: data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) for cid in (1, 2)}
+    cols = {
+        cid: ColumnDelta(np.flatnonzero(m), pa.array(np.flatnonzero(m) * 10 + cid))
+        for cid, m in sets.items()
+        if any(m)
+    }
+    d = Deltas(
+        np.arange(n, dtype=np.int64) * 3,
+        np.arange(n, dtype=np.uint64) + 100,
+        np.arange(n, dtype=np.int64),
+        np.full(n, MutationType.UPDATE, dtype=np.uint8),
+        cols,
+    )
+    bounds = sorted({0, n, *(c for c in cuts if c <= n)})
+    parts = [d.slice(a, b) for a, b in itertools.pairwise(bounds)]
+    whole = concat_deltas(parts)
+    assert whole.rowid.tolist() == d.rowid.tolist() and whole.seq.tolist() == d.seq.tolist()
+    assert sorted(whole.cols) == sorted(d.cols)
+    for cid, cd in d.cols.items():
+        assert whole.cols[cid].pos.tolist() == cd.pos.tolist()
+        assert whole.cols[cid].values.to_pylist() == cd.values.to_pylist()
