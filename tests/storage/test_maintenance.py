@@ -246,3 +246,30 @@ def test_close_waits_for_a_running_compaction(
     t = Tablet.open(t.path, OPTS)
     assert len(drs_ids(t)) == 1 and t.count_rows() == 40
     t.close()
+
+
+def test_memory_bytes_reads_a_frozen_dms_once(tmp_path: Any) -> None:
+    """Pins a race: the maintenance manager sums memory while a delta flush clears a
+    rowset's frozen DeltaMemStore; reading ``frozen_dms`` twice (test, then use) could
+    see it set, then None, and raised AttributeError in the writer's ``throttle``."""
+    from kudusql.storage.tablet.diskrowset import DiskRowSet
+
+    t = make(tmp_path)
+    try:
+        t.insert(kv([1, 2, 3]))
+        t.flush()
+        t.update(kv([2], [20]))
+        drs = t._rowsets.drs[0]
+        frozen = drs.freeze_dms()
+        reads = iter([frozen, None, None, None])
+
+        class FlushedMeanwhile(DiskRowSet):
+            @property  # type: ignore[override]
+            def frozen_dms(self) -> Any:
+                return next(reads)
+
+        drs.__class__ = FlushedMeanwhile
+        assert t.memory_bytes() >= frozen.bytes
+    finally:
+        drs.__class__ = DiskRowSet
+        t.close()
