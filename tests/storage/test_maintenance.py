@@ -264,8 +264,8 @@ def test_memory_bytes_reads_a_frozen_dms_once(tmp_path: Any) -> None:
         reads = iter([frozen, None, None, None])
 
         class FlushedMeanwhile(DiskRowSet):
-            @property  # type: ignore[override]
-            def frozen_dms(self) -> Any:
+            @property
+            def frozen_dms(self) -> Any:  # type: ignore[override]
                 return next(reads)
 
         drs.__class__ = FlushedMeanwhile
