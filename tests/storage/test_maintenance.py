@@ -60,6 +60,18 @@ def test_choice_order() -> None:
     big_log = op("flush_mrs", logs_retained=2 << 30)
     assert choose([*ops, big_log], memory_pressure=False, prefer_gc=False, **kw) is big_log
     assert choose([op("x")], memory_pressure=False, prefer_gc=False, **kw) is None
+    # Delta compactions get their own turn: merges outscore them while rowsets overlap.
+    major = op("major_delta_compaction", perf_improvement=0.2)
+    minor = op("minor_delta_compaction", perf_improvement=0.01)
+    both = [*ops, major, minor]
+    assert choose(both, memory_pressure=False, prefer_gc=False, **kw) is merge
+    assert choose(both, memory_pressure=False, prefer_gc=False, prefer_delta=True, **kw) is major
+    assert choose(both, memory_pressure=False, prefer_gc=True, prefer_delta=True, **kw) is gc
+    assert choose(ops, memory_pressure=False, prefer_gc=False, prefer_delta=True, **kw) is merge
+    assert (
+        choose([merge, minor], memory_pressure=False, prefer_gc=False, prefer_delta=True, **kw)
+        is minor
+    )
 
 
 def rows_batch(start: int, n: int) -> pa.Table:

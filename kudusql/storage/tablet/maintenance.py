@@ -12,8 +12,12 @@ order:
 1. under memory pressure (above ``pressure_fraction`` of the memory limit), the op
    that releases the most memory;
 2. an op anchoring at least ``log_target_replay_bytes`` of WAL, the largest first;
-3. a GC op that frees disk space (every other time, when performance ops compete);
-4. the op with the best performance score above zero;
+3. a GC op that frees disk space (every third time, when performance ops compete);
+4. a delta compaction (minor or major) with a score above zero (every third time:
+   merging compactions score higher whenever rowsets overlap, and under a steady
+   stream of flushes they would otherwise starve the delta compactions, letting REDO
+   files pile up without bound; a documented deviation from Kudu's single ranking);
+5. the op with the best performance score above zero;
 
 and runs it, recording what ran (``MaintenanceRecord``). Writers call ``throttle``
 before each batch: above the memory limit a write waits until a flush brings memory
@@ -79,6 +83,10 @@ class MaintenanceSource(Protocol):
     def memory_bytes(self) -> int: ...
 
 
+#: The ops that compact a rowset's delta files (``choose`` gives them every third turn).
+DELTA_COMPACTIONS = frozenset({"minor_delta_compaction", "major_delta_compaction"})
+
+
 def flush_score(size: int, age_s: float, threshold_bytes: int, threshold_s: float) -> float:
     """Kudu's flush score: urgent (>= 1, growing with the excess) above the size
     threshold; below it, once older than the age threshold, up to 1 by age (an hour)
@@ -99,6 +107,7 @@ def choose(
     memory_pressure: bool,
     log_target_replay_bytes: int,
     prefer_gc: bool,
+    prefer_delta: bool = False,
 ) -> MaintenanceOp | None:
     """The op to run now, in Kudu's order (see the module docstring), or None."""
     if memory_pressure:
@@ -112,6 +121,9 @@ def choose(
     perf = [o for o in ops if o.perf_improvement > 0]
     if gc and (prefer_gc or not perf):
         return max(gc, key=lambda o: o.data_retained)
+    delta = [o for o in perf if o.name in DELTA_COMPACTIONS]
+    if delta and prefer_delta:
+        return max(delta, key=lambda o: o.perf_improvement)
     if perf:
         return max(perf, key=lambda o: o.perf_improvement)
     return None
@@ -142,7 +154,7 @@ class MaintenanceManager:
         self._records: deque[MaintenanceRecord] = deque(maxlen=history)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._gc_turn = False
+        self._turn = 0  # 0: prefer GC, 1: prefer a delta compaction, 2: best score
         self.errors: deque[str] = deque(maxlen=100)
         self.enabled = enabled
         if enabled:
@@ -209,12 +221,13 @@ class MaintenanceManager:
     def run_once(self) -> MaintenanceOp | None:
         """Pick the best op now and run it; returns it, or None when nothing is worth it."""
         pressure = self.memory_bytes() > self.pressure_fraction * self.memory_limit_bytes
-        self._gc_turn = not self._gc_turn
+        self._turn = (self._turn + 1) % 3
         op = choose(
             self.candidate_ops(),
             memory_pressure=pressure,
             log_target_replay_bytes=self.log_target_replay_bytes,
-            prefer_gc=self._gc_turn,
+            prefer_gc=self._turn == 0,
+            prefer_delta=self._turn == 1,
         )
         if op is None:
             return None
