@@ -36,6 +36,11 @@ class TabletOptions:
     compaction_budget_mb: float = 256.0
     #: Minor delta compaction score = REDO files / this (capped at 1).
     minor_compaction_max_files: int = 1000
+    #: The maintenance manager offers a minor delta compaction of a rowset once it has
+    #: this many REDO files (Kudu: 2). Every delta flush adds a file to each rowset it
+    #: updated, so at 2 the manager merges pairs of small files back to back, CPU the
+    #: writers need; the explicit API still merges any 2.
+    minor_compaction_min_files: int = 4
     #: Major delta compaction runs once REDO bytes reach this fraction of base bytes.
     major_compaction_min_ratio: float = 0.1
     #: DiskRowSets roll at this size (Kudu's budgeted_compaction_target_rowset_size).

@@ -18,7 +18,7 @@ from kudusql.storage.tablet.maintenance import (
     flush_score,
 )
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_compaction import HOUR_US, OPTS, Clock, drs_ids, kv, make
+from tests.storage.test_compaction import HOUR_US, OPTS, Clock, by_key, drs_ids, kv, make
 from tests.support.tablets import pause_at
 
 MB = 2**20
@@ -284,4 +284,31 @@ def test_memory_bytes_reads_a_frozen_dms_once(tmp_path: Any) -> None:
         assert t.memory_bytes() >= frozen.bytes
     finally:
         drs.__class__ = DiskRowSet
+        t.close()
+
+
+def test_minor_delta_compaction_is_offered_from_min_files(tmp_path: Any) -> None:
+    """The manager offers a minor delta compaction once a rowset has
+    ``minor_compaction_min_files`` REDO files (each delta flush adds one), not for
+    every pair; the explicit API merges any two."""
+    t = make(tmp_path, minor_compaction_min_files=4)
+    try:
+        t.insert(kv([1, 2, 3]))
+        t.flush()
+
+        def offered() -> bool:
+            return any(o.name == "minor_delta_compaction" for o in t.maintenance_ops())
+
+        for i in range(4):
+            t.update(kv([2], [100 + i]))
+            t.flush_deltas()
+            files = len(t._rowsets.drs[0].meta.redo_files)
+            assert files == i + 1
+            assert offered() == (files >= 4), files
+        rid = drs_ids(t)[0]
+        assert t.minor_delta_compaction(rid)
+        assert len(t._rowsets.drs[0].meta.redo_files) == 1
+        assert not offered()
+        assert by_key(t)[2][0] == 103
+    finally:
         t.close()

@@ -473,7 +473,7 @@ class TabletMaintainer:
             )
         ahm = self.t.ancient_history_mark()
         minor = max(rs.drs, key=lambda d: len(d.meta.redo_files), default=None)
-        if minor is not None and len(minor.meta.redo_files) >= 2:
+        if minor is not None and len(minor.meta.redo_files) >= max(2, o.minor_compaction_min_files):
             score = min(1.0, len(minor.meta.redo_files) / o.minor_compaction_max_files)
             mid = minor.id
             ops.append(
