@@ -39,6 +39,38 @@ def test_in_range_equals_brute_force(keys: list[bytes], lo: bytes, hi: bytes) ->
     assert [keys[i] for i in got] == sorted(keys[i] for i in got)  # in key order
 
 
+@given(
+    width=st.sampled_from([1, 2, 4, 5, 8]),
+    data=st.data(),
+    lo=st.binary(max_size=10),
+    hi=st.binary(max_size=10),
+)
+def test_in_range_of_fixed_width_keys_equals_brute_force(
+    width: int, data: Any, lo: bytes, hi: bytes
+) -> None:
+    """Keys of one width are searched as a numpy array (uint64/uint32 for 8/4 bytes);
+    bounds of any length (a rowset's min/max key) must cut it exactly where bytes
+    compare, including prefixes, NUL padding and the sign bit of the first byte."""
+    alphabet = st.sampled_from([b"\x00", b"\x01", b"\x7f", b"\x80", b"\xff"])
+    key_st = st.lists(alphabet, min_size=width, max_size=width).map(b"".join)
+    keys = data.draw(st.lists(key_st, min_size=1, max_size=40))
+    probe = KeyProbe(pa.array(keys, pa.binary()))
+    got = probe.in_range(lo, hi).tolist()
+    assert sorted(got) == [i for i, k in enumerate(keys) if lo <= k <= hi]
+    assert [keys[i] for i in got] == sorted(keys[i] for i in got)
+
+
+def test_in_range_of_a_huge_mixed_width_batch_compares_every_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(KeyProbe, "_MAX_LISTED", 4)
+    keys = [b"b", b"a", b"ccc", b"", b"bb", b"c"]
+    probe = KeyProbe(pa.array(keys, pa.binary()))
+    assert probe._sorted is None and probe._sorted_np is None
+    assert sorted(probe.in_range(b"a", b"bz").tolist()) == [0, 1, 4]
+    assert probe.in_range(b"d", b"e").tolist() == []
+
+
 @settings(max_examples=50, deadline=None)
 @given(
     members=st.lists(st.binary(max_size=12), max_size=300),
@@ -65,46 +97,50 @@ def test_bloom_rejects_hashes_of_another_seed() -> None:
         bf.may_contain_hashes(h1, h2, 7)
 
 
-SCHEMA = Schema.build(
-    [
-        ColumnSchema("k", DataType.parse("INT64"), nullable=False),
-        ColumnSchema("v", DataType.parse("INT64")),
-    ],
-    ["k"],
-)
+def _schema(key_type: str) -> Schema:
+    return Schema.build(
+        [
+            ColumnSchema("k", DataType.parse(key_type), nullable=False),
+            ColumnSchema("v", DataType.parse("INT64")),
+        ],
+        ["k"],
+    )
 
 
-def _rows(keys: np.ndarray) -> pa.Table:
-    return pa.table({"k": keys, "v": keys * 2})
+def _key_array(keys: np.ndarray, key_type: str) -> pa.Array[Any]:
+    if key_type == "STRING":  # variable width: the sorted-list probe
+        return pa.array([f"k{int(x)}" for x in keys], pa.string())
+    return pa.array(keys, pa.int64())
 
 
-def _encoded(keys: np.ndarray) -> pa.Array[Any]:
-    return encode_keys([pa.array(keys, pa.int64())], [SCHEMA.key_columns[0].type])
+def _rows(keys: np.ndarray, key_type: str) -> pa.Table:
+    return pa.table({"k": _key_array(keys, key_type), "v": keys * 2})
 
 
-def test_large_batch_locates_like_small_batches(tmp_path: Any) -> None:
+@pytest.mark.parametrize("key_type", ["INT64", "STRING"])
+def test_large_batch_locates_like_small_batches(tmp_path: Any, key_type: str) -> None:
     rng = np.random.default_rng(11)
     opts = TabletOptions(sync=False, bulk_load_rows=1_000_000)
-    t = Tablet.create(str(tmp_path / "t"), SCHEMA, opts)
+    schema = _schema(key_type)
+    t = Tablet.create(str(tmp_path / "t"), schema, opts)
     try:
         written: list[np.ndarray] = []
         for i in range(6):  # six overlapping DiskRowSets (random keys over one range)
             keys = np.unique(rng.integers(0, 50_000, 3_000))
             if written:
                 keys = np.setdiff1d(keys, np.concatenate(written))
-            t.insert(_rows(keys))
+            t.insert(_rows(keys, key_type))
             written.append(keys)
             if i in (2, 4):  # ghosts: delete some rows, then re-insert some of those
                 gone = rng.choice(np.concatenate(written), 400, replace=False)
-                t.delete(pa.table({"k": np.sort(gone)}))
-                back = np.sort(gone[:150])
-                t.insert(_rows(back))
+                t.delete(pa.table({"k": _key_array(gone, key_type)}))
+                t.insert(_rows(gone[:150], key_type))
             t.flush()
-        t.insert(_rows(np.arange(50_000, 50_300)))  # MemRowSet rows
+        t.insert(_rows(np.arange(50_000, 50_300), key_type))  # MemRowSet rows
         rs = t._rowsets
         assert len(rs.drs) >= 6
         probe_keys = rng.permutation(np.arange(-100, 50_400, 7))  # present, ghost, absent
-        enc = _encoded(probe_keys)
+        enc = encode_keys([_key_array(probe_keys, key_type)], [schema.key_columns[0].type])
         assert len(enc) > write_path._SMALL_PROBE
         big = write_path.locate(rs, enc)
         parts = [
@@ -115,7 +151,8 @@ def test_large_batch_locates_like_small_batches(tmp_path: Any) -> None:
         for name, a, b in zip(("kind", "rowset", "row", "slot", "exists"), big, small, strict=True):
             assert np.array_equal(a, b), name
         live = set(t.scan(["k"]).read_all()["k"].to_pylist())
-        assert big[4].tolist() == [int(k) in live for k in probe_keys]
+        want = _key_array(probe_keys, key_type).to_pylist()
+        assert big[4].tolist() == [k in live for k in want]
     finally:
         t.close()
 

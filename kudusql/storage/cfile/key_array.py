@@ -48,6 +48,32 @@ def sortable(data: Any, width: int, count: int) -> np.ndarray:
     return np.frombuffer(data, dtype=f"S{width}", count=count)
 
 
+def _bound(key: bytes, width: int) -> Any:
+    """A key of exactly ``width`` bytes in the representation of ``sortable``."""
+    if width == 8:
+        return np.uint64(int.from_bytes(key, "big"))
+    if width == 4:
+        return np.uint32(int.from_bytes(key, "big"))
+    return np.array(key, dtype=f"S{width}")
+
+
+def first_at_least(keys: np.ndarray, width: int, lo: bytes) -> int:
+    """Index of the first of the sorted ``width``-byte ``keys`` that is >= ``lo`` in
+    memcmp order (``lo`` may have any length)."""
+    if len(lo) > width:  # a key equal to lo[:width] is a proper prefix of lo: smaller
+        return int(np.searchsorted(keys, _bound(lo[:width], width), "right"))
+    # lo padded with NULs is the smallest width-byte string >= lo
+    return int(np.searchsorted(keys, _bound(lo.ljust(width, b"\x00"), width), "left"))
+
+
+def first_above(keys: np.ndarray, width: int, hi: bytes) -> int:
+    """Index of the first of the sorted ``width``-byte ``keys`` that is > ``hi``."""
+    if len(hi) >= width:  # k <= hi  <=>  k <= hi[:width]
+        return int(np.searchsorted(keys, _bound(hi[:width], width), "right"))
+    # k <= hi  <=>  k < hi padded with NULs (a longer string with prefix hi is larger)
+    return int(np.searchsorted(keys, _bound(hi.ljust(width, b"\x00"), width), "left"))
+
+
 def build(pages: list[pa.Array[Any]]) -> tuple[np.ndarray, int] | None:
     """(sorted array, width) of the values of a key file's pages, or None when they do
     not all have one width."""

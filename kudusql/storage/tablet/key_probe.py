@@ -6,6 +6,7 @@ tablet gets a few, so what a probe costs per rowset is what a batch costs per ro
 ``KeyProbe`` does the per-batch work once: the keys sorted (a rowset's share is then
 two binary searches on its min and max key, not a comparison of every key) and hashed
 (each rowset's bloom filter probes with the shared hashes, not its own murmur pass).
+Fixed-width keys (any key of fixed-width columns) sort as one numpy array.
 """
 
 from __future__ import annotations
@@ -18,31 +19,60 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.murmur import murmur3_x64_128
+from kudusql.storage.cfile import key_array
+from kudusql.storage.cfile.encodings import var_parts
 
 #: The seed every DiskRowSet bloom filter is built with (``BloomFilter.build``).
 BLOOM_SEED = 0
 
 
 class KeyProbe:
-    """Encoded keys (binary, no nulls) sorted and hashed for many rowset probes."""
+    """Encoded keys (binary, no nulls) sorted and hashed for many rowset probes.
 
-    __slots__ = ("_hashes", "_order", "_sorted", "keys")
+    Keys of one width are kept sorted as a numpy array (``key_array``); others as a
+    sorted Python list, or, past ``_MAX_LISTED`` keys, not sorted at all: each range
+    is then a vectorized comparison of every key (what a huge batch pays anyway)."""
+
+    __slots__ = ("_hashes", "_order", "_sorted", "_sorted_np", "_width", "keys")
+
+    _MAX_LISTED = 1 << 16
 
     def __init__(self, keys: pa.Array[Any]) -> None:
         self.keys = keys
-        order = pc.sort_indices(keys).to_numpy().astype(np.int64, copy=False)
-        self._order = order
-        self._sorted: list[bytes] = keys.take(order).to_pylist()  # type: ignore[assignment]
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
+        self._sorted: list[bytes] | None = None
+        self._sorted_np: np.ndarray | None = None
+        self._order = np.zeros(0, dtype=np.int64)
+        self._width = key_array.fixed_width(keys)
+        if self._width < 0 and len(keys) > self._MAX_LISTED:
+            return
+        if self._width > 0:
+            _, data = var_parts(keys)
+            arr = key_array.sortable(data, self._width, len(keys))
+            self._order = np.argsort(arr, kind="stable")
+            self._sorted_np = arr[self._order]
+        else:
+            self._order = pc.sort_indices(keys).to_numpy().astype(np.int64, copy=False)
+            self._sorted = keys.take(self._order).to_pylist()  # type: ignore[assignment]
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def in_range(self, lo: bytes, hi: bytes) -> np.ndarray:
-        """Batch positions of the keys in ``[lo, hi]``, in key order."""
-        a = bisect.bisect_left(self._sorted, lo)
-        b = bisect.bisect_right(self._sorted, hi, lo=a)
-        return self._order[a:b]
+        """Batch positions of the keys in ``[lo, hi]`` (in key order when sorted)."""
+        if self._sorted_np is not None:
+            a = key_array.first_at_least(self._sorted_np, self._width, lo)
+            b = key_array.first_above(self._sorted_np, self._width, hi)
+            return self._order[a : max(a, b)]
+        if self._sorted is not None:
+            a = bisect.bisect_left(self._sorted, lo)
+            b = bisect.bisect_right(self._sorted, hi, lo=a)
+            return self._order[a:b]
+        inr = pc.and_(
+            pc.greater_equal(self.keys, pa.scalar(lo, pa.binary())),
+            pc.less_equal(self.keys, pa.scalar(hi, pa.binary())),
+        )
+        return np.flatnonzero(np.asarray(inr.to_numpy(zero_copy_only=False), dtype=bool))
 
     def hashes(self) -> tuple[np.ndarray, np.ndarray]:
         """MurmurHash3_x64_128 (h1, h2) of every key with the bloom seed (computed once)."""
