@@ -13,10 +13,11 @@ Data: TPC-H at ``--sf`` from ``tpchgen-cli`` (cached by the tpch package).
 2. Queries: Spark SQL Q1 and Q6 (the spec's validation parameters) over a temporary
    view of kudusql's lineitem (a fresh DataFrame per run, ``kudusql.pushFilters`` on:
    Q6's ranges on l_shipdate, l_discount, l_quantity and Q1's on l_shipdate go to the
-   scan; a user-given schema of the query's columns stands in for column pruning,
-   which Python data sources lack) against the same query over a view of the Parquet
-   file (Spark's own reader, with its column pruning and row-group filters). Both
-   answers must agree. One warm-up, then the median of --reps (default 3).
+   scan; a user-given schema of the query's columns, with the table's types and
+   nullability, stands in for column pruning, which Python data sources lack) against
+   the same query over a view of the Parquet file (Spark's own reader, with its column
+   pruning and row-group filters). Both answers must agree. One warm-up, then the
+   median of --reps (default 3).
    ``local[2]``, ``spark.sql.shuffle.partitions=2``.
 
 Goal (issue 8): each query at most 1.5x Spark over Parquet. The load has no goal; the
@@ -97,10 +98,9 @@ def _direct_load(db: Path, src: Path) -> int:
 
 
 def _kudusql_view(spark: Any, db: Path, columns: str) -> None:
-    schema = ", ".join(f"{c.strip()} {_spark_types(db)[c.strip()]}" for c in columns.split(","))
     (
         spark.read.format("kudusql")
-        .schema(schema)
+        .schema(_schema(db, [c.strip() for c in columns.split(",")]))
         .option("kudu.master", str(db))
         .option("kudu.table", "lineitem")
         .option("kudusql.pushFilters", "true")
@@ -109,18 +109,14 @@ def _kudusql_view(spark: Any, db: Path, columns: str) -> None:
     )
 
 
-_TYPES: dict[str, str] = {}
+def _schema(db: Path, columns: list[str]) -> Any:
+    """The query's columns with the table's types and nullability (what ``load()``
+    without a schema would give, pruned)."""
+    from kudusql.spark.spark_schema import pruned_schema
+    from kudusql.storage.client.database import Database
 
-
-def _spark_types(db: Path) -> dict[str, str]:
-    if not _TYPES:
-        from kudusql.spark.spark_schema import spark_type
-        from kudusql.storage.client.database import Database
-
-        with Database(str(db), read_only=True) as d:
-            for c in d.table("lineitem").schema.columns:
-                _TYPES[c.name] = spark_type(c.type).simpleString()
-    return _TYPES
+    with Database(str(db), read_only=True) as d:
+        return pruned_schema(d.table("lineitem").schema, "lineitem", columns)
 
 
 def _rows(df: Any) -> list[tuple[Any, ...]]:

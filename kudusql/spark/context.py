@@ -26,7 +26,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.spark.options import database_path, storage_table_name
 from kudusql.spark.publish import JobSummary
-from kudusql.spark.spark_schema import kudusql_type
+from kudusql.spark.spark_schema import kudusql_type, pruned_schema
 from kudusql.storage.client.database import Database
 
 
@@ -77,10 +77,25 @@ class KuduContext:
             )
 
     # -- reads ----------------------------------------------------------------------------
-    def read(self, table: str, snapshot_micros: int | None = None) -> DataFrame:
+    def read(
+        self,
+        table: str,
+        snapshot_micros: int | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> DataFrame:
+        """``table`` as a DataFrame; with ``columns``, only those (Spark prunes no
+        columns of a Python data source, so this is the way to read fewer), with the
+        table's types and nullability."""
         reader = self.spark.read.format("kudusql").options(**self._options(table))
         if snapshot_micros is not None:
             reader = reader.option("kudu.snapshotTimestampMicros", str(snapshot_micros))
+        if columns is not None:
+            name = storage_table_name(table)
+            with Database(self.database, read_only=True) as db:
+                if not db.has_table(name):
+                    raise ProgrammingError(f"table {table!r} does not exist in {self.database}")
+                schema = db.table(name).schema
+            reader = reader.schema(pruned_schema(schema, table, list(columns)))
         return reader.load()
 
     # -- writes ---------------------------------------------------------------------------

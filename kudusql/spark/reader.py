@@ -45,6 +45,9 @@ from kudusql.storage.client.scan_token import ScanToken
 
 #: Decoded pages a Spark worker process keeps (each worker has its own cache).
 WORKER_CACHE_BYTES = 256 << 20
+#: The fewest rows ``kudu.batchSize`` cuts a batch into: Spark and the Python worker pay
+#: per batch (a setting of 1 byte meant one-row batches, which crashed Python workers).
+MIN_SPLIT_ROWS = 1024
 
 
 @dataclass
@@ -160,12 +163,13 @@ def spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 
 def split_batch(batch: pa.RecordBatch, max_bytes: int) -> Iterator[pa.RecordBatch]:
-    """``batch`` cut into slices of at most about ``max_bytes`` (kudu.batchSize)."""
+    """``batch`` cut into slices of at most about ``max_bytes`` (kudu.batchSize), each of
+    at least ``MIN_SPLIT_ROWS`` rows (but the last)."""
     size = batch.nbytes
-    if size <= max_bytes or batch.num_rows <= 1:
+    if size <= max_bytes or batch.num_rows <= MIN_SPLIT_ROWS:
         yield batch
         return
     pieces = math.ceil(size / max_bytes)
-    step = max(1, math.ceil(batch.num_rows / pieces))
+    step = max(MIN_SPLIT_ROWS, math.ceil(batch.num_rows / pieces))
     for start in range(0, batch.num_rows, step):
         yield batch.slice(start, step)

@@ -118,6 +118,18 @@ def spark_schema(schema: Schema, columns: list[str] | None = None) -> st.StructT
     return st.StructType(fields)
 
 
+def pruned_schema(table: Schema, name: str, columns: list[str]) -> st.StructType:
+    """The Spark schema of ``columns`` of table ``name`` (matched ignoring case), with the
+    table's types and nullability: the schema to give a read of a subset of the columns.
+
+    Python data sources get no column pruning from Spark, so a read of fewer columns
+    needs a user-given schema; one built from the table keeps NOT NULL columns
+    non-nullable, which spares Spark a null check per value when it turns the Arrow
+    batches into rows (a schema string such as ``"id bigint"`` makes every column
+    nullable)."""
+    return spark_schema(table, [_column_of(table, name, c, "").name for c in columns])
+
+
 def arrow_schema_for(schema: st.StructType) -> pa.Schema:
     """The exact Arrow schema Spark expects of batches for ``schema``."""
     return to_arrow_schema(schema, timezone="UTC")
@@ -134,7 +146,8 @@ def _column_of(table: Schema, name: str, column: str, where: str) -> ColumnSchem
 
 def read_columns(table: Schema, name: str, requested: st.StructType) -> list[str]:
     """The table columns a read with the user-given schema ``requested`` projects to,
-    checking each exists and has the table's Spark type."""
+    checking each exists and has the table's Spark type, and that a column the table
+    allows NULLs in is not declared non-nullable (Spark would read its NULLs as values)."""
     out = []
     for f in requested.fields:
         c = _column_of(table, name, f.name, "")
@@ -144,6 +157,11 @@ def read_columns(table: Schema, name: str, requested: st.StructType) -> list[str
                 f"schema mismatch for column {c.name!r} of table {name!r}: the table has "
                 f"{c.type} (Spark {want.simpleString()}), the given schema says "
                 f"{f.dataType.simpleString()}"
+            )
+        if c.nullable and not f.nullable:
+            raise ProgrammingError(
+                f"schema mismatch for column {c.name!r} of table {name!r}: the column "
+                "allows NULL, the given schema says NOT NULL"
             )
         out.append(c.name)
     return out

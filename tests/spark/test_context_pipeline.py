@@ -99,6 +99,15 @@ def test_kudu_context_manages_tables_and_writes(spark: SparkSession, tmp_path: P
     ]
     assert kudusql_rows(path, "SELECT COUNT(*) FROM items") == [(10,)]
     assert kc.read("items", snapshot_micros=summary.timestamp_micros).count() == 20
+    pruned = kc.read("items", columns=["NAME", "id"])
+    assert pruned.columns == ["name", "id"]
+    assert not pruned.schema["id"].nullable
+    assert sorted(tuple(r) for r in pruned.filter("id < 2").collect()) == [
+        ("item0", 0),
+        ("uno", 1),
+    ]
+    with pytest.raises(Exception, match="does not exist"):
+        kc.read("nope", columns=["id"])
     kc.delete_table("items")
     assert not kc.table_exists("items")
 

@@ -210,6 +210,60 @@ def test_user_schema_with_a_wrong_type_names_the_column(spark: SparkSession, db:
         df.collect()
 
 
+def test_pruned_schema_keeps_the_tables_nullability(spark: SparkSession, db: str) -> None:
+    from kudusql.spark.spark_schema import pruned_schema
+
+    with Database(db, read_only=True) as store:
+        schema = pruned_schema(store.table("t").schema, "t", ["N", "s", "id"])
+        with pytest.raises(Exception, match=r"column 'nope' is not in table 't'"):
+            pruned_schema(store.table("t").schema, "t", ["nope"])
+    assert [(f.name, f.nullable) for f in schema.fields] == [
+        ("n", False),
+        ("s", True),
+        ("id", False),
+    ]
+    df = (
+        spark.read.format("kudusql")
+        .schema(schema)
+        .option("kudu.master", db)
+        .option("kudu.table", "t")
+        .load()
+    )
+    assert not df.schema["id"].nullable
+    assert rows(df.filter("id < 2")) == [(0, "name-00000", 0), (1, "name-00001", 1)]
+
+
+def test_user_schema_cannot_declare_a_nullable_column_not_null(
+    spark: SparkSession, db: str
+) -> None:
+    """Spark would read the column's NULLs as values (0, "") without a null check."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    df = (
+        spark.read.format("kudusql")
+        .schema(StructType([StructField("s", StringType(), nullable=False)]))
+        .option("kudu.master", db)
+        .option("kudu.table", "t")
+        .load()
+    )
+    with pytest.raises(Exception, match=r"column 's'.*allows NULL, the given schema says NOT NULL"):
+        df.collect()
+
+
+def test_batch_size_never_cuts_below_min_split_rows(spark: SparkSession, db: str) -> None:
+    """``kudu.batchSize=1`` once meant one-row batches (Python workers crashed)."""
+    from kudusql.spark.reader import MIN_SPLIT_ROWS, split_batch
+
+    batch = all_types_rows(3 * MIN_SPLIT_ROWS + 5).to_batches()[0]
+    sizes = [b.num_rows for b in split_batch(batch, 1)]
+    assert sizes == [MIN_SPLIT_ROWS, MIN_SPLIT_ROWS, MIN_SPLIT_ROWS, 5]
+    small = batch.slice(0, MIN_SPLIT_ROWS)
+    assert [b.num_rows for b in split_batch(small, 1)] == [MIN_SPLIT_ROWS]
+    assert [b.num_rows for b in split_batch(batch, batch.nbytes)] == [batch.num_rows]
+    assert sum(b.num_rows for b in split_batch(batch, batch.nbytes // 2)) == batch.num_rows
+    assert load(spark, db, **{"kudu.batchSize": "1"}).count() == N
+
+
 def test_snapshot_is_fixed_when_partitions_are_planned(tmp_path: Path) -> None:
     """Rows written after planning are invisible to every task of the job."""
     db = make_db(tmp_path / "db", rows=50)
