@@ -312,3 +312,28 @@ def test_minor_delta_compaction_is_offered_from_min_files(tmp_path: Any) -> None
         assert by_key(t)[2][0] == 103
     finally:
         t.close()
+
+
+def test_one_minor_delta_compaction_op_covers_every_due_rowset(tmp_path: Any) -> None:
+    """Random updates add a REDO file to every rowset per delta flush; one op merges the
+    files of every rowset that is due (up to 16), not just the worst one."""
+    t = make(tmp_path, minor_compaction_min_files=3)
+    try:
+        for base in (0, 100, 200):  # three disjoint rowsets
+            t.insert(kv([base + 1, base + 2]))
+            t.flush()
+        ids = drs_ids(t)
+        assert len(ids) == 3
+        for i in range(3):
+            t.update(kv([1, 101], [i, i]))  # rowsets 0 and 1 only
+            t.flush_deltas()
+        files = {r["id"]: r["redo_files"] for r in t.rowsets_info() if r["kind"] == "diskrowset"}
+        assert files == {ids[0]: 3, ids[1]: 3, ids[2]: 0}
+        (minor,) = [o for o in t.maintenance_ops() if o.name == "minor_delta_compaction"]
+        minor.run()
+        files = {r["id"]: r["redo_files"] for r in t.rowsets_info() if r["kind"] == "diskrowset"}
+        assert files == {ids[0]: 1, ids[1]: 1, ids[2]: 0}
+        got = by_key(t)
+        assert (got[1][0], got[101][0], got[201][0]) == (2, 2, None)
+    finally:
+        t.close()

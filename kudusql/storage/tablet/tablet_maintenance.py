@@ -71,6 +71,8 @@ class TabletMaintainer:
 
     #: Maintenance records kept per tablet.
     _LOG_KEEP = 1000
+    #: Rowsets one minor delta compaction op covers at most.
+    _MINOR_PER_OP = 16
 
     def __init__(self, tablet: Tablet) -> None:
         self.t = tablet
@@ -95,6 +97,14 @@ class TabletMaintainer:
         self._finish_rewrite(drs, meta)
         self.record("minor_delta_compaction", t0, read, meta.redo_files[0].stats.size)
         return True
+
+    def _minor_delta_compactions(self, rowset_ids: Sequence[int]) -> int:
+        """Minor delta compactions of several rowsets (those still served); how many ran."""
+        done = 0
+        for rid in rowset_ids:
+            if any(d.id == rid for d in self.t._rowsets.drs):
+                done += self.minor_delta_compaction(rid)
+        return done
 
     def major_delta_compaction(self, rowset_id: int) -> bool:
         """Fold one DiskRowSet's REDO DeltaFiles into new base files of the columns they
@@ -472,15 +482,19 @@ class TabletMaintainer:
                 MaintenanceOp("flush_deltas", path, self.t.flush_deltas, size, wal, 0, score)
             )
         ahm = self.t.ancient_history_mark()
-        minor = max(rs.drs, key=lambda d: len(d.meta.redo_files), default=None)
-        if minor is not None and len(minor.meta.redo_files) >= max(2, o.minor_compaction_min_files):
-            score = min(1.0, len(minor.meta.redo_files) / o.minor_compaction_max_files)
-            mid = minor.id
+        # One op merges the REDO files of the rowsets with the most of them (up to
+        # _MINOR_PER_OP): random updates add a file to every rowset per delta flush, so
+        # one rowset per turn would fall behind as the rowset count grows.
+        due = [d for d in rs.drs if len(d.meta.redo_files) >= max(2, o.minor_compaction_min_files)]
+        if due:
+            due.sort(key=lambda d: len(d.meta.redo_files), reverse=True)
+            score = min(1.0, len(due[0].meta.redo_files) / o.minor_compaction_max_files)
+            minor_ids = [d.id for d in due[: self._MINOR_PER_OP]]
             ops.append(
                 MaintenanceOp(
                     "minor_delta_compaction",
                     path,
-                    lambda: self.minor_delta_compaction(mid),
+                    lambda: self._minor_delta_compactions(minor_ids),
                     perf_improvement=score,
                 )
             )
