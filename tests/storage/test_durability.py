@@ -214,3 +214,38 @@ def test_bulk_load_is_durable_without_the_wal_and_keeps_history(tmp_path: Any) -
 
 def state_at(t: Tablet, ts: int) -> dict[int, int]:
     return {r["k"]: r["v"] for r in t.scan(snapshot=ts).read_all().to_pylist()}
+
+
+def test_read_only_open_reads_again_when_the_writer_flushed_meanwhile(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pins a race seen in CI: a read-only process read the superblock, the writer then
+    flushed (a new DiskRowSet) and logged an update of it, and the reader's replay met a
+    WAL record naming a rowset its superblock lacked: it failed as corruption. It now
+    reads the superblock and the log again; the writer still treats it as corruption."""
+    from kudusql.storage.tablet import metadata
+    from kudusql.storage.tablet import tablet as tablet_module
+    from kudusql.storage.tablet.bootstrap import UnknownRowSetError
+
+    path = str(tmp_path / "t")
+    t = Tablet.create(path, SCH, OPTS)
+    t.insert(kv(range(10), 1))
+    stale = metadata.load(path)  # before the flush: no DiskRowSet
+    t.flush()
+    t.update(kv(range(10), 2))  # a WAL record naming the new DiskRowSet
+    real = metadata.load
+    calls = []
+
+    def first_stale(p: str) -> Any:
+        calls.append(p)
+        return stale if len(calls) == 1 else real(p)
+
+    monkeypatch.setattr(tablet_module.metadata, "load", first_stale)
+    r = Tablet.open(path, read_only=True)
+    assert len(calls) == 2
+    assert r.scan(["v"]).read_all().column("v").to_pylist() == [2] * 10
+    r.close()
+    monkeypatch.setattr(tablet_module.metadata, "load", lambda p: stale)
+    with pytest.raises(UnknownRowSetError, match="DiskRowSet"):
+        Tablet.open(path, read_only=True)
+    t.close()

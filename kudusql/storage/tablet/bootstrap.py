@@ -43,6 +43,12 @@ from kudusql.storage.wal import LogRecord
 log = logging.getLogger(__name__)
 
 
+class UnknownRowSetError(CorruptionError):
+    """A WAL record names a rowset newer than the superblock. For the writer that is
+    corruption; a read-only process can get it when the writer flushed between its
+    reading the superblock and the log (it then reads both again)."""
+
+
 @dataclass
 class ReplayStats:
     records: int = 0
@@ -112,7 +118,7 @@ def replay(
             if i is None and int(db.store[j]) < next_rowset_id:
                 continue  # compacted away or GC'd: keep[j] stays False
             if i is None:
-                raise CorruptionError(
+                raise UnknownRowSetError(
                     rec.segment,
                     rec.offset,
                     f"WAL record names DiskRowSet {int(db.store[j])}, which the tablet lacks",

@@ -51,7 +51,7 @@ from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
-from kudusql.storage.tablet.bootstrap import ReplayStats, replay
+from kudusql.storage.tablet.bootstrap import ReplayStats, UnknownRowSetError, replay
 from kudusql.storage.tablet.bulk_load import undo_for_inserts, write_bulk_rowsets
 from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
@@ -142,10 +142,25 @@ class Tablet(WriteShortcuts):
             self._lock = DirLock(path)
             self._lock.acquire()
         try:
-            self.replay_stats = self._load()
+            self.replay_stats = self._load_retrying()
         except BaseException:
             self._release()
             raise
+
+    #: Times a read-only open reads the superblock and log again when the writer
+    #: flushed in between (``UnknownRowSetError``).
+    _READ_ONLY_LOAD_ATTEMPTS = 20
+
+    def _load_retrying(self) -> ReplayStats:
+        attempts = self._READ_ONLY_LOAD_ATTEMPTS if self.read_only else 1
+        for attempt in range(attempts):
+            try:
+                return self._load()
+            except UnknownRowSetError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def _load(self) -> ReplayStats:
         """(Re)build every in-memory structure from the superblock and the WAL."""
