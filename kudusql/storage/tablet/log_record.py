@@ -379,14 +379,17 @@ def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBa
             if tag == T_INT:
                 (v,) = i64(payload, pos)
                 pos += 8
-            elif tag == T_STR:
+            elif tag in (T_STR, T_BYTES, T_DECIMAL):
                 (ln,) = u32(payload, pos)
                 pos += 4
                 raw = payload[pos : pos + ln]
                 if len(raw) != ln:
                     raise ValueError("truncated value")
                 pos += ln
-                v = raw.decode()
+                if tag == T_STR:
+                    v = raw.decode()
+                else:
+                    v = raw if tag == T_BYTES else decimal.Decimal(raw.decode())
             elif tag == T_NULL:
                 v = None
             elif tag == T_FLOAT:
@@ -396,14 +399,6 @@ def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBa
                 (d,) = _I32.unpack_from(payload, pos)
                 pos += 4
                 v = _fromordinal(_EPOCH_ORDINAL + d)
-            elif tag in (T_BYTES, T_DECIMAL):
-                (ln,) = u32(payload, pos)
-                pos += 4
-                raw = payload[pos : pos + ln]
-                if len(raw) != ln:
-                    raise ValueError("truncated value")
-                pos += ln
-                v = raw if tag == T_BYTES else decimal.Decimal(raw.decode())
             elif tag in (T_FALSE, T_TRUE):
                 v = tag == T_TRUE
             elif tag == T_TIMESTAMP:

@@ -148,38 +148,7 @@ class MemRowSet:
         nbytes: int,
     ) -> None:
         """Append new rows given as full-schema tuples of Python values (the row path)."""
-        n = len(rows)
-        if not n:
-            return
-        first = self._num_slots
-        need = first + n
-        if need > len(self._alive):
-            self._grow(need)
-        alive = self._alive
-        for j in range(first, need):
-            alive[j] = True
-        if self._indexed_chunks != len(self._keys):
-            self._index_pending()  # pending keys go in the dict after every chunk's
-        index = self._index
-        with self._lock:
-            for j, k in enumerate(keys, first):
-                index[k] = j
-            self._p_rows += rows
-            self._p_keys += keys
-            self._p_ts += [ts] * n
-            self._p_seq += seq
-            self._num_slots = need
-            self._view = None
-            self._version += 1
-            if len(self._p_rows) >= self.PENDING_ROWS:
-                self._materialize()
-        if self.min_ts is None:
-            self.min_ts = ts
-        if self.min_seq is None:
-            self.min_seq = seq[0]
-        if seq[-1] > self.max_seq:
-            self.max_seq = seq[-1]
-        self.bytes += nbytes
+        self.insert_run(rows, keys, [ts] * len(rows), seq, nbytes)
 
     def insert_run(
         self,
@@ -189,8 +158,9 @@ class MemRowSet:
         seqs: list[int],
         nbytes: int,
     ) -> None:
-        """``insert_rows`` of rows with a timestamp each (WAL replay of many row-path
-        records at once: each keeps its own timestamp and sequence number)."""
+        """Append new rows (full-schema tuples) with a timestamp each: the row path's
+        ``insert_rows``, and WAL replay of many row-path records at once (each keeps its
+        own timestamp and sequence number)."""
         n = len(rows)
         if not n:
             return

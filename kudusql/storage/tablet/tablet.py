@@ -374,12 +374,7 @@ class Tablet(WriteShortcuts):
         ``bulk_rows`` rows (default: the ``bulk_load_rows`` option) is written straight
         to DiskRowSets instead.
         """
-        if self.read_only:
-            raise OperationalError(f"tablet {self.path} is open read-only")
-        if self._closed:
-            raise ProgrammingError(f"tablet {self.path} is closed")
-        if self.maintenance is not None:
-            self.maintenance.throttle()
+        self._admit_write()
         threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
         n = data.num_rows
         if 0 < n <= SMALL_WRITE_ROWS and n < threshold and op_column is None and op is not None:
@@ -469,13 +464,17 @@ class Tablet(WriteShortcuts):
         back-pressure ``write`` applies first are done."""
         if not (0 < n <= SMALL_WRITE_ROWS and n < self.options.bulk_load_rows and op in ROW_OPS):
             return False
+        self._admit_write()
+        return True
+
+    def _admit_write(self) -> None:
+        """What every write checks first: writable and open; then back-pressure."""
         if self.read_only:
             raise OperationalError(f"tablet {self.path} is open read-only")
         if self._closed:
             raise ProgrammingError(f"tablet {self.path} is closed")
         if self.maintenance is not None:
             self.maintenance.throttle()
-        return True
 
     def _arrow_to_rows(
         self, data: pa.Table | pa.RecordBatch
