@@ -61,3 +61,8 @@ class CorruptionError(DatabaseError):
         self.path = path
         self.offset = offset
         self.what = what
+
+    def __reduce__(self) -> tuple[type, tuple[str, int, str]]:
+        # Picklable (a merge worker process sends its errors back): rebuilt from the
+        # constructor's arguments, not from the formatted message.
+        return (type(self), (self.path, self.offset, self.what))

@@ -157,7 +157,9 @@ def test_disk_errors_leave_the_tablet_consistent(
     t = Tablet.create(path, SCH, OPTS.with_(sync=True))
     t.insert(kv(range(200), 1))
     t.flush()
-    t.update(kv(range(0, 200, 3), 2))
+    t.insert(kv(range(300, 400), 1))
+    t.flush()  # two DiskRowSets: a delta flush writes a REDO file in each, then one superblock
+    t.update(kv([*range(0, 200, 3), *range(300, 400, 4)], 2))
     t.insert(kv(range(200, 260), 5))
     expected = state(t)
     faults.inject(point, path_contains=path_contains, err=errno.ENOSPC)

@@ -1,9 +1,10 @@
-"""Large write batches locate their keys through ``KeyProbe`` (sorted once, hashed once,
-two binary searches per DiskRowSet); small ones through the key-range index one key at a
-time. Both must find every key in the same place: the probe against brute force, the
-shared-hash bloom probe against the bloom's own hashing, and ``locate`` of one large
-batch against the same keys located in small batches on a tablet whose rowsets overlap,
-hold deleted ghosts and re-inserted keys."""
+"""Large write batches locate their keys through ``KeyProbe`` (sorted once, hashed once)
+and, for fixed-width keys, ``DiskKeyIndex`` (every DiskRowSet probed in a few numpy
+passes), else two binary searches per DiskRowSet; small ones through the key-range index
+one key at a time. All must find every key in the same place: the probe against brute
+force, the shared-hash and packed bloom probes against the bloom's own hashing, and
+``locate`` of one large batch against the same keys located in small batches on a
+tablet whose rowsets overlap, hold deleted ghosts and re-inserted keys."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from kudusql.common.murmur import murmur3_x64_128
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.cfile.bloom import BloomFilter
-from kudusql.storage.tablet import write_path
+from kudusql.storage.cfile.bloom import BloomFilter, BloomFilterSet
+from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 from kudusql.storage.tablet.tablet import Tablet
@@ -90,6 +91,45 @@ def test_bloom_with_shared_hashes_equals_own_hashing(
     assert np.array_equal(h1, before[0]) and np.array_equal(h2, before[1])  # not changed
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    sets=st.lists(
+        st.tuples(
+            st.lists(st.binary(max_size=6), max_size=200), st.sampled_from([0.5, 0.01, 0.001])
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    others=st.lists(st.binary(max_size=6), min_size=1, max_size=400),
+    data=st.data(),
+)
+def test_packed_bloom_filters_answer_like_each_filter(
+    sets: list[tuple[list[bytes], float]], others: list[bytes], data: Any
+) -> None:
+    """Filters of different sizes and probe counts, packed side by side: every (key,
+    filter) pair gets the answer of that filter alone."""
+    filters = [BloomFilter.build(pa.array(m, pa.binary()), fp) for m, fp in sets]
+    packed = BloomFilterSet(filters)
+    keys = [k for m, _ in sets for k in m] + others
+    n = len(keys)
+    which_st = st.lists(st.integers(0, len(filters) - 1), min_size=n, max_size=n)
+    which = np.array(data.draw(which_st), dtype=np.int64)
+    h1, h2 = murmur3_x64_128(pa.array(keys, pa.binary()), BLOOM_SEED)
+    got = packed.may_contain_hashes(which, h1, h2)
+    want = [
+        bool(filters[w].may_contain(pa.array([k], pa.binary()))[0])
+        for k, w in zip(keys, which.tolist(), strict=True)
+    ]
+    assert got.tolist() == want
+
+
+def test_packed_bloom_filters_need_one_seed() -> None:
+    a = BloomFilter.build(pa.array([b"a"], pa.binary()))
+    b = BloomFilter(bytes(a.num_bits // 8), a.num_bits, a.num_hashes, seed=5)
+    with pytest.raises(ProgrammingError, match="one seed"):
+        BloomFilterSet([a, b])
+
+
 def test_bloom_rejects_hashes_of_another_seed() -> None:
     bf = BloomFilter.build(pa.array([b"a"], pa.binary()))
     h1, h2 = murmur3_x64_128(pa.array([b"a"], pa.binary()), 7)
@@ -117,8 +157,16 @@ def _rows(keys: np.ndarray, key_type: str) -> pa.Table:
     return pa.table({"k": _key_array(keys, key_type), "v": keys * 2})
 
 
-@pytest.mark.parametrize("key_type", ["INT64", "STRING"])
-def test_large_batch_locates_like_small_batches(tmp_path: Any, key_type: str) -> None:
+@pytest.mark.parametrize(
+    ("key_type", "max_pairs"),
+    [("INT64", 1 << 21), ("INT64", 100), ("STRING", 1 << 21)],
+    ids=["fixed-width-packed", "fixed-width-rowset-by-rowset", "variable-width"],
+)
+def test_large_batch_locates_like_small_batches(
+    tmp_path: Any, key_type: str, max_pairs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(A batch of fixed-width keys over ``_MAX_PAIRS`` pairs goes rowset by rowset.)"""
+    monkeypatch.setattr(disk_key_index, "_MAX_PAIRS", max_pairs)
     rng = np.random.default_rng(11)
     opts = TabletOptions(sync=False, bulk_load_rows=1_000_000)
     schema = _schema(key_type)
@@ -142,6 +190,8 @@ def test_large_batch_locates_like_small_batches(tmp_path: Any, key_type: str) ->
         probe_keys = rng.permutation(np.arange(-100, 50_400, 7))  # present, ghost, absent
         enc = encode_keys([_key_array(probe_keys, key_type)], [schema.key_columns[0].type])
         assert len(enc) > write_path._SMALL_PROBE
+        packed = rs.disk_keys.find(KeyProbe(enc), np.ones(len(enc), dtype=bool))
+        assert (packed is not None) == (key_type == "INT64" and max_pairs > 100)
         big = write_path.locate(rs, enc)
         parts = [
             write_path.locate(rs, enc.slice(s, write_path._SMALL_PROBE))

@@ -43,6 +43,7 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.fs import faults
+from kudusql.storage.tablet.merge_worker import MergeWorker
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support.model import OPS
 
@@ -84,7 +85,16 @@ COMPACT_OP_WEIGHTS = {
 
 #: Maintenance operations the compaction test aims its kills at.
 COMPACTION_OPS = frozenset(
-    {"minor", "major", "merge", "merge_policy", "gc_undo", "gc_deleted", "run_maintenance"}
+    {
+        "minor",
+        "major",
+        "merge",
+        "merge_worker",
+        "merge_policy",
+        "gc_undo",
+        "gc_deleted",
+        "run_maintenance",
+    }
 )
 #: Durability points (``faults.check`` calls) where ``--pause-at`` may stop the process.
 PAUSE_POINTS = frozenset({"fsync", "fsync_dir", "rename"})
@@ -181,7 +191,8 @@ class Maintenance:
         ("flush_deltas", 20),
         ("minor", 14),
         ("major", 14),
-        ("merge", 16),
+        ("merge", 12),
+        ("merge_worker", 6),  # the reading, merging and writing in a child process
         ("merge_policy", 6),
         ("gc_undo", 2),
         ("gc_deleted", 2),
@@ -195,6 +206,7 @@ class Maintenance:
         self._pause_at = pause_at
         self._points = 0
         self._lock = threading.Lock()
+        self.worker = MergeWorker()  # dies with this process (SIGKILLed by the test)
         if pause_at > 0:
             self._install_pause()
 
@@ -242,12 +254,13 @@ class Maintenance:
                 run = lambda: t.minor_delta_compaction(rid)  # noqa: E731
             else:
                 run = lambda: t.major_delta_compaction(rid)  # noqa: E731
-        elif op == "merge":
+        elif op in ("merge", "merge_worker"):
             if not ids:
                 return
             chosen = r.sample(ids, r.randint(1, min(len(ids), 6)))
             arg = ",".join(map(str, chosen))
-            run = lambda: t.compact(chosen)  # noqa: E731
+            worker = self.worker if op == "merge_worker" else None
+            run = lambda: t.compact(chosen, worker=worker)  # noqa: E731
         elif op == "merge_policy":
             run = t.compact
         elif op == "gc_undo":

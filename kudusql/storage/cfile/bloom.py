@@ -11,7 +11,8 @@ This module owns the bloom filter's hashing scheme and its byte format (document
   64, at least 64) and ``k = round(m/n ln 2)`` probes (clamped to 1..32).
 
 Build and batch probes are vectorized with numpy; ``may_contain_one`` is a scalar fast
-path for single-key lookups on the write path.
+path for single-key lookups on the write path. ``BloomFilterSet`` packs the filters of
+many rowsets so that a batch probes (key, filter) pairs of all of them in one pass.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from kudusql.common.keys import ArrowArray, single_array
 from kudusql.common.murmur import murmur3_x64_128
 from kudusql.storage.fs.checksum import crc32
 
-__all__ = ["BLOOM_MAGIC", "BLOOM_VERSION", "BloomFilter"]
+__all__ = ["BLOOM_MAGIC", "BLOOM_VERSION", "BloomFilter", "BloomFilterSet"]
 
 # DO NOT CHANGE: on-disk format constants.
 BLOOM_MAGIC = b"KSQBLOOM"
@@ -222,3 +223,79 @@ class BloomFilter:
 
     def __repr__(self) -> str:
         return f"BloomFilter(num_bits={self.num_bits}, num_hashes={self.num_hashes})"
+
+
+class BloomFilterSet:
+    """Several filters built with one seed, packed side by side: ``may_contain_hashes``
+    answers (key, filter) pairs of any of them in a few numpy passes, where probing each
+    filter in turn would cost a round of numpy calls per filter."""
+
+    __slots__ = ("_bit_base", "_bits", "_k", "_num_bits", "seed")
+
+    def __init__(self, filters: list[BloomFilter]) -> None:
+        seeds = {f.seed for f in filters}
+        if len(seeds) > 1:
+            raise ProgrammingError(f"bloom filters of a set need one seed, got {sorted(seeds)}")
+        self.seed = seeds.pop() if seeds else 0
+        parts = [f._bits for f in filters]
+        self._bits = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+        sizes = np.array([f.num_bits for f in filters], dtype=np.int64)
+        self._num_bits = sizes.astype(np.uint64)
+        self._bit_base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self._k = np.array([f.num_hashes for f in filters], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._k)
+
+    def may_contain_hashes(self, which: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        """Per pair j: may filter ``which[j]`` hold the key hashed (with the set's seed)
+        to ``(h1[j], h2[j])``? The same answer as that filter's ``may_contain_hashes``."""
+        result = np.zeros(len(which), dtype=np.bool_)
+        if not len(which):
+            return result
+        m = self._num_bits[which]
+        pos = np.remainder(h1, m).view(np.int64)
+        step = np.remainder(h2, m).view(np.int64)
+        m_i = m.view(np.int64)
+        base = self._bit_base[which]
+        k = self._k[which]
+        alive = np.arange(len(which), dtype=np.int64)
+        bm = self._bits
+        for i in range(int(k.max())):
+            if i:
+                _next_probe_each(pos, step, m_i)
+                done = k <= i  # filters with fewer probes: every probe passed
+                if done.any():
+                    result[alive[done]] = True
+                    keep = ~done
+                    alive, pos, step, m_i, base, k = (
+                        alive[keep],
+                        pos[keep],
+                        step[keep],
+                        m_i[keep],
+                        base[keep],
+                        k[keep],
+                    )
+                    if not len(alive):
+                        return result
+            b = base + pos
+            hit = ((bm[b >> 3] >> (b & 7).astype(np.uint8)) & 1).astype(np.bool_)
+            if not bool(hit.all()):
+                alive, pos, step, m_i, base, k = (
+                    alive[hit],
+                    pos[hit],
+                    step[hit],
+                    m_i[hit],
+                    base[hit],
+                    k[hit],
+                )
+                if not len(alive):
+                    return result
+        result[alive] = True
+        return result
+
+
+def _next_probe_each(pos: np.ndarray, step: np.ndarray, num_bits: np.ndarray) -> None:
+    """``_next_probe`` with a modulus per element."""
+    pos += step
+    np.subtract(pos, num_bits, out=pos, where=pos >= num_bits)

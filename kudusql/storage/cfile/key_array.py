@@ -48,6 +48,13 @@ def sortable(data: Any, width: int, count: int) -> np.ndarray:
     return np.frombuffer(data, dtype=f"S{width}", count=count)
 
 
+def to_raw(values: np.ndarray, width: int) -> np.ndarray:
+    """Inverse of ``sortable``: the values as ``S{width}`` strings of their bytes."""
+    if width in (4, 8):
+        return np.ascontiguousarray(values, dtype=f">u{width}").view(f"S{width}")
+    return values
+
+
 def _bound(key: bytes, width: int) -> Any:
     """A key of exactly ``width`` bytes in the representation of ``sortable``."""
     if width == 8:

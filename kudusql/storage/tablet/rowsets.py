@@ -1,5 +1,6 @@
 """The set of rowsets a tablet serves reads and writes from, replaced as a whole, and
-its key-range index: which DiskRowSets may hold a given key."""
+its key indexes: which DiskRowSets may hold a given key (``covering``), and every
+rowset's bounds and bloom filter packed for batches (``disk_keys``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import bisect
 from dataclasses import dataclass
 from functools import cached_property
 
+from kudusql.storage.tablet.disk_key_index import DiskKeyIndex
 from kudusql.storage.tablet.diskrowset import DiskRowSet
 from kudusql.storage.tablet.memrowset import MemRowSet
 
@@ -32,6 +34,11 @@ class RowSets:
             m = self.drs[i].meta.max_key
             running.append(m if not running or m > running[-1] else running[-1])
         return mins, order, running
+
+    @cached_property
+    def disk_keys(self) -> DiskKeyIndex:
+        """The DiskRowSets' key bounds and bloom filters, packed for probing a batch."""
+        return DiskKeyIndex(self.drs)
 
     def covering(self, key: bytes) -> list[int]:
         """Indices (into ``drs``) of the DiskRowSets whose key range holds ``key``, found

@@ -65,6 +65,7 @@ from kudusql.storage.tablet.maintenance import (
     MaintenanceRecord,
 )
 from kudusql.storage.tablet.memrowset import MemRowSet
+from kudusql.storage.tablet.merge_worker import MergeWorker
 from kudusql.storage.tablet.metadata import TabletMeta
 from kudusql.storage.tablet.mvcc import MvccManager
 from kudusql.storage.tablet.row_write import (
@@ -988,15 +989,27 @@ class Tablet(WriteShortcuts):
         done = 0
         t0 = time.perf_counter()
         with self._maint_lock:
-            for drs in self._rowsets.drs:
+            installed: list[tuple[DiskRowSet, str, int, Any]] = []
+            try:
+                for drs in self._rowsets.drs:
+                    with self._write_lock:
+                        frozen = drs.frozen_dms  # left by a failed attempt
+                        if frozen is None:
+                            if drs.dms.is_empty():
+                                continue
+                            frozen = drs.freeze_dms()
+                    previous = drs.meta.last_durable_dms_id
+                    self._flush_dms(drs, frozen, save=False)
+                    installed.append((drs, f"redo{frozen.id}.delta", previous, frozen))
+                if installed:  # one superblock names every new file (was one per rowset)
+                    with self._write_lock:
+                        self._save_meta()
+            except BaseException:
                 with self._write_lock:
-                    frozen = drs.frozen_dms  # left by a failed attempt
-                    if frozen is None:
-                        if drs.dms.is_empty():
-                            continue
-                        frozen = drs.freeze_dms()
-                self._flush_dms(drs, frozen)
-                done += 1
+                    for drs, name, previous, frozen in installed:
+                        drs.uninstall_redo_file(name, previous, frozen)
+                raise
+            done = len(installed)
             self._gc_log()
             if done:
                 self.maintainer.record("flush_deltas", t0, 0, 0, f"{done} DeltaMemStores")
@@ -1073,10 +1086,12 @@ class Tablet(WriteShortcuts):
         """Fold one DiskRowSet's REDO files into new base files of the updated columns."""
         return self.maintainer.major_delta_compaction(rowset_id)
 
-    def compact(self, rowset_ids: Sequence[int] | None = None) -> int:
-        """Merging compaction of DiskRowSets (the policy picks them without ids); returns
-        how many rowsets it merged."""
-        return self.maintainer.compact(rowset_ids)
+    def compact(
+        self, rowset_ids: Sequence[int] | None = None, *, worker: MergeWorker | None = None
+    ) -> int:
+        """Merging compaction of DiskRowSets (the policy picks them without ids), in
+        ``worker``'s process when given; returns how many rowsets it merged."""
+        return self.maintainer.compact(rowset_ids, worker=worker)
 
     def gc_undo(self) -> int:
         """Delete UNDO files older than the ancient history mark; returns bytes freed."""

@@ -23,16 +23,12 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import pyarrow as pa
-
 from kudusql.common.errors import InternalError, ProgrammingError
 from kudusql.common.hybrid_time import to_micros
 from kudusql.common.schema import ColumnSchema
 from kudusql.storage.cfile import CFileWriter, parse_compression, parse_encoding
 from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.tablet.compaction import (
-    MergeInput,
-    merge_rowsets,
     only_columns,
     rebase,
     split_final_deletes,
@@ -52,7 +48,8 @@ from kudusql.storage.tablet.maintenance import (
     MaintenanceRecord,
     flush_score,
 )
-from kudusql.storage.tablet.rowset_writer import rowset_rows, write_rowsets
+from kudusql.storage.tablet.merge_worker import MergeJob, MergeWorker, run_merge
+from kudusql.storage.tablet.rowset_writer import rowset_rows
 from kudusql.storage.tablet.rowsets import RowSets
 
 if TYPE_CHECKING:
@@ -161,18 +158,22 @@ class TabletMaintainer:
         self.record("major_delta_compaction", t0, read, written)
         return True
 
-    def compact(self, rowset_ids: Sequence[int] | None = None) -> int:
+    def compact(
+        self, rowset_ids: Sequence[int] | None = None, *, worker: MergeWorker | None = None
+    ) -> int:
         """Merging compaction: merge DiskRowSets by key into new ones (rolling at the
         target size), dropping rows deleted before the ancient history mark and folding
         deleted copies of a key into one row. Without ``rowset_ids`` the budgeted
         height-minimizing policy picks the inputs. Returns how many rowsets it merged.
+        The reading, merging and writing run in ``worker``'s process when given (see
+        merge_worker.py), else in this thread.
 
         Writes go on meanwhile: mutations of the inputs that arrive during the merge move
         to the outputs when they are swapped in (under the write lock).
         """
-        return self._maintain(self._compact, rowset_ids)
+        return self._maintain(self._compact, rowset_ids, worker)
 
-    def _compact(self, rowset_ids: Sequence[int] | None) -> int:
+    def _compact(self, rowset_ids: Sequence[int] | None, worker: MergeWorker | None) -> int:
         if rowset_ids is None:
             inputs = [self._rowset(i) for i in self._policy_selection()]
         else:
@@ -185,28 +186,16 @@ class TabletMaintainer:
                 frozen = drs.frozen_dms or (None if drs.dms.is_empty() else drs.freeze_dms())
             if frozen is not None:
                 self.t._flush_dms(drs, frozen)
-        ahm = self.t.ancient_history_mark()
-        schema = self.t.schema
-        ids = [c.id for c in schema.columns]
-        merged = merge_rowsets(
-            [self._merge_input(d, ids) for d in inputs],
-            [c.id for c in schema.key_columns],
-            ahm,
-        )
-        arrow_schema = pa.schema([c.arrow_field() for c in schema.columns])
-        rows = pa.Table.from_arrays([merged.rows[i] for i in ids], schema=arrow_schema)
-        first_id = self.t.meta.next_rowset_id
-        metas = write_rowsets(
+        job = MergeJob(
             self.t.path,
-            first_id,
-            schema,
-            rows,
-            merged.keys,
-            merged.undo,
-            merged.redo,
+            self.t.schema,
+            [d.meta.copy() for d in inputs],
+            self.t.ancient_history_mark(),
+            self.t.meta.next_rowset_id,
             self.t._write_opts(),
-            self.t._pool,
         )
+        merged = worker.run(job) if worker is not None else run_merge(job, inputs, self.t._pool)
+        metas, first_id = merged.metas, job.first_id
         with self.t._write_lock:
             new = [DiskRowSet(self.t.path, m, self.t.cache) for m in metas]
             late_parts = []
@@ -292,16 +281,6 @@ class TabletMaintainer:
             if d.id == rowset_id:
                 return d
         raise ProgrammingError(f"tablet {self.t.path} has no DiskRowSet {rowset_id}")
-
-    def _merge_input(self, drs: DiskRowSet, ids: list[int]) -> MergeInput:
-        n = drs.num_rows
-        cols = {c.id: drs.read_column_range(c, 0, n) for c in self.t.schema.columns}
-        return MergeInput(
-            drs.key_reader().read_all().combine_chunks(),
-            cols,
-            only_columns(drs.undo_file_deltas(), ids),
-            only_columns(drs.redo_file_deltas(), ids),
-        )
 
     def _write_deltas(self, drs: DiskRowSet, name: str, kind: str, d: Deltas) -> DeltaFileMeta:
         types = {c.id: c.type for c in self.t.schema.columns}
@@ -517,11 +496,12 @@ class TabletMaintainer:
         sel = self._policy(ahm)
         if len(sel.ids) >= 2:
             ids = sel.ids
+            worker = self.t.maintenance.merge_worker() if self.t.maintenance else None
             ops.append(
                 MaintenanceOp(
                     "merge_compaction",
                     path,
-                    lambda: self.compact(ids),
+                    lambda: self.compact(ids, worker=worker),
                     perf_improvement=sel.quality,
                 )
             )

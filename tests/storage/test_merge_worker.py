@@ -1,0 +1,223 @@
+"""Merging compactions in a worker process (merge_worker.py): the same result as in the
+maintenance thread, errors that come back with their class and leave the tablet as it
+was, a dead child that fails one job and is replaced, a child that dies with its
+parent, and the maintenance manager using it for background merges."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from kudusql.common.errors import CorruptionError, OperationalError
+from kudusql.storage.tablet import merge_worker
+from kudusql.storage.tablet.maintenance import MaintenanceManager
+from kudusql.storage.tablet.merge_worker import MergeWorker
+from kudusql.storage.tablet.tablet import Tablet
+from tests.storage.test_compaction import OPTS, Clock, drs_ids, kv, make
+from tests.support.tablets import rows
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _history_tablet(tmp_path: Any) -> tuple[Tablet, list[int]]:
+    """Four overlapping rowsets with updates, deletes, ghosts and re-inserts; returns
+    the tablet and a timestamp after each step (for time travel)."""
+    t = make(tmp_path, Clock(), rowset_target_bytes=2048)
+    stamps = []
+    for k in range(4):
+        t.insert(kv(list(range(k, 400, 4)), list(range(100)), [f"s{k}"] * 100))
+        t.flush()
+        stamps.append(t.latest_timestamp())
+    t.update(kv(list(range(0, 400, 7)), [7] * 58))
+    t.flush_deltas()
+    stamps.append(t.latest_timestamp())
+    t.delete(kv(list(range(1, 400, 8))))
+    t.flush_deltas()
+    t.insert(kv(list(range(1, 400, 16)), [99] * 25))  # re-inserted: ghosts in the rowsets
+    t.flush()
+    t.update(kv(list(range(2, 400, 9)), [9] * 45))  # still in the DeltaMemStores
+    stamps.append(t.latest_timestamp())
+    return t, stamps
+
+
+def _picture(t: Tablet, stamps: list[int]) -> list[Any]:
+    return [rows(t), *(rows(t, snapshot=s) for s in stamps)]
+
+
+def test_a_merge_in_the_worker_equals_one_in_the_thread(tmp_path: Any) -> None:
+    t, stamps = _history_tablet(tmp_path / "a")
+    t.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    results = []
+    w = MergeWorker()
+    try:
+        for name, worker in (("a", None), ("b", w)):
+            t = Tablet.open(str(tmp_path / name / "t"), OPTS)
+            before = _picture(t, stamps)
+            assert t.compact(drs_ids(t), worker=worker) >= 4
+            assert _picture(t, stamps) == before  # now and every snapshot
+            results.append((_picture(t, stamps), t.rowsets_info()[1:]))
+            t.close()
+            t = Tablet.open(str(tmp_path / name / "t"), OPTS)  # and after a reopen
+            assert _picture(t, stamps) == before
+            t.close()
+        assert w.pid is not None  # the child stays for the next job
+    finally:
+        w.close()
+    (pic_a, info_a), (pic_b, info_b) = results
+    assert pic_a == pic_b
+    assert [(r["rows"], r["min_key"], r["max_key"]) for r in info_a] == [
+        (r["rows"], r["min_key"], r["max_key"]) for r in info_b
+    ]
+
+
+def test_an_error_in_the_worker_comes_back_and_changes_nothing(tmp_path: Any) -> None:
+    t, _ = _history_tablet(tmp_path)
+    ids = drs_ids(t)
+    drs = t._rowsets.drs[1]
+    victim = os.path.join(drs.dir, drs.meta.column_file(t.schema.columns[1].id))
+    with open(victim, "r+b") as f:  # flip a byte inside the first page of a column
+        f.seek(20)
+        b = f.read(1)
+        f.seek(20)
+        f.write(bytes([b[0] ^ 0xFF]))
+    listing = sorted(os.listdir(os.path.join(t.path, "rowsets")))
+    w = MergeWorker()
+    try:
+        with pytest.raises(CorruptionError) as e:
+            t.compact(ids, worker=w)
+        assert victim in str(e.value) and e.value.path == victim
+        assert drs_ids(t) == ids
+        assert sorted(m.id for m in t.meta.rowsets) == sorted(ids)
+        t.close()
+        # Nothing new is named; what the failed job wrote is gone after a reopen.
+        t = Tablet.open(t.path, OPTS)
+        assert drs_ids(t) == ids
+        assert sorted(os.listdir(os.path.join(t.path, "rowsets"))) == listing
+    finally:
+        w.close()
+        t.close()
+
+
+def test_a_worker_dying_mid_job_fails_it_and_the_next_starts_a_new_one(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t, stamps = _history_tablet(tmp_path)
+    before = _picture(t, stamps)
+    ids = drs_ids(t)
+    w = MergeWorker()
+    sent = merge_worker._send
+    killed: list[int] = []
+
+    def send_then_kill(f: Any, obj: Any) -> None:
+        sent(f, obj)
+        if not killed and w.pid is not None:  # the first job: its child dies at once
+            killed.append(w.pid)
+            os.kill(w.pid, signal.SIGKILL)
+
+    monkeypatch.setattr(merge_worker, "_send", send_then_kill)
+    try:
+        with pytest.raises(OperationalError, match="merge worker process died"):
+            t.compact(ids, worker=w)
+        assert killed and drs_ids(t) == ids and _picture(t, stamps) == before
+        assert t.compact(ids, worker=w) == len(ids)
+        assert w.pid not in (None, killed[0])
+        assert _picture(t, stamps) == before
+    finally:
+        w.close()
+        t.close()
+
+
+def test_a_worker_dead_between_jobs_is_replaced_quietly(tmp_path: Any) -> None:
+    t, stamps = _history_tablet(tmp_path)
+    before = _picture(t, stamps)
+    w = MergeWorker()
+    try:
+        w._start()
+        first = w.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        time.sleep(0.2)
+        assert t.compact(drs_ids(t), worker=w) >= 4
+        assert w.pid not in (None, first) and _picture(t, stamps) == before
+    finally:
+        w.close()
+        t.close()
+
+
+PARENT = """
+import sys, time
+from kudusql.storage.tablet import merge_worker
+from kudusql.storage.tablet.merge_worker import MergeWorker
+w = MergeWorker()
+w._start()
+print(w.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            state = next(line for line in f if line.startswith("State:"))
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return "Z" in state.split()[1]  # a zombie nobody reaps has exited too
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_worker_dies_with_its_parent() -> None:
+    """A SIGKILLed writer must not leave a merge writing into its tablet."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", PARENT], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert p.stdout is not None
+        child = int(p.stdout.readline())
+        assert not _gone(child)
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+        deadline = time.monotonic() + 10
+        while not _gone(child):
+            assert time.monotonic() < deadline, "the merge worker outlived its parent"
+            time.sleep(0.05)
+    finally:
+        p.kill()
+        p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
+
+
+def test_background_merges_run_in_the_worker(tmp_path: Any) -> None:
+    t, stamps = _history_tablet(tmp_path)
+    before = _picture(t, stamps)
+    mm = MaintenanceManager(poll_interval_s=0.02)
+    try:
+        t.attach(mm)
+        deadline = time.monotonic() + 30
+        while "merge_compaction" not in {r.op for r in mm.history()}:
+            assert time.monotonic() < deadline, f"no merge ran: {mm.errors}"
+            t.insert(kv([10_000 + int(time.monotonic() * 1000) % 100_000], [1]))
+            time.sleep(0.05)
+        worker = mm.merge_worker()
+        assert worker is not None and worker.pid is not None
+    finally:
+        mm.stop()
+    assert worker.pid is None  # stopping the manager stops its worker
+    assert not mm.errors
+    now = rows(t)
+    assert [r for r in now if r["key"] < 10_000] == before[0]
+    assert [rows(t, snapshot=s) for s in stamps] == before[1:]
+    t.close()
+
+
+def test_a_manager_can_keep_merges_in_its_thread() -> None:
+    mm = MaintenanceManager(enabled=False, merge_process=False)
+    assert mm.merge_worker() is None
