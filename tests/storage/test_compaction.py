@@ -280,7 +280,7 @@ def test_policy_leaves_disjoint_rowsets_alone(tmp_path: Any) -> None:
 def test_mutations_during_a_merge_move_to_the_outputs(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kudusql.storage.tablet import merge_worker as tablet_mod
+    from kudusql.storage.tablet import compaction_worker as tablet_mod
 
     t = make(tmp_path)
     t.insert(kv(list(range(0, 20, 2)), list(range(10))))

@@ -237,13 +237,13 @@ def test_close_waits_for_a_running_compaction(
 ) -> None:
     import threading
 
-    from kudusql.storage.tablet import merge_worker
+    from kudusql.storage.tablet import compaction_worker
 
     t = make(tmp_path)
     for k in range(2):
         t.insert(kv(list(range(k, 40, 2)), list(range(20))))
         t.flush()
-    entered, release = pause_at(monkeypatch, merge_worker, "write_rowsets")
+    entered, release = pause_at(monkeypatch, compaction_worker, "write_rowsets")
     th = threading.Thread(target=t.compact, args=(drs_ids(t),))
     th.start()
     assert entered.wait(10)

@@ -43,7 +43,7 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.fs import faults
-from kudusql.storage.tablet.merge_worker import MergeWorker
+from kudusql.storage.tablet.compaction_worker import CompactionWorker
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support.model import OPS
 
@@ -89,7 +89,6 @@ COMPACTION_OPS = frozenset(
         "minor",
         "major",
         "merge",
-        "merge_worker",
         "merge_policy",
         "gc_undo",
         "gc_deleted",
@@ -191,8 +190,7 @@ class Maintenance:
         ("flush_deltas", 20),
         ("minor", 14),
         ("major", 14),
-        ("merge", 12),
-        ("merge_worker", 6),  # the reading, merging and writing in a child process
+        ("merge", 16),
         ("merge_policy", 6),
         ("gc_undo", 2),
         ("gc_deleted", 2),
@@ -206,7 +204,9 @@ class Maintenance:
         self._pause_at = pause_at
         self._points = 0
         self._lock = threading.Lock()
-        self.worker = MergeWorker()  # dies with this process (SIGKILLed by the test)
+        # A third of the delta compactions and merges write their files in a worker
+        # process, which dies with this one (SIGKILLed by the test).
+        self.worker = CompactionWorker()
         if pause_at > 0:
             self._install_pause()
 
@@ -249,17 +249,18 @@ class Maintenance:
             need = 2 if op == "minor" else 1
             likely = [x["id"] for x in info if x["redo_files"] >= need]
             rid = r.choice(likely) if likely and r.random() < 0.85 else r.choice(ids)
-            arg = str(rid)
+            worker = self.worker if r.random() < 1 / 3 else None
+            arg = f"{rid}{' worker' if worker else ''}"
             if op == "minor":
-                run = lambda: t.minor_delta_compaction(rid)  # noqa: E731
+                run = lambda: t.minor_delta_compaction(rid, worker=worker)  # noqa: E731
             else:
-                run = lambda: t.major_delta_compaction(rid)  # noqa: E731
-        elif op in ("merge", "merge_worker"):
+                run = lambda: t.major_delta_compaction(rid, worker=worker)  # noqa: E731
+        elif op == "merge":
             if not ids:
                 return
             chosen = r.sample(ids, r.randint(1, min(len(ids), 6)))
-            arg = ",".join(map(str, chosen))
-            worker = self.worker if op == "merge_worker" else None
+            worker = self.worker if r.random() < 1 / 3 else None
+            arg = ",".join(map(str, chosen)) + (" worker" if worker else "")
             run = lambda: t.compact(chosen, worker=worker)  # noqa: E731
         elif op == "merge_policy":
             run = t.compact

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kudusql.common.errors import Error, OperationalError
-from kudusql.storage.tablet.merge_worker import MergeWorker
+from kudusql.storage.tablet.compaction_worker import CompactionWorker
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class MaintenanceManager:
         log_target_replay_bytes: int = 1 << 30,
         history: int = 1000,
         write_wait_s: float = 60.0,
-        merge_process: bool = True,
+        worker_process: bool = True,
     ) -> None:
         self.memory_limit_bytes = memory_limit_bytes
         self.poll_interval_s = poll_interval_s
@@ -158,9 +158,10 @@ class MaintenanceManager:
         self._thread: threading.Thread | None = None
         self._turn = 0  # 0: prefer GC, 1: prefer a delta compaction, 2: best score
         self.errors: deque[str] = deque(maxlen=100)
-        #: Background merging compactions run in a worker process (merge_worker.py).
-        self.merge_process = merge_process
-        self._merge_worker: MergeWorker | None = None
+        #: Background compactions write their files in a worker process
+        #: (compaction_worker.py); flushes and GC stay in the maintenance thread.
+        self.worker_process = worker_process
+        self._worker: CompactionWorker | None = None
         self.enabled = enabled
         if enabled:
             self.start()
@@ -198,19 +199,19 @@ class MaintenanceManager:
         if t is not None and t is not threading.current_thread():
             t.join()
         with self._lock:
-            w, self._merge_worker = self._merge_worker, None
+            w, self._worker = self._worker, None
         if w is not None:
             w.close()
 
-    def merge_worker(self) -> MergeWorker | None:
-        """The process background merges run in (started at the first one), or None
-        when ``merge_process`` is off: merges then run in the maintenance thread."""
-        if not self.merge_process:
+    def compaction_worker(self) -> CompactionWorker | None:
+        """The process background compactions run in (started at the first one), or
+        None when ``worker_process`` is off: they then run in the maintenance thread."""
+        if not self.worker_process:
             return None
         with self._lock:
-            if self._merge_worker is None:
-                self._merge_worker = MergeWorker()
-            return self._merge_worker
+            if self._worker is None:
+                self._worker = CompactionWorker()
+            return self._worker
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -53,6 +53,7 @@ from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
 from kudusql.storage.tablet.bootstrap import ReplayStats, UnknownRowSetError, replay
 from kudusql.storage.tablet.bulk_load import undo_for_inserts, write_bulk_rowsets
+from kudusql.storage.tablet.compaction_worker import CompactionWorker
 from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
 from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
@@ -65,7 +66,6 @@ from kudusql.storage.tablet.maintenance import (
     MaintenanceRecord,
 )
 from kudusql.storage.tablet.memrowset import MemRowSet
-from kudusql.storage.tablet.merge_worker import MergeWorker
 from kudusql.storage.tablet.metadata import TabletMeta
 from kudusql.storage.tablet.mvcc import MvccManager
 from kudusql.storage.tablet.row_write import (
@@ -1078,16 +1078,20 @@ class Tablet(WriteShortcuts):
         metadata.save(self.path, self.meta, sync=self.options.sync)
 
     # -- compactions, GC and maintenance (tablet_maintenance.py) -------------------------------
-    def minor_delta_compaction(self, rowset_id: int) -> bool:
+    def minor_delta_compaction(
+        self, rowset_id: int, *, worker: CompactionWorker | None = None
+    ) -> bool:
         """Merge the REDO DeltaFiles of one DiskRowSet into one; False if it has < 2."""
-        return self.maintainer.minor_delta_compaction(rowset_id)
+        return self.maintainer.minor_delta_compaction(rowset_id, worker=worker)
 
-    def major_delta_compaction(self, rowset_id: int) -> bool:
+    def major_delta_compaction(
+        self, rowset_id: int, *, worker: CompactionWorker | None = None
+    ) -> bool:
         """Fold one DiskRowSet's REDO files into new base files of the updated columns."""
-        return self.maintainer.major_delta_compaction(rowset_id)
+        return self.maintainer.major_delta_compaction(rowset_id, worker=worker)
 
     def compact(
-        self, rowset_ids: Sequence[int] | None = None, *, worker: MergeWorker | None = None
+        self, rowset_ids: Sequence[int] | None = None, *, worker: CompactionWorker | None = None
     ) -> int:
         """Merging compaction of DiskRowSets (the policy picks them without ids), in
         ``worker``'s process when given; returns how many rowsets it merged."""

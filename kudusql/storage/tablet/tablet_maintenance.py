@@ -25,30 +25,26 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kudusql.common.errors import InternalError, ProgrammingError
 from kudusql.common.hybrid_time import to_micros
-from kudusql.common.schema import ColumnSchema
-from kudusql.storage.cfile import CFileWriter, parse_compression, parse_encoding
 from kudusql.storage.fs.files import fsync_dir
-from kudusql.storage.tablet.compaction import (
-    only_columns,
-    rebase,
-    split_final_deletes,
-)
 from kudusql.storage.tablet.compaction_policy import (
     PolicyOptions,
     RowSetInfo,
     Selection,
     select_rowsets,
 )
-from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
-from kudusql.storage.tablet.deltafile import write_delta_file
-from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.compaction_worker import (
+    CompactionWorker,
+    DeltaCompactionJob,
+    MergeJob,
+)
+from kudusql.storage.tablet.delta import concat_deltas
+from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
 from kudusql.storage.tablet.maintenance import (
     MaintenanceManager,
     MaintenanceOp,
     MaintenanceRecord,
     flush_score,
 )
-from kudusql.storage.tablet.merge_worker import MergeJob, MergeWorker, run_merge
 from kudusql.storage.tablet.rowset_writer import rowset_rows
 from kudusql.storage.tablet.rowsets import RowSets
 
@@ -76,104 +72,69 @@ class TabletMaintainer:
         self._obsolete: list[tuple[float, list[weakref.ref[DiskRowSet]], Sequence[str]]] = []
 
     # -- compactions and history GC (the transformations are in compaction.py) ---------------
-    def minor_delta_compaction(self, rowset_id: int) -> bool:
-        """Merge the REDO DeltaFiles of one DiskRowSet into one; False if it has < 2."""
-        return self._maintain(self._minor_delta_compaction, rowset_id)
+    def minor_delta_compaction(
+        self, rowset_id: int, *, worker: CompactionWorker | None = None
+    ) -> bool:
+        """Merge the REDO DeltaFiles of one DiskRowSet into one; False if it has < 2.
+        The files are written in ``worker``'s process when given."""
+        return self._maintain(self._delta_compaction, rowset_id, False, worker)
 
-    def _minor_delta_compaction(self, rowset_id: int) -> bool:
-        drs = self._rowset(rowset_id)
-        if len(drs.meta.redo_files) < 2:
-            return False
-        t0 = time.perf_counter()
-        read = sum(f.stats.size for f in drs.meta.redo_files)
-        deltas = only_columns(drs.redo_file_deltas(), [c.id for c in self.t.schema.columns])
-        meta = drs.meta.copy()
-        gen = meta.gen
-        meta.redo_files = [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", deltas)]
-        meta.gen = gen + 1
-        self._finish_rewrite(drs, meta)
-        self.record("minor_delta_compaction", t0, read, meta.redo_files[0].stats.size)
-        return True
-
-    def _minor_delta_compactions(self, rowset_ids: Sequence[int]) -> int:
+    def _minor_delta_compactions(
+        self, rowset_ids: Sequence[int], worker: CompactionWorker | None = None
+    ) -> int:
         """Minor delta compactions of several rowsets (those still served); how many ran."""
         done = 0
         for rid in rowset_ids:
             if any(d.id == rid for d in self.t._rowsets.drs):
-                done += self.minor_delta_compaction(rid)
+                done += self.minor_delta_compaction(rid, worker=worker)
         return done
 
-    def major_delta_compaction(self, rowset_id: int) -> bool:
+    def major_delta_compaction(
+        self, rowset_id: int, *, worker: CompactionWorker | None = None
+    ) -> bool:
         """Fold one DiskRowSet's REDO DeltaFiles into new base files of the columns they
         update, keeping rowids; history becomes UNDO records (those older than the ancient
-        history mark are dropped). False if the rowset has no REDO files."""
-        return self._maintain(self._major_delta_compaction, rowset_id)
+        history mark are dropped). False if the rowset has no REDO files. The files are
+        written in ``worker``'s process when given."""
+        return self._maintain(self._delta_compaction, rowset_id, True, worker)
 
-    def _major_delta_compaction(self, rowset_id: int) -> bool:
+    def _delta_compaction(
+        self, rowset_id: int, major: bool, worker: CompactionWorker | None
+    ) -> bool:
         drs = self._rowset(rowset_id)
-        if not drs.meta.redo_files:
+        if len(drs.meta.redo_files) < (1 if major else 2):
             return False
         t0 = time.perf_counter()
-        ahm = self.t.ancient_history_mark()
-        schema = self.t.schema
-        redo = only_columns(drs.redo_file_deltas(), [c.id for c in schema.columns])
-        undo = only_columns(drs.undo_file_deltas(), [c.id for c in schema.columns])
-        hist, _ = split_final_deletes(redo)
-        nonkey = schema.columns[schema.num_key_columns :]
-        if (hist.op != MutationType.UPDATE).any():  # a DELETE undone needs every column
-            cols = list(nonkey)
-        else:
-            cols = [c for c in nonkey if c.id in redo.cols]
-        n = drs.num_rows
-        base = {c.id: drs.read_column_range(c, 0, n) for c in cols}
-        rb = rebase(base, undo, redo, ahm)
-        meta = drs.meta.copy()
-        gen = meta.gen
-        written = 0
-        for c in cols:
-            name = f"c{c.id}.g{gen}.cfile"
-            written += self._write_column(drs, name, c, rb.columns[c.id])
-            meta.column_files[c.id] = name
-            if c.id not in meta.column_ids:  # a column added after the rowset was written
-                meta.column_ids = [*meta.column_ids, c.id]
-        meta.undo_files = (
-            [self._write_deltas(drs, f"undo.g{gen}.delta", "undo", rb.undo)] if len(rb.undo) else []
+        job = DeltaCompactionJob(
+            self.t.path,
+            self.t.schema,
+            drs.meta.copy(),
+            self.t.ancient_history_mark(),
+            self.t.options.sync,
+            major,
         )
-        meta.redo_files = (
-            [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", rb.final_deletes)]
-            if len(rb.final_deletes)
-            else []
-        )
-        meta.gen = gen + 1
-        meta.base_bytes = sum(
-            os.path.getsize(os.path.join(drs.dir, meta.column_file(c.id)))
-            for c in schema.columns
-            if c.id in meta.column_ids
-        )
-        read = sum(f.stats.size for f in (*drs.meta.redo_files, *drs.meta.undo_files))
-        readers = [drs.column_reader(c) for c in cols]
-        read += sum(r.file_size for r in readers if r is not None)
-        written += sum(f.stats.size for f in (*meta.undo_files, *meta.redo_files))
-        self._finish_rewrite(drs, meta)
-        self.record("major_delta_compaction", t0, read, written)
+        res = worker.run(job) if worker is not None else job.run(drs)
+        self._finish_rewrite(drs, res.meta)
+        name = "major_delta_compaction" if major else "minor_delta_compaction"
+        self.record(name, t0, res.bytes_read, res.bytes_written)
         return True
 
     def compact(
-        self, rowset_ids: Sequence[int] | None = None, *, worker: MergeWorker | None = None
+        self, rowset_ids: Sequence[int] | None = None, *, worker: CompactionWorker | None = None
     ) -> int:
         """Merging compaction: merge DiskRowSets by key into new ones (rolling at the
         target size), dropping rows deleted before the ancient history mark and folding
         deleted copies of a key into one row. Without ``rowset_ids`` the budgeted
         height-minimizing policy picks the inputs. Returns how many rowsets it merged.
         The reading, merging and writing run in ``worker``'s process when given (see
-        merge_worker.py), else in this thread.
+        compaction_worker.py), else in this thread.
 
         Writes go on meanwhile: mutations of the inputs that arrive during the merge move
         to the outputs when they are swapped in (under the write lock).
         """
         return self._maintain(self._compact, rowset_ids, worker)
 
-    def _compact(self, rowset_ids: Sequence[int] | None, worker: MergeWorker | None) -> int:
+    def _compact(self, rowset_ids: Sequence[int] | None, worker: CompactionWorker | None) -> int:
         if rowset_ids is None:
             inputs = [self._rowset(i) for i in self._policy_selection()]
         else:
@@ -194,7 +155,7 @@ class TabletMaintainer:
             self.t.meta.next_rowset_id,
             self.t._write_opts(),
         )
-        merged = worker.run(job) if worker is not None else run_merge(job, inputs, self.t._pool)
+        merged = worker.run(job) if worker is not None else job.run(inputs, self.t._pool)
         metas, first_id = merged.metas, job.first_id
         with self.t._write_lock:
             new = [DiskRowSet(self.t.path, m, self.t.cache) for m in metas]
@@ -281,30 +242,6 @@ class TabletMaintainer:
             if d.id == rowset_id:
                 return d
         raise ProgrammingError(f"tablet {self.t.path} has no DiskRowSet {rowset_id}")
-
-    def _write_deltas(self, drs: DiskRowSet, name: str, kind: str, d: Deltas) -> DeltaFileMeta:
-        types = {c.id: c.type for c in self.t.schema.columns}
-        st = write_delta_file(os.path.join(drs.dir, name), kind, d, types, sync=self.t.options.sync)
-        return DeltaFileMeta(name, st)
-
-    def _write_column(self, drs: DiskRowSet, name: str, col: ColumnSchema, arr: Any) -> int:
-        """A new CFile for one column of a rowset, with the rowset's page boundaries."""
-        w = CFileWriter(
-            os.path.join(drs.dir, name),
-            col.type.arrow_type(),
-            encoding=parse_encoding(col.encoding),
-            compression=parse_compression(col.compression),
-            sync=self.t.options.sync,
-        )
-        try:
-            offsets = drs.page_offsets
-            for p in range(len(offsets) - 1):
-                a, b = int(offsets[p]), int(offsets[p + 1])
-                w.append_page(arr.slice(a, b - a))
-            return w.finish()
-        except BaseException:
-            w.abort()
-            raise
 
     def _finish_rewrite(self, drs: DiskRowSet, meta: RowSetMeta) -> None:
         """Swap in a rewritten rowset (same id, new files) and retire the old files."""
@@ -446,6 +383,8 @@ class TabletMaintainer:
             return 0.0 if ts is None else max(0.0, (now - to_micros(ts)) / 1e6)
 
         ops: list[MaintenanceOp] = []
+        mm = self.t.maintenance
+        worker = mm.compaction_worker() if mm is not None else None
         wal = self.t.wal_size()
         mem = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
         if rs.frozen or not rs.mrs.is_empty():
@@ -473,7 +412,7 @@ class TabletMaintainer:
                 MaintenanceOp(
                     "minor_delta_compaction",
                     path,
-                    lambda: self._minor_delta_compactions(minor_ids),
+                    lambda: self._minor_delta_compactions(minor_ids, worker),
                     perf_improvement=score,
                 )
             )
@@ -489,14 +428,13 @@ class TabletMaintainer:
                     MaintenanceOp(
                         "major_delta_compaction",
                         path,
-                        lambda: self.major_delta_compaction(rid),
+                        lambda: self.major_delta_compaction(rid, worker=worker),
                         perf_improvement=min(1.0, ratio),
                     )
                 )
         sel = self._policy(ahm)
         if len(sel.ids) >= 2:
             ids = sel.ids
-            worker = self.t.maintenance.merge_worker() if self.t.maintenance else None
             ops.append(
                 MaintenanceOp(
                     "merge_compaction",

@@ -1,7 +1,7 @@
-"""Merging compactions in a worker process (merge_worker.py): the same result as in the
-maintenance thread, errors that come back with their class and leave the tablet as it
-was, a dead child that fails one job and is replaced, a child that dies with its
-parent, and the maintenance manager using it for background merges."""
+"""Compactions in a worker process (compaction_worker.py): merges and delta compactions
+with the same result as in the maintenance thread, errors that come back with their
+class and leave the tablet as it was, a dead child that fails one job and is replaced,
+a child that dies with its parent, and the maintenance manager using it."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from kudusql.common.errors import CorruptionError, OperationalError
-from kudusql.storage.tablet import merge_worker
+from kudusql.storage.tablet import compaction_worker
+from kudusql.storage.tablet.compaction_worker import CompactionWorker
 from kudusql.storage.tablet.maintenance import MaintenanceManager
-from kudusql.storage.tablet.merge_worker import MergeWorker
 from kudusql.storage.tablet.tablet import Tablet
 from tests.storage.test_compaction import OPTS, Clock, drs_ids, kv, make
 from tests.support.tablets import rows
@@ -56,7 +56,7 @@ def test_a_merge_in_the_worker_equals_one_in_the_thread(tmp_path: Any) -> None:
     t.close()
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     results = []
-    w = MergeWorker()
+    w = CompactionWorker()
     try:
         for name, worker in (("a", None), ("b", w)):
             t = Tablet.open(str(tmp_path / name / "t"), OPTS)
@@ -78,6 +78,40 @@ def test_a_merge_in_the_worker_equals_one_in_the_thread(tmp_path: Any) -> None:
     ]
 
 
+@pytest.mark.parametrize("kind", ["minor", "major"])
+def test_a_delta_compaction_in_the_worker_equals_one_in_the_thread(
+    tmp_path: Any, kind: str
+) -> None:
+    t, stamps = _history_tablet(tmp_path / "a")
+    for _ in range(2):  # REDO files to compact in every rowset
+        t.update(kv(list(range(0, 400, 5)), [5] * 80))
+        t.flush_deltas()
+    t.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    results = []
+    w = CompactionWorker()
+    try:
+        for name, worker in (("a", None), ("b", w)):
+            t = Tablet.open(str(tmp_path / name / "t"), OPTS)
+            before = _picture(t, stamps)
+            for rid in drs_ids(t):
+                if kind == "minor":
+                    assert t.minor_delta_compaction(rid, worker=worker)
+                else:
+                    assert t.major_delta_compaction(rid, worker=worker)
+            assert _picture(t, stamps) == before
+            info = t.rowsets_info()[1:]
+            assert all(r["redo_files"] <= 1 for r in info)
+            results.append((before, [(r["rows"], r["redo_files"], r["undo_files"]) for r in info]))
+            t.close()
+            t = Tablet.open(str(tmp_path / name / "t"), OPTS)
+            assert _picture(t, stamps) == before
+            t.close()
+    finally:
+        w.close()
+    assert results[0] == results[1]
+
+
 def test_an_error_in_the_worker_comes_back_and_changes_nothing(tmp_path: Any) -> None:
     t, _ = _history_tablet(tmp_path)
     ids = drs_ids(t)
@@ -89,7 +123,7 @@ def test_an_error_in_the_worker_comes_back_and_changes_nothing(tmp_path: Any) ->
         f.seek(20)
         f.write(bytes([b[0] ^ 0xFF]))
     listing = sorted(os.listdir(os.path.join(t.path, "rowsets")))
-    w = MergeWorker()
+    w = CompactionWorker()
     try:
         with pytest.raises(CorruptionError) as e:
             t.compact(ids, worker=w)
@@ -112,8 +146,8 @@ def test_a_worker_dying_mid_job_fails_it_and_the_next_starts_a_new_one(
     t, stamps = _history_tablet(tmp_path)
     before = _picture(t, stamps)
     ids = drs_ids(t)
-    w = MergeWorker()
-    sent = merge_worker._send
+    w = CompactionWorker()
+    sent = compaction_worker._send
     killed: list[int] = []
 
     def send_then_kill(f: Any, obj: Any) -> None:
@@ -122,9 +156,9 @@ def test_a_worker_dying_mid_job_fails_it_and_the_next_starts_a_new_one(
             killed.append(w.pid)
             os.kill(w.pid, signal.SIGKILL)
 
-    monkeypatch.setattr(merge_worker, "_send", send_then_kill)
+    monkeypatch.setattr(compaction_worker, "_send", send_then_kill)
     try:
-        with pytest.raises(OperationalError, match="merge worker process died"):
+        with pytest.raises(OperationalError, match="compaction worker process died"):
             t.compact(ids, worker=w)
         assert killed and drs_ids(t) == ids and _picture(t, stamps) == before
         assert t.compact(ids, worker=w) == len(ids)
@@ -138,7 +172,7 @@ def test_a_worker_dying_mid_job_fails_it_and_the_next_starts_a_new_one(
 def test_a_worker_dead_between_jobs_is_replaced_quietly(tmp_path: Any) -> None:
     t, stamps = _history_tablet(tmp_path)
     before = _picture(t, stamps)
-    w = MergeWorker()
+    w = CompactionWorker()
     try:
         w._start()
         first = w.pid
@@ -154,9 +188,9 @@ def test_a_worker_dead_between_jobs_is_replaced_quietly(tmp_path: Any) -> None:
 
 PARENT = """
 import sys, time
-from kudusql.storage.tablet import merge_worker
-from kudusql.storage.tablet.merge_worker import MergeWorker
-w = MergeWorker()
+from kudusql.storage.tablet import compaction_worker
+from kudusql.storage.tablet.compaction_worker import CompactionWorker
+w = CompactionWorker()
 w._start()
 print(w.pid, flush=True)
 time.sleep(600)
@@ -206,7 +240,7 @@ def test_background_merges_run_in_the_worker(tmp_path: Any) -> None:
             assert time.monotonic() < deadline, f"no merge ran: {mm.errors}"
             t.insert(kv([10_000 + int(time.monotonic() * 1000) % 100_000], [1]))
             time.sleep(0.05)
-        worker = mm.merge_worker()
+        worker = mm.compaction_worker()
         assert worker is not None and worker.pid is not None
     finally:
         mm.stop()
@@ -219,5 +253,5 @@ def test_background_merges_run_in_the_worker(tmp_path: Any) -> None:
 
 
 def test_a_manager_can_keep_merges_in_its_thread() -> None:
-    mm = MaintenanceManager(enabled=False, merge_process=False)
-    assert mm.merge_worker() is None
+    mm = MaintenanceManager(enabled=False, worker_process=False)
+    assert mm.compaction_worker() is None

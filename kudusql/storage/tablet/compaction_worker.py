@@ -1,0 +1,376 @@
+"""The file-rewriting work of compactions, run in a worker process off the GIL.
+
+A merging compaction spends seconds of CPU reading its inputs, merging them by key
+(``compaction.merge_rowsets``) and writing the outputs (``rowset_writer``); a major
+delta compaction reads, rebases and rewrites columns; a minor one rewrites REDO files.
+Run in a thread, much of that holds the GIL the writer needs: on the sustained load's
+tablet (2 cores, quiet machine) merges running back to back in a thread cut a writer
+from ~170k to 126-138k rows/s; the same merges in another process left it at ~173k
+(and finished sooner). See docs/DECISIONS.md.
+
+This module owns that work as jobs. A job names what it reads (rowset metadata as the
+superblock has it, once the DeltaMemStores are flushed), the ancient history mark and
+where it writes; ``job.run()`` does the work and returns what the tablet needs to swap
+the result in: ``MergeJob`` the output rowsets' metadata and where each input rowid
+went, ``DeltaCompactionJob`` the rowset's new metadata. The tablet does everything
+around a job (choosing inputs, flushing them, migrating mutations that arrive
+meanwhile, publishing): a job reads immutable files and writes new files that nothing
+names until the tablet publishes them, so a job that fails or dies leaves nothing
+visible.
+
+``CompactionWorker`` runs jobs in one long-lived child (``python -m`` this module),
+each job and its result pickled over the child's stdin and stdout. The child dies with
+its parent (Linux ``PR_SET_PDEATHSIG``, and a parent-pid check before each job): a
+SIGKILLed writer must not leave a job writing files into a tablet that a new writer may
+reopen. A child that dies mid-job fails that job (``OperationalError``); the next job
+starts a new child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO, Any
+
+import numpy as np
+import pyarrow as pa
+
+from kudusql.common.errors import OperationalError
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.storage.cfile import CFileWriter, parse_compression, parse_encoding
+from kudusql.storage.tablet.compaction import (
+    MergeInput,
+    merge_rowsets,
+    only_columns,
+    rebase,
+    split_final_deletes,
+)
+from kudusql.storage.tablet.delta import Deltas, MutationType
+from kudusql.storage.tablet.deltafile import write_delta_file
+from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowsets
+
+_LEN = struct.Struct("<Q")
+
+
+@dataclass
+class MergeJob:
+    """Merge the rowsets ``inputs`` of the tablet at ``tablet_dir`` into new rowsets
+    numbered from ``first_id``."""
+
+    tablet_dir: str
+    schema: Schema
+    inputs: list[RowSetMeta]
+    ahm: int
+    first_id: int
+    options: RowSetWriteOptions
+
+    def run(
+        self, rowsets: Sequence[DiskRowSet] | None = None, pool: ThreadPoolExecutor | None = None
+    ) -> MergeResult:
+        """Read, merge, write. ``rowsets`` are the inputs already open (the in-thread
+        path, which shares the tablet's block cache), else opened from ``inputs``."""
+        schema = self.schema
+        inputs = (
+            list(rowsets)
+            if rowsets is not None
+            else [DiskRowSet(self.tablet_dir, m, None) for m in self.inputs]
+        )
+        merged = merge_rowsets(
+            [merge_input(d, schema) for d in inputs],
+            [c.id for c in schema.key_columns],
+            self.ahm,
+        )
+        arrow_schema = pa.schema([c.arrow_field() for c in schema.columns])
+        rows = pa.Table.from_arrays(
+            [merged.rows[c.id] for c in schema.columns], schema=arrow_schema
+        )
+        metas = write_rowsets(
+            self.tablet_dir,
+            self.first_id,
+            schema,
+            rows,
+            merged.keys,
+            merged.undo,
+            merged.redo,
+            self.options,
+            pool,
+        )
+        return MergeResult(metas, merged.rowid_maps, merged.rows_dropped)
+
+
+@dataclass
+class MergeResult:
+    metas: list[RowSetMeta]  # the output rowsets, written and synced, not yet published
+    rowid_maps: list[np.ndarray]  # per input: old rowid -> output position (-1: dropped)
+    rows_dropped: int
+
+
+def merge_input(drs: DiskRowSet, schema: Schema) -> MergeInput:
+    """Everything a merge needs of one rowset: every column, keys, UNDO and REDO events."""
+    n = drs.num_rows
+    ids = [c.id for c in schema.columns]
+    return MergeInput(
+        drs.key_reader().read_all().combine_chunks(),
+        {c.id: drs.read_column_range(c, 0, n) for c in schema.columns},
+        only_columns(drs.undo_file_deltas(), ids),
+        only_columns(drs.redo_file_deltas(), ids),
+    )
+
+
+@dataclass
+class DeltaCompactionJob:
+    """A delta compaction of one rowset (``major``: fold its REDO files into new base
+    files of the columns they update, else merge its REDO files into one). New files
+    take the rowset's next generation number, so none replaces a file in use."""
+
+    tablet_dir: str
+    schema: Schema
+    meta: RowSetMeta
+    ahm: int
+    sync: bool
+    major: bool
+
+    def run(self, drs: DiskRowSet | None = None) -> DeltaCompactionResult:
+        """Write the new files; ``drs`` is the rowset already open (the in-thread path)."""
+        drs = drs if drs is not None else DiskRowSet(self.tablet_dir, self.meta, None)
+        return self._major(drs) if self.major else self._minor(drs)
+
+    def _minor(self, drs: DiskRowSet) -> DeltaCompactionResult:
+        read = sum(f.stats.size for f in self.meta.redo_files)
+        deltas = only_columns(drs.redo_file_deltas(), [c.id for c in self.schema.columns])
+        meta = self.meta.copy()
+        gen = meta.gen
+        meta.redo_files = [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", deltas)]
+        meta.gen = gen + 1
+        return DeltaCompactionResult(meta, read, meta.redo_files[0].stats.size)
+
+    def _major(self, drs: DiskRowSet) -> DeltaCompactionResult:
+        schema = self.schema
+        ids = [c.id for c in schema.columns]
+        redo = only_columns(drs.redo_file_deltas(), ids)
+        undo = only_columns(drs.undo_file_deltas(), ids)
+        hist, _ = split_final_deletes(redo)
+        nonkey = schema.columns[schema.num_key_columns :]
+        if (hist.op != MutationType.UPDATE).any():  # a DELETE undone needs every column
+            cols = list(nonkey)
+        else:
+            cols = [c for c in nonkey if c.id in redo.cols]
+        n = drs.num_rows
+        base = {c.id: drs.read_column_range(c, 0, n) for c in cols}
+        rb = rebase(base, undo, redo, self.ahm)
+        meta = self.meta.copy()
+        gen = meta.gen
+        written = 0
+        for c in cols:
+            name = f"c{c.id}.g{gen}.cfile"
+            written += self._write_column(drs, name, c, rb.columns[c.id])
+            meta.column_files[c.id] = name
+            if c.id not in meta.column_ids:  # a column added after the rowset was written
+                meta.column_ids = [*meta.column_ids, c.id]
+        meta.undo_files = (
+            [self._write_deltas(drs, f"undo.g{gen}.delta", "undo", rb.undo)] if len(rb.undo) else []
+        )
+        meta.redo_files = (
+            [self._write_deltas(drs, f"redo.g{gen}.delta", "redo", rb.final_deletes)]
+            if len(rb.final_deletes)
+            else []
+        )
+        meta.gen = gen + 1
+        meta.base_bytes = sum(
+            os.path.getsize(os.path.join(drs.dir, meta.column_file(c.id)))
+            for c in schema.columns
+            if c.id in meta.column_ids
+        )
+        read = sum(f.stats.size for f in (*self.meta.redo_files, *self.meta.undo_files))
+        readers = [drs.column_reader(c) for c in cols]
+        read += sum(r.file_size for r in readers if r is not None)
+        written += sum(f.stats.size for f in (*meta.undo_files, *meta.redo_files))
+        return DeltaCompactionResult(meta, read, written)
+
+    def _write_deltas(self, drs: DiskRowSet, name: str, kind: str, d: Deltas) -> DeltaFileMeta:
+        types = {c.id: c.type for c in self.schema.columns}
+        st = write_delta_file(os.path.join(drs.dir, name), kind, d, types, sync=self.sync)
+        return DeltaFileMeta(name, st)
+
+    def _write_column(self, drs: DiskRowSet, name: str, col: ColumnSchema, arr: Any) -> int:
+        """A new CFile for one column of a rowset, with the rowset's page boundaries."""
+        w = CFileWriter(
+            os.path.join(drs.dir, name),
+            col.type.arrow_type(),
+            encoding=parse_encoding(col.encoding),
+            compression=parse_compression(col.compression),
+            sync=self.sync,
+        )
+        try:
+            offsets = drs.page_offsets
+            for p in range(len(offsets) - 1):
+                a, b = int(offsets[p]), int(offsets[p + 1])
+                w.append_page(arr.slice(a, b - a))
+            return w.finish()
+        except BaseException:
+            w.abort()
+            raise
+
+
+@dataclass
+class DeltaCompactionResult:
+    meta: RowSetMeta  # the rowset with its new files (same id), not yet published
+    bytes_read: int
+    bytes_written: int
+
+
+Job = MergeJob | DeltaCompactionJob
+
+
+# -- the pipe protocol: an 8-byte little-endian length, then a pickle --------------------------
+def _send(f: IO[bytes], obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(_LEN.pack(len(data)))
+    f.write(data)
+    f.flush()
+
+
+def _receive(f: IO[bytes]) -> Any:
+    """The next object, or None at the end of the stream (the other side is gone)."""
+    head = f.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    (n,) = _LEN.unpack(head)
+    data = f.read(n)
+    if len(data) < n:
+        return None
+    return pickle.loads(data)
+
+
+def _transportable(e: BaseException) -> BaseException:
+    """``e`` if it survives pickling, else an OperationalError saying what it was."""
+    try:
+        pickle.loads(pickle.dumps(e))
+        return e
+    except Exception:
+        return OperationalError(f"compaction worker: {type(e).__name__}: {e}")
+
+
+class CompactionWorker:
+    """One child process that runs jobs, one at a time (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def run(self, job: Job) -> Any:
+        """``job.run()`` in the child; its result, or its exception raised here."""
+        with self._lock:
+            proc = self._start()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                _send(proc.stdin, job)
+                reply = _receive(proc.stdout)
+            except OSError as e:
+                reply = None
+                cause: BaseException | None = e
+            else:
+                cause = None
+            if reply is None:
+                self._reap()
+                raise OperationalError(
+                    f"the compaction worker process died during a job on {job.tablet_dir}"
+                ) from cause
+        kind, value = reply
+        if kind == "err":
+            raise value
+        return value
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        p = self._proc
+        return p.pid if p is not None and p.poll() is None else None
+
+    def close(self) -> None:
+        """Stop the child (it exits at the end of its input) and wait for it."""
+        with self._lock:
+            self._reap()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        p = self._proc
+        if p is not None and p.poll() is None:
+            return p
+        self._reap()  # a child that died between jobs: replaced without failing one
+        package = os.path.abspath(sys.modules["kudusql"].__file__ or "")
+        root = os.path.dirname(os.path.dirname(package))  # where kudusql imports from
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH", "")) if x)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+        )
+        return self._proc
+
+    def _reap(self) -> None:
+        p, self._proc = self._proc, None
+        if p is None:
+            return
+        with contextlib.suppress(OSError):  # a dead child's pipe may refuse the flush
+            if p.stdin is not None:
+                p.stdin.close()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
+
+
+# -- the child ------------------------------------------------------------------------------------
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent exits (Linux), and leave
+    at once if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _serve(parent: int) -> None:
+    _die_with(parent)
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, never into the reply stream
+    inp = sys.stdin.buffer
+    while True:
+        job = _receive(inp)
+        if job is None or os.getppid() != parent:
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", job.run())
+        except BaseException as e:
+            reply = ("err", _transportable(e))
+        _send(out, reply)
+
+
+if __name__ == "__main__":
+    # Serve through the package's module, not __main__: results must pickle as
+    # kudusql.storage.tablet.compaction_worker classes for the parent to load them.
+    from kudusql.storage.tablet import compaction_worker
+
+    compaction_worker._serve(int(sys.argv[1]))
