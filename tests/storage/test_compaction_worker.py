@@ -1,7 +1,8 @@
-"""Compactions in a worker process (compaction_worker.py): merges and delta compactions
-with the same result as in the maintenance thread, errors that come back with their
-class and leave the tablet as it was, a dead child that fails one job and is replaced,
-a child that dies with its parent, and the maintenance manager using it."""
+"""Flushes and compactions in a worker process (compaction_worker.py): flushes, delta
+flushes, merges and delta compactions with the same result as in the maintenance
+thread, errors that come back with their class and leave the tablet as it was, a dead
+child that fails one job and is replaced, a child that dies with its parent, and the
+maintenance manager using it."""
 
 from __future__ import annotations
 
@@ -51,31 +52,39 @@ def _picture(t: Tablet, stamps: list[int]) -> list[Any]:
     return [rows(t), *(rows(t, snapshot=s) for s in stamps)]
 
 
-def test_a_merge_in_the_worker_equals_one_in_the_thread(tmp_path: Any) -> None:
-    t, stamps = _history_tablet(tmp_path / "a")
-    t.close()
+def _in_thread_and_in_worker(tmp_path: Any, stamps: list[int], act: Any) -> list[Any]:
+    """``act(tablet, worker)`` on two copies of the tablet at ``tmp_path/"a"``: in this
+    thread (worker None), then in a worker process. Each run must keep the picture
+    (now and every snapshot), also after a reopen; returns what each ``act`` returned."""
     shutil.copytree(tmp_path / "a", tmp_path / "b")
-    results = []
+    out = []
     w = CompactionWorker()
     try:
         for name, worker in (("a", None), ("b", w)):
             t = Tablet.open(str(tmp_path / name / "t"), OPTS)
             before = _picture(t, stamps)
-            assert t.compact(drs_ids(t), worker=worker) >= 4
-            assert _picture(t, stamps) == before  # now and every snapshot
-            results.append((_picture(t, stamps), t.rowsets_info()[1:]))
+            out.append(act(t, worker))
+            assert _picture(t, stamps) == before
             t.close()
-            t = Tablet.open(str(tmp_path / name / "t"), OPTS)  # and after a reopen
+            t = Tablet.open(str(tmp_path / name / "t"), OPTS)
             assert _picture(t, stamps) == before
             t.close()
         assert w.pid is not None  # the child stays for the next job
     finally:
         w.close()
-    (pic_a, info_a), (pic_b, info_b) = results
-    assert pic_a == pic_b
-    assert [(r["rows"], r["min_key"], r["max_key"]) for r in info_a] == [
-        (r["rows"], r["min_key"], r["max_key"]) for r in info_b
-    ]
+    return out
+
+
+def test_a_merge_in_the_worker_equals_one_in_the_thread(tmp_path: Any) -> None:
+    t, stamps = _history_tablet(tmp_path / "a")
+    t.close()
+
+    def merge(t: Tablet, worker: CompactionWorker | None) -> Any:
+        assert t.compact(drs_ids(t), worker=worker) >= 4
+        return [(r["rows"], r["min_key"], r["max_key"]) for r in t.rowsets_info()[1:]]
+
+    in_thread, in_worker = _in_thread_and_in_worker(tmp_path, stamps, merge)
+    assert in_thread == in_worker
 
 
 @pytest.mark.parametrize("kind", ["minor", "major"])
@@ -87,29 +96,37 @@ def test_a_delta_compaction_in_the_worker_equals_one_in_the_thread(
         t.update(kv(list(range(0, 400, 5)), [5] * 80))
         t.flush_deltas()
     t.close()
-    shutil.copytree(tmp_path / "a", tmp_path / "b")
-    results = []
-    w = CompactionWorker()
-    try:
-        for name, worker in (("a", None), ("b", w)):
-            t = Tablet.open(str(tmp_path / name / "t"), OPTS)
-            before = _picture(t, stamps)
-            for rid in drs_ids(t):
-                if kind == "minor":
-                    assert t.minor_delta_compaction(rid, worker=worker)
-                else:
-                    assert t.major_delta_compaction(rid, worker=worker)
-            assert _picture(t, stamps) == before
-            info = t.rowsets_info()[1:]
-            assert all(r["redo_files"] <= 1 for r in info)
-            results.append((before, [(r["rows"], r["redo_files"], r["undo_files"]) for r in info]))
-            t.close()
-            t = Tablet.open(str(tmp_path / name / "t"), OPTS)
-            assert _picture(t, stamps) == before
-            t.close()
-    finally:
-        w.close()
-    assert results[0] == results[1]
+
+    def compact(t: Tablet, worker: CompactionWorker | None) -> Any:
+        for rid in drs_ids(t):
+            if kind == "minor":
+                assert t.minor_delta_compaction(rid, worker=worker)
+            else:
+                assert t.major_delta_compaction(rid, worker=worker)
+        info = t.rowsets_info()[1:]
+        assert all(r["redo_files"] <= 1 for r in info)
+        return [(r["rows"], r["redo_files"], r["undo_files"]) for r in info]
+
+    in_thread, in_worker = _in_thread_and_in_worker(tmp_path, stamps, compact)
+    assert in_thread == in_worker
+
+
+def test_flushes_in_the_worker_equal_flushes_in_the_thread(tmp_path: Any) -> None:
+    t, stamps = _history_tablet(tmp_path / "a")
+    t.insert(kv(list(range(1000, 1400, 3)), list(range(134)), ["new"] * 134))  # MemRowSet
+    t.update(kv(list(range(1000, 1400, 9)), [3] * 45))  # mutations of MemRowSet rows
+    t.delete(kv(list(range(0, 400, 11))))  # DeltaMemStores of every rowset
+    stamps.append(t.latest_timestamp())
+    t.close()  # reopened below: the WAL replays the memory stores
+
+    def flush(t: Tablet, worker: CompactionWorker | None) -> Any:
+        assert t.flush(worker=worker) >= 1
+        assert t.flush_deltas(worker=worker) >= 4
+        assert t.stats()["memrowset_rows"] == 0 and t.stats()["deltamemstore_events"] == 0
+        return [(r["rows"], r["redo_files"], r["undo_files"]) for r in t.rowsets_info()[1:]]
+
+    in_thread, in_worker = _in_thread_and_in_worker(tmp_path, stamps, flush)
+    assert in_thread == in_worker
 
 
 def test_an_error_in_the_worker_comes_back_and_changes_nothing(tmp_path: Any) -> None:

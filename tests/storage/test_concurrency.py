@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kudusql.storage.tablet import tablet as tablet_mod
+from kudusql.storage.tablet import compaction_worker as tablet_mod
 from tests.support.tablets import SMALL, new_tablet, pause_at, reopen, rows, schema
 
 KV = schema(("key", "BIGINT"), ("val", "INT"), key=["key"])

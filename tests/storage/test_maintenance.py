@@ -196,11 +196,11 @@ def test_failed_op_is_recorded_and_the_thread_goes_on(
     calls = {"n": 0}
     orig = Tablet.flush
 
-    def flaky(self: Tablet) -> int:
+    def flaky(self: Tablet, **kw: Any) -> int:
         calls["n"] += 1
         if calls["n"] == 1:
             raise OperationalError("disk full (injected)")
-        return orig(self)
+        return orig(self, **kw)
 
     monkeypatch.setattr(Tablet, "flush", flaky)
     mm = MaintenanceManager(poll_interval_s=0.01)

@@ -269,26 +269,14 @@ class BloomFilterSet:
                     result[alive[done]] = True
                     keep = ~done
                     alive, pos, step, m_i, base, k = (
-                        alive[keep],
-                        pos[keep],
-                        step[keep],
-                        m_i[keep],
-                        base[keep],
-                        k[keep],
+                        a[keep] for a in (alive, pos, step, m_i, base, k)
                     )
                     if not len(alive):
                         return result
             b = base + pos
             hit = ((bm[b >> 3] >> (b & 7).astype(np.uint8)) & 1).astype(np.bool_)
             if not bool(hit.all()):
-                alive, pos, step, m_i, base, k = (
-                    alive[hit],
-                    pos[hit],
-                    step[hit],
-                    m_i[hit],
-                    base[hit],
-                    k[hit],
-                )
+                alive, pos, step, m_i, base, k = (a[hit] for a in (alive, pos, step, m_i, base, k))
                 if not len(alive):
                     return result
         result[alive] = True

@@ -1,8 +1,9 @@
-"""The file-rewriting work of compactions, run in a worker process off the GIL.
+"""The file-writing work of flushes and compactions, run in a worker process off the GIL.
 
 A merging compaction spends seconds of CPU reading its inputs, merging them by key
 (``compaction.merge_rowsets``) and writing the outputs (``rowset_writer``); a major
-delta compaction reads, rebases and rewrites columns; a minor one rewrites REDO files.
+delta compaction reads, rebases and rewrites columns; a minor one rewrites REDO files;
+a flush sorts a frozen MemRowSet and encodes it, a delta flush encodes DeltaMemStores.
 Run in a thread, much of that holds the GIL the writer needs: on the sustained load's
 tablet (2 cores, quiet machine) merges running back to back in a thread cut a writer
 from ~170k to 126-138k rows/s; the same merges in another process left it at ~173k
@@ -12,7 +13,9 @@ This module owns that work as jobs. A job names what it reads (rowset metadata a
 superblock has it, once the DeltaMemStores are flushed), the ancient history mark and
 where it writes; ``job.run()`` does the work and returns what the tablet needs to swap
 the result in: ``MergeJob`` the output rowsets' metadata and where each input rowid
-went, ``DeltaCompactionJob`` the rowset's new metadata. The tablet does everything
+went, ``DeltaCompactionJob`` the rowset's new metadata, ``FlushJob`` (which carries the
+frozen MemRowSet's rows) the new rowsets and where each slot went, ``DeltaFilesJob``
+(which carries the frozen DeltaMemStores' events) the files' stats. The tablet does everything
 around a job (choosing inputs, flushing them, migrating mutations that arrive
 meanwhile, publishing): a job reads immutable files and writes new files that nothing
 names until the tablet publishes them, so a job that fails or dies leaves nothing
@@ -37,6 +40,7 @@ import struct
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -56,8 +60,10 @@ from kudusql.storage.tablet.compaction import (
     split_final_deletes,
 )
 from kudusql.storage.tablet.delta import Deltas, MutationType
-from kudusql.storage.tablet.deltafile import write_delta_file
+from kudusql.storage.tablet.deltafile import DeltaStats, write_delta_file
 from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.flush import prepare_flush
+from kudusql.storage.tablet.memrowset import MemRowSetView
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowsets
 
 _LEN = struct.Struct("<Q")
@@ -230,7 +236,53 @@ class DeltaCompactionResult:
     bytes_written: int
 
 
-Job = MergeJob | DeltaCompactionJob
+@dataclass
+class FlushJob:
+    """Write a frozen MemRowSet (``view``, its rows and mutations) as DiskRowSets
+    numbered from ``first_id``."""
+
+    tablet_dir: str
+    schema: Schema
+    view: MemRowSetView
+    first_id: int
+    options: RowSetWriteOptions
+
+    def run(self, pool: ThreadPoolExecutor | None = None) -> FlushResult:
+        fi = prepare_flush(self.view, self.schema)
+        metas = write_rowsets(
+            self.tablet_dir,
+            self.first_id,
+            self.schema,
+            fi.rows,
+            fi.keys,
+            fi.undo,
+            fi.redo,
+            self.options,
+            pool,
+        )
+        return FlushResult(metas, fi.slot_to_rowid)
+
+
+@dataclass
+class FlushResult:
+    metas: list[RowSetMeta]  # the new rowsets, written and synced, not yet published
+    slot_to_rowid: np.ndarray  # MemRowSet slot -> row position in the new rowsets
+
+
+@dataclass
+class DeltaFilesJob:
+    """Write REDO DeltaFiles: (path, events) each (a delta flush of several rowsets)."""
+
+    files: list[tuple[str, Deltas]]
+    schema: Schema
+    sync: bool
+
+    def run(self) -> list[DeltaStats]:
+        types = {c.id: c.type for c in self.schema.columns}
+        return [write_delta_file(p, "redo", d, types, sync=self.sync) for p, d in self.files]
+
+
+Job = MergeJob | DeltaCompactionJob | FlushJob | DeltaFilesJob
 
 
 # -- the pipe protocol: an 8-byte little-endian length, then a pickle --------------------------
@@ -268,6 +320,7 @@ class CompactionWorker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize[[subprocess.Popen[bytes]], CompactionWorker] | None = None
 
     def run(self, job: Job) -> Any:
         """``job.run()`` in the child; its result, or its exception raised here."""
@@ -285,7 +338,7 @@ class CompactionWorker:
             if reply is None:
                 self._reap()
                 raise OperationalError(
-                    f"the compaction worker process died during a job on {job.tablet_dir}"
+                    f"the compaction worker process died during a {type(job).__name__}"
                 ) from cause
         kind, value = reply
         if kind == "err":
@@ -312,29 +365,38 @@ class CompactionWorker:
         root = os.path.dirname(os.path.dirname(package))  # where kudusql imports from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH", "")) if x)
-        self._proc = subprocess.Popen(
+        p = subprocess.Popen(
             [sys.executable, "-m", __name__, str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
             close_fds=True,
         )
-        return self._proc
+        # A worker dropped without close() (a manager never stopped) still ends its child.
+        self._finalizer = weakref.finalize(self, _stop_child, p)
+        self._proc = p
+        return p
 
     def _reap(self) -> None:
         p, self._proc = self._proc, None
-        if p is None:
-            return
-        with contextlib.suppress(OSError):  # a dead child's pipe may refuse the flush
-            if p.stdin is not None:
-                p.stdin.close()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        if p.stdout is not None:
-            p.stdout.close()
+        if p is not None:
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            _stop_child(p)
+
+
+def _stop_child(p: subprocess.Popen[bytes]) -> None:
+    """End a child: it exits at the end of its input; killed if it does not."""
+    with contextlib.suppress(OSError):  # a dead child's pipe may refuse the flush
+        if p.stdin is not None:
+            p.stdin.close()
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    if p.stdout is not None:
+        p.stdout.close()
 
 
 # -- the child ------------------------------------------------------------------------------------

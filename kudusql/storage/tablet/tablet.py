@@ -53,11 +53,10 @@ from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
 from kudusql.storage.tablet.bootstrap import ReplayStats, UnknownRowSetError, replay
 from kudusql.storage.tablet.bulk_load import undo_for_inserts, write_bulk_rowsets
-from kudusql.storage.tablet.compaction_worker import CompactionWorker
+from kudusql.storage.tablet.compaction_worker import CompactionWorker, DeltaFilesJob, FlushJob
 from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
 from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
-from kudusql.storage.tablet.flush import prepare_flush
 from kudusql.storage.tablet.key_bounds import key_bounds
 from kudusql.storage.tablet.log_record import KIND_MRS, encode_rows
 from kudusql.storage.tablet.maintenance import (
@@ -75,7 +74,7 @@ from kudusql.storage.tablet.row_write import (
     RowLayout,
     rows_to_arrow,
 )
-from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowsets
+from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memrowset
 from kudusql.storage.tablet.tablet_maintenance import TabletMaintainer, delta_bytes
@@ -892,17 +891,18 @@ class Tablet(WriteShortcuts):
         self.replay_stats = self._load()
 
     # -- flushes --------------------------------------------------------------------------------
-    def flush(self) -> int:
+    def flush(self, *, worker: CompactionWorker | None = None) -> int:
         """Flush the MemRowSet to DiskRowSets; returns the number of rowsets written.
 
-        A MemRowSet left frozen by a failed flush is flushed first.
+        A MemRowSet left frozen by a failed flush is flushed first. The rowsets are
+        sorted and written in ``worker``'s process when given (compaction_worker.py).
         """
         try:
-            return self._flush()
+            return self._flush(worker)
         finally:
             self.maintainer.delete_obsolete()
 
-    def _flush(self) -> int:
+    def _flush(self, worker: CompactionWorker | None = None) -> int:
         self._check_writable()
         t0 = time.perf_counter()
         with self._maint_lock:
@@ -917,19 +917,10 @@ class Tablet(WriteShortcuts):
                     self._rowsets = RowSets(self._new_mrs(), (*rs.frozen, frozen), rs.drs)
                 view = frozen.view()
                 cutoff_seq = frozen.max_seq
-            fi = prepare_flush(view, self.schema)
             first_id = self.meta.next_rowset_id
-            metas = write_rowsets(
-                self.path,
-                first_id,
-                self.schema,
-                fi.rows,
-                fi.keys,
-                fi.undo,
-                fi.redo,
-                self._write_opts(),
-                self._pool,
-            )
+            job = FlushJob(self.path, self.schema, view, first_id, self._write_opts())
+            fr = worker.run(job) if worker is not None else job.run(self._pool)
+            metas = fr.metas
             with self._write_lock:
                 new = [DiskRowSet(self.path, m, self.cache) for m in metas]
                 # Mutations that reached the frozen MemRowSet during the flush move to the
@@ -939,7 +930,7 @@ class Tablet(WriteShortcuts):
                 if len(late):
                     late = late.select(late.seq > cutoff_seq)
                 if len(late):
-                    self._migrate(late.map_rowids(fi.slot_to_rowid), new)
+                    self._migrate(late.map_rowids(fr.slot_to_rowid), new)
                 meta = self.meta
                 saved = (meta.next_rowset_id, meta.last_durable_mrs_id, len(meta.rowsets))
                 meta.rowsets.extend(metas)
@@ -977,32 +968,42 @@ class Tablet(WriteShortcuts):
                 )
                 self._flush_dms(d, d.freeze_dms(), save=False)
 
-    def flush_deltas(self) -> int:
-        """Flush every non-empty DeltaMemStore to a REDO DeltaFile; returns how many."""
+    def flush_deltas(self, *, worker: CompactionWorker | None = None) -> int:
+        """Flush every non-empty DeltaMemStore to a REDO DeltaFile (encoded in
+        ``worker``'s process when given); returns how many."""
         try:
-            return self._flush_deltas()
+            return self._flush_deltas(worker)
         finally:
             self.maintainer.delete_obsolete()
 
-    def _flush_deltas(self) -> int:
+    def _flush_deltas(self, worker: CompactionWorker | None = None) -> int:
         self._check_writable()
         done = 0
         t0 = time.perf_counter()
         with self._maint_lock:
+            todo = []
+            for drs in self._rowsets.drs:
+                with self._write_lock:
+                    frozen = drs.frozen_dms  # left by a failed attempt
+                    if frozen is None:
+                        if drs.dms.is_empty():
+                            continue
+                        frozen = drs.freeze_dms()
+                todo.append((drs, frozen, f"redo{frozen.id}.delta"))
+            job = DeltaFilesJob(
+                [(os.path.join(d.dir, name), f.deltas()) for d, f, name in todo],
+                self.schema,
+                self.options.sync,
+            )
+            stats = worker.run(job) if worker is not None else job.run()
             installed: list[tuple[DiskRowSet, str, int, Any]] = []
             try:
-                for drs in self._rowsets.drs:
-                    with self._write_lock:
-                        frozen = drs.frozen_dms  # left by a failed attempt
-                        if frozen is None:
-                            if drs.dms.is_empty():
-                                continue
-                            frozen = drs.freeze_dms()
-                    previous = drs.meta.last_durable_dms_id
-                    self._flush_dms(drs, frozen, save=False)
-                    installed.append((drs, f"redo{frozen.id}.delta", previous, frozen))
-                if installed:  # one superblock names every new file (was one per rowset)
-                    with self._write_lock:
+                with self._write_lock:
+                    for (drs, frozen, name), st in zip(todo, stats, strict=True):
+                        previous = drs.meta.last_durable_dms_id
+                        drs.install_redo_file(DeltaFileMeta(name, st), frozen.id)
+                        installed.append((drs, name, previous, frozen))
+                    if installed:  # one superblock names every new file
                         self._save_meta()
             except BaseException:
                 with self._write_lock:

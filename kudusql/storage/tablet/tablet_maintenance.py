@@ -390,14 +390,26 @@ class TabletMaintainer:
         if rs.frozen or not rs.mrs.is_empty():
             oldest = min((m.min_ts for m in (rs.mrs, *rs.frozen) if m.min_ts), default=None)
             score = flush_score(mem, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
-            ops.append(MaintenanceOp("flush_mrs", path, self.t.flush, mem, wal, 0, score))
+            ops.append(
+                MaintenanceOp(
+                    "flush_mrs", path, lambda: self.t.flush(worker=worker), mem, wal, 0, score
+                )
+            )
         dms = [d.dms for d in rs.drs if not d.dms.is_empty()]
         if dms:
             size = sum(x.bytes for x in dms)
             oldest = min((x.min_ts for x in dms if x.min_ts), default=None)
             score = flush_score(size, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
             ops.append(
-                MaintenanceOp("flush_deltas", path, self.t.flush_deltas, size, wal, 0, score)
+                MaintenanceOp(
+                    "flush_deltas",
+                    path,
+                    lambda: self.t.flush_deltas(worker=worker),
+                    size,
+                    wal,
+                    0,
+                    score,
+                )
             )
         ahm = self.t.ancient_history_mark()
         # One op merges the REDO files of the rowsets with the most of them (up to
