@@ -13,13 +13,13 @@ This module owns that work as jobs. A job names what it reads (rowset metadata a
 superblock has it, once the DeltaMemStores are flushed), the ancient history mark and
 where it writes; ``job.run()`` does the work and returns what the tablet needs to swap
 the result in: ``MergeJob`` the output rowsets' metadata and where each input rowid
-went, ``DeltaCompactionJob`` the rowset's new metadata, ``FlushJob`` (which carries the
-frozen MemRowSet's rows) the new rowsets and where each slot went, ``DeltaFilesJob``
-(which carries the frozen DeltaMemStores' events) the files' stats. The tablet does everything
-around a job (choosing inputs, flushing them, migrating mutations that arrive
-meanwhile, publishing): a job reads immutable files and writes new files that nothing
-names until the tablet publishes them, so a job that fails or dies leaves nothing
-visible.
+went, ``DeltaCompactionJob`` the rowset's new metadata, ``FlushJob`` (which carries
+the frozen MemRowSet's rows) the new rowsets and where each slot went,
+``DeltaFilesJob`` (which carries the frozen DeltaMemStores' events) the files' stats.
+The tablet does everything around a job (freezing stores, choosing inputs, migrating
+mutations that arrive meanwhile, publishing): a job reads immutable files or the data
+it carries and writes new files that nothing names until the tablet publishes them,
+so a job that fails or dies leaves nothing visible.
 
 ``CompactionWorker`` runs jobs in one long-lived child (``python -m`` this module),
 each job and its result pickled over the child's stdin and stdout. The child dies with
