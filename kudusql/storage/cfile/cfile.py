@@ -582,11 +582,7 @@ class CFileReader:
         m = len(keys)
         w = int(offs[-1]) // m if m else 0
         if m and w > 0 and int(offs[-1]) == m * w and bool(np.all(np.diff(offs) == w)):
-            whole = self._whole_keys(m)
-            if whole is None:
-                self._find_fixed(np.frombuffer(data, dtype=f"S{w}", count=m), w, positions, out)
-            elif whole[1] == w:  # keys of another width than the file's are all absent
-                out[positions] = key_array.search(whole[0], key_array.sortable(data, w, m))
+            out[positions] = self.find_sortable(key_array.sortable(data, w, m), w)
         else:
             for pos_, key in zip(positions.tolist(), keys.to_pylist(), strict=True):
                 assert isinstance(key, bytes)

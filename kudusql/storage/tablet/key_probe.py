@@ -33,7 +33,7 @@ class KeyProbe:
     sorted Python list, or, past ``_MAX_LISTED`` keys, not sorted at all: each range
     is then a vectorized comparison of every key (what a huge batch pays anyway)."""
 
-    __slots__ = ("_hashes", "_order", "_sorted", "_sorted_np", "_width", "keys", "values")
+    __slots__ = ("_hashes", "_order", "_sorted", "_sorted_np", "_width", "keys")
 
     _MAX_LISTED = 1 << 16
 
@@ -43,14 +43,12 @@ class KeyProbe:
         self._sorted: list[bytes] | None = None
         self._sorted_np: np.ndarray | None = None
         self._order = np.zeros(0, dtype=np.int64)
-        #: The keys in ``key_array.sortable`` form by batch position (fixed width only).
-        self.values: np.ndarray | None = None
         self._width = key_array.fixed_width(keys)
         if self._width < 0 and len(keys) > self._MAX_LISTED:
             return
         if self._width > 0:
             _, data = var_parts(keys)
-            arr = self.values = key_array.sortable(data, self._width, len(keys))
+            arr = key_array.sortable(data, self._width, len(keys))
             self._order = np.argsort(arr, kind="stable")
             self._sorted_np = arr[self._order]
         else:
@@ -66,7 +64,8 @@ class KeyProbe:
         return self._width
 
     def sorted_values(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(``values`` in key order, the batch position of each), fixed width only."""
+        """(the keys in ``key_array.sortable`` form, in key order; the batch position of
+        each), fixed width only."""
         if self._sorted_np is None:
             return None
         return self._sorted_np, self._order

@@ -978,7 +978,6 @@ class Tablet(WriteShortcuts):
 
     def _flush_deltas(self, worker: CompactionWorker | None = None) -> int:
         self._check_writable()
-        done = 0
         t0 = time.perf_counter()
         with self._maint_lock:
             todo = []
@@ -989,48 +988,43 @@ class Tablet(WriteShortcuts):
                         if drs.dms.is_empty():
                             continue
                         frozen = drs.freeze_dms()
-                todo.append((drs, frozen, f"redo{frozen.id}.delta"))
-            job = DeltaFilesJob(
-                [(os.path.join(d.dir, name), f.deltas()) for d, f, name in todo],
-                self.schema,
-                self.options.sync,
-            )
-            stats = worker.run(job) if worker is not None else job.run()
-            installed: list[tuple[DiskRowSet, str, int, Any]] = []
-            try:
-                with self._write_lock:
-                    for (drs, frozen, name), st in zip(todo, stats, strict=True):
-                        previous = drs.meta.last_durable_dms_id
-                        drs.install_redo_file(DeltaFileMeta(name, st), frozen.id)
-                        installed.append((drs, name, previous, frozen))
-                    if installed:  # one superblock names every new file
-                        self._save_meta()
-            except BaseException:
-                with self._write_lock:
-                    for drs, name, previous, frozen in installed:
-                        drs.uninstall_redo_file(name, previous, frozen)
-                raise
-            done = len(installed)
+                todo.append((drs, frozen))
+            if todo:  # one job, one superblock for every new file
+                self._write_dms_files(todo, worker, save=True)
             self._gc_log()
-            if done:
-                self.maintainer.record("flush_deltas", t0, 0, 0, f"{done} DeltaMemStores")
-        return done
+            if todo:
+                self.maintainer.record("flush_deltas", t0, 0, 0, f"{len(todo)} DeltaMemStores")
+        return len(todo)
 
     def _flush_dms(self, drs: DiskRowSet, frozen: Any, *, save: bool = True) -> None:
-        name = f"redo{frozen.id}.delta"
-        types = {c.id: c.type for c in self.schema.columns}
-        st = write_delta_file(
-            os.path.join(drs.dir, name), "redo", frozen.deltas(), types, sync=self.options.sync
+        self._write_dms_files([(drs, frozen)], None, save=save)
+
+    def _write_dms_files(
+        self, todo: list[tuple[DiskRowSet, Any]], worker: CompactionWorker | None, *, save: bool
+    ) -> None:
+        """Write frozen DeltaMemStores as REDO files (in ``worker``'s process when given)
+        and install them; ``save``: then save the superblock, and if that fails,
+        uninstall them all (the frozen stores stay for the next attempt). Without
+        ``save`` the caller saves a superblock that lists the rowsets."""
+        named = [(d, f, f"redo{f.id}.delta") for d, f in todo]
+        job = DeltaFilesJob(
+            [(os.path.join(d.dir, name), f.deltas()) for d, f, name in named],
+            self.schema,
+            self.options.sync,
         )
+        stats = worker.run(job) if worker is not None else job.run()
+        installed: list[tuple[DiskRowSet, str, int, Any]] = []
         with self._write_lock:
-            previous = drs.meta.last_durable_dms_id
-            drs.install_redo_file(DeltaFileMeta(name, st), frozen.id)
-            if not save:  # the caller saves a superblock that lists the rowset
-                return
             try:
-                self._save_meta()
+                for (drs, frozen, name), st in zip(named, stats, strict=True):
+                    previous = drs.meta.last_durable_dms_id
+                    drs.install_redo_file(DeltaFileMeta(name, st), frozen.id)
+                    installed.append((drs, name, previous, frozen))
+                if save:
+                    self._save_meta()
             except BaseException:
-                drs.uninstall_redo_file(name, previous, frozen)
+                for drs, name, previous, frozen in installed:
+                    drs.uninstall_redo_file(name, previous, frozen)
                 raise
 
     def _check_writable(self) -> None:
