@@ -23,7 +23,7 @@ from kudusql.common.murmur import murmur3_x64_128
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.cfile.bloom import BloomFilter, BloomFilterSet
+from kudusql.storage.cfile.bloom import BloomArena, BloomFilter, BloomFilterSet
 from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
@@ -123,6 +123,65 @@ def test_packed_bloom_filters_answer_like_each_filter(
     assert got.tolist() == want
 
 
+def _pairs(n_filters: int, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (key, filter) pair: filter index and the key's two hashes."""
+    which = np.repeat(np.arange(n_filters, dtype=np.int64), len(keys))
+    h1, h2 = murmur3_x64_128(pa.array(keys * n_filters, pa.binary()), BLOOM_SEED)
+    return which, h1, h2
+
+
+def _each_alone(filters: list[BloomFilter], keys: list[bytes]) -> list[bool]:
+    return np.concatenate([f.may_contain(pa.array(keys, pa.binary())) for f in filters]).tolist()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.lists(st.binary(max_size=5), max_size=150),  # members of a new filter
+            st.sets(st.integers(0, 30)),  # filters dropped (indices into those alive)
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    probes=st.lists(st.binary(max_size=5), min_size=1, max_size=60),
+)
+def test_bloom_arena_sets_answer_like_each_filter_while_filters_come_and_go(
+    steps: list[tuple[list[bytes], set[int]]], probes: list[bytes]
+) -> None:
+    """Like a tablet's rowsets: each step adds a filter, drops some (their objects
+    die), and packs the live ones through the arena. Every set, including sets built
+    before the arena moved to a new buffer, keeps answering like its filters alone."""
+    arena = BloomArena(min_bytes=64)  # moves to a new buffer every few steps
+    alive: list[BloomFilter] = []
+    kept: list[tuple[BloomFilterSet, int, list[bool]]] = []  # set, filters, answers
+    for members, drop in steps:
+        alive.append(BloomFilter.build(pa.array(members, pa.binary()), 0.01))
+        alive = [f for i, f in enumerate(alive) if i not in drop or i == len(alive) - 1]
+        packed = BloomFilterSet(list(alive), arena)
+        want = _each_alone(alive, probes)
+        assert packed.may_contain_hashes(*_pairs(len(alive), probes)).tolist() == want
+        kept.append((packed, len(alive), want))  # the dropped filters' objects die
+    for packed, n, want in kept:
+        assert packed.may_contain_hashes(*_pairs(n, probes)).tolist() == want
+
+
+def test_bloom_arena_copies_only_new_filters_and_forgets_dead_ones() -> None:
+    arena = BloomArena()
+    fs = [BloomFilter.build(pa.array([bytes([i])] * 2000, pa.binary())) for i in range(8)]
+    buf, at = arena.place(fs)
+    again, at2 = arena.place(fs[2:5])
+    assert again is buf and at2.tolist() == at[2:5].tolist()  # nothing copied
+    used = arena._used
+    big = arena.nbytes
+    del fs[:6]  # six filters die
+    while arena.nbytes == big:  # the next move keeps only the live filters
+        fs.append(BloomFilter.build(pa.array([b"x"] * 2000, pa.binary())))
+        arena.place(fs[-1:])
+    assert arena._used < used + sum(len(f._bytes) for f in fs)
+    assert len(arena._where) == len(fs)
+
+
 def test_packed_bloom_filters_need_one_seed() -> None:
     a = BloomFilter.build(pa.array([b"a"], pa.binary()))
     b = BloomFilter(bytes(a.num_bits // 8), a.num_bits, a.num_hashes, seed=5)
@@ -213,8 +272,9 @@ def test_large_batch_locates_like_small_batches(
     data=st.data(),
 )
 def test_deltas_slices_concatenate_to_the_whole(n: int, cuts: list[int], data: Any) -> None:
-    """``Deltas.slice`` (how one batch's events are cut per target store) loses and
-    moves nothing: the slices of a run, concatenated, are the run."""
+    """``Deltas.split`` (how one batch's events are cut per target store) and ``slice``
+    lose and move nothing: the pieces of a run, concatenated, are the run, and each
+    piece of ``split`` is the ``slice`` of its bounds."""
     sets = {cid: data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) for cid in (1, 2)}
     cols = {
         cid: ColumnDelta(np.flatnonzero(m), pa.array(np.flatnonzero(m) * 10 + cid))
@@ -230,6 +290,16 @@ def test_deltas_slices_concatenate_to_the_whole(n: int, cuts: list[int], data: A
     )
     bounds = sorted({0, n, *(c for c in cuts if c <= n)})
     parts = [d.slice(a, b) for a, b in itertools.pairwise(bounds)]
+    inner = [b for b in bounds if 0 < b < n]
+    if n:
+        pieces = d.split(inner)
+        assert len(pieces) == len(parts)
+        for piece, part in zip(pieces, parts, strict=True):
+            assert piece.rowid.tolist() == part.rowid.tolist()
+            assert sorted(piece.cols) == sorted(part.cols)
+            for cid, cd in part.cols.items():
+                assert piece.cols[cid].pos.tolist() == cd.pos.tolist()
+                assert piece.cols[cid].values.to_pylist() == cd.values.to_pylist()
     whole = concat_deltas(parts)
     assert whole.rowid.tolist() == d.rowid.tolist() and whole.seq.tolist() == d.seq.tolist()
     assert sorted(whole.cols) == sorted(d.cols)

@@ -96,6 +96,26 @@ class Deltas:
         sl = slice(start, stop)
         return Deltas(self.rowid[sl], self.ts[sl], self.seq[sl], self.op[sl], cols)
 
+    def split(self, cuts: Sequence[int]) -> list[Deltas]:
+        """The events cut at the ascending positions ``cuts`` into consecutive runs
+        (``slice`` of each), with one search per column for all runs: the write path
+        cuts a batch into one run per rowset, and a batch touches every rowset."""
+        bounds = [0, *cuts, len(self)]
+        col_bounds = {
+            cid: (np.searchsorted(cd.pos, bounds).tolist(), cd) for cid, cd in self.cols.items()
+        }
+        out = []
+        for i in range(len(bounds) - 1):
+            start, stop = bounds[i], bounds[i + 1]
+            cols = {}
+            for cid, (cb, cd) in col_bounds.items():
+                lo, hi = cb[i], cb[i + 1]
+                if hi > lo:
+                    cols[cid] = ColumnDelta(cd.pos[lo:hi] - start, cd.values.slice(lo, hi - lo))
+            sl = slice(start, stop)
+            out.append(Deltas(self.rowid[sl], self.ts[sl], self.seq[sl], self.op[sl], cols))
+        return out
+
     def map_rowids(self, mapping: np.ndarray) -> Deltas:
         """Renumber rows: new rowid = mapping[old rowid]."""
         return Deltas(mapping[self.rowid], self.ts, self.seq, self.op, self.cols)

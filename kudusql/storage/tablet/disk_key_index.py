@@ -11,7 +11,8 @@ once:
 1. each rowset's share of the sorted batch: the rowsets' min and max keys, as one
    sorted-form array per bound, searched in the batch (two numpy calls in all);
 2. a (key, rowset) pair for every key in a rowset's range, the pairs probed against
-   all the rowsets' bloom filters together (``BloomFilterSet``);
+   all the rowsets' bloom filters together (``BloomFilterSet``, its bits kept in one
+   ``BloomArena`` so that a new index copies only the filters of new rowsets);
 3. the pairs that pass, looked up in each rowset's key file, one search per rowset
    (``CFileReader.find_sortable``: the whole file as one sorted array).
 
@@ -24,12 +25,15 @@ from __future__ import annotations
 import numpy as np
 
 from kudusql.storage.cfile import key_array
-from kudusql.storage.cfile.bloom import BloomFilterSet
+from kudusql.storage.cfile.bloom import BloomArena, BloomFilterSet
 from kudusql.storage.tablet.diskrowset import DiskRowSet
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 
 #: Most (key, rowset) pairs one batch may form here (bounds the temporaries: ~64 MiB).
 _MAX_PAIRS = 1 << 21
+#: Where every index of this process packs its bloom filters: a new ``RowSets`` (after a
+#: flush or compaction) shares the packed bits of the rowsets it kept.
+BLOOM_ARENA = BloomArena()
 
 
 class DiskKeyIndex:
@@ -65,7 +69,7 @@ class DiskKeyIndex:
             filters = [self.drs[i].bloom() for i in self._present.tolist()]
             if any(f.seed != BLOOM_SEED for f in filters):
                 return None
-            b = self._blooms = BloomFilterSet(filters)
+            b = self._blooms = BloomFilterSet(filters, BLOOM_ARENA)
         return b
 
     def find(

@@ -31,6 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.storage.cfile import key_array
+from kudusql.storage.cfile.encodings import var_parts
 from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
 
 
@@ -69,6 +71,8 @@ class MemRowSet:
         self._alive = np.zeros(1024, dtype=bool)
         self._num_slots = 0
         self._index: dict[bytes, int] = {}
+        self._runs: _KeyRuns | None = None  # batch lookups of fixed-width keys
+        self._no_runs = False  # keys of different widths were seen: no runs
         self._indexed_chunks = 0
         self._indexed_slots = 0
         self._view: MemRowSetView | None = None
@@ -267,6 +271,20 @@ class MemRowSet:
         n = len(keys)
         if self._num_slots == 0 or n == 0:
             return np.full(n, -1, dtype=np.int64)
+        width = key_array.fixed_width(keys)
+        runs, pending = self._key_runs()
+        if runs is not None and width > 0:
+            if width == runs.width:
+                _, data = var_parts(keys)
+                out = runs.find(key_array.sortable(data, width, n))
+            else:  # every key of the Arrow chunks has the runs' width
+                out = np.full(n, -1, dtype=np.int64)
+            if pending:  # the row path's tail: its keys are in the dict
+                get = self._index.get
+                miss = np.flatnonzero(out < 0)
+                tail: list[bytes] = keys.take(miss).to_pylist()  # type: ignore[assignment]
+                out[miss] = np.fromiter((get(k, -1) for k in tail), np.int64, len(miss))
+            return out
         if n * self._DICT_PROBE_RATIO > self._num_slots:
             all_keys = self.view().keys
             idx = pc.index_in(keys, value_set=all_keys)
@@ -275,6 +293,34 @@ class MemRowSet:
         get = self._index.get
         pylist: list[bytes] = keys.to_pylist()  # type: ignore[assignment]
         return np.fromiter((get(k, -1) for k in pylist), dtype=np.int64, count=n)
+
+    def _key_runs(self) -> tuple[_KeyRuns | None, bool]:
+        """The sorted runs over every key of the Arrow chunks (None when the keys are
+        not all of one width), brought up to date; and whether a row-path tail exists."""
+        with self._lock:
+            pending = bool(self._p_keys)
+            runs = self._runs
+            if self._no_runs:
+                return None, pending
+            covered = runs.slots if runs is not None else 0
+            in_chunks = self._num_slots - len(self._p_keys)
+            if covered == in_chunks:
+                return runs, pending
+            parts, at = [], 0
+            for k in self._keys:
+                if at + len(k) > covered:
+                    parts.append(k.slice(max(0, covered - at)))
+                at += len(k)
+            new = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+            width = key_array.fixed_width(new)
+            if width <= 0 or (runs is not None and width != runs.width):
+                self._runs, self._no_runs = None, True
+                return None, pending
+            _, data = var_parts(new)
+            values = key_array.sortable(data, width, len(new))
+            slots = np.arange(covered, in_chunks, dtype=np.int64)
+            self._runs = _KeyRuns.of(runs, width, values, slots)
+            return self._runs, pending
 
     def lookup_one(self, key: bytes) -> int:
         if self._num_slots == 0:
@@ -385,6 +431,49 @@ def _column(values: Sequence[Any], t: pa.DataType) -> pa.Array[Any]:
     if np_type is not None and None not in values:
         return pa.array(np.array(values, dtype=np_type), type=t)
     return pa.array(values, type=t)
+
+
+@dataclass(frozen=True)
+class _KeyRuns:
+    """Every key of a MemRowSet's Arrow chunks (all of one width, in ``key_array``'s
+    sortable form) as sorted runs with their slots: a batch of keys is one
+    ``searchsorted`` per run. Runs are merged as a binary counter merges its digits
+    (a new run absorbs the newest runs not larger than twice its size), so there are
+    a few, and a key is re-sorted a few times over the MemRowSet's life. Replaced,
+    never changed, so a lookup may use the one it read while a writer adds keys.
+
+    This is the write path's probe of the MemRowSet: a per-key dict costs a Python
+    step per key of every batch, and a hash join over all keys rebuilds its table
+    each batch."""
+
+    width: int
+    runs: tuple[tuple[np.ndarray, np.ndarray], ...]  # (sorted values, their slots)
+    slots: int  # keys covered: slots 0 .. slots-1
+
+    @staticmethod
+    def of(prev: _KeyRuns | None, width: int, values: np.ndarray, slots: np.ndarray) -> _KeyRuns:
+        """``prev`` (or nothing) with the keys ``values`` at ``slots`` added."""
+        runs = list(prev.runs) if prev is not None else []
+        order = np.argsort(values, kind="stable")
+        vals, sl = values[order], slots[order]
+        while runs and len(runs[-1][0]) <= 2 * len(vals):
+            pv, ps = runs.pop()
+            vals = np.concatenate([pv, vals])
+            sl = np.concatenate([ps, sl])
+            order = np.argsort(vals, kind="stable")
+            vals, sl = vals[order], sl[order]
+        runs.append((vals, sl))
+        return _KeyRuns(width, tuple(runs), int(slots[-1]) + 1 if len(slots) else 0)
+
+    def find(self, values: np.ndarray) -> np.ndarray:
+        """Slot of each value, -1 where absent (a key is at most in one run)."""
+        out = np.full(len(values), -1, dtype=np.int64)
+        for vals, sl in self.runs:
+            pos = np.searchsorted(vals, values)
+            np.minimum(pos, len(vals) - 1, out=pos)
+            hit = vals[pos] == values
+            out[hit] = sl[pos[hit]]
+        return out
 
 
 def _fill_idx(idx: pa.Array[Any]) -> np.ndarray:

@@ -303,11 +303,10 @@ def apply(
     order = np.argsort(key, kind="stable")
     rows, key = rows[order], key[order]
     every = _build_deltas(schema, pb, rows, action, trow, drop_imm, ts, seq_base)
-    starts = np.flatnonzero(np.diff(key)) + 1
-    for a, b in zip([0, *starts.tolist()], [*starts.tolist(), len(rows)], strict=True):
-        g = int(key[a])
+    starts = (np.flatnonzero(np.diff(key)) + 1).tolist()
+    groups = key[[0, *starts]].tolist()
+    for g, deltas in zip(groups, every.split(starts), strict=True):
         k, ri = g >> 40, (g & ((1 << 40) - 1)) - 1
-        deltas = every.slice(a, b)
         if k == K_MRS:
             rs.mrs.mutate(deltas)
         elif k == K_FROZEN:
