@@ -4,18 +4,23 @@ ancient history mark (AHM) stays readable, older history is refused and reclaime
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import threading
 import time
 from typing import Any
 
+import hypothesis.strategies as st
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, wall_micros
 from kudusql.common.options import TabletOptions
+from kudusql.storage.tablet import compaction
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support.tablets import pause_at, rows, schema
 
@@ -596,3 +601,28 @@ def test_policy_never_repeats_a_merge_that_keeps_the_rowset_count(tmp_path: Any)
     assert merges >= 1
     assert t.count_rows() == 600
     t.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.sampled_from([1, 3, 4, 8]),
+    data=st.data(),
+)
+def test_merge_key_order_is_key_then_delete_time(width: int, data: Any) -> None:
+    """``_key_order`` (numbers for keys of one width, Arrow's sort otherwise) orders the
+    copies by key, then by delete time, ties kept in input order, and flags each copy
+    followed by one of the same key."""
+    alphabet = st.sampled_from([b"\x00", b"\x01", b"\x7f", b"\x80", b"\xff"])
+    key_st = st.lists(alphabet, min_size=width, max_size=width).map(b"".join)
+    if data.draw(st.booleans()):  # mixed widths: the Arrow path
+        key_st = st.one_of(key_st, st.binary(max_size=3))
+    keys = data.draw(st.lists(key_st, min_size=1, max_size=60))
+    ts = data.draw(
+        st.lists(st.sampled_from([5, 9, 2**64 - 1]), min_size=len(keys), max_size=len(keys))
+    )
+    del_ts = np.array(ts, dtype=np.uint64)
+    order, same_next = compaction._key_order(pa.array(keys, pa.binary()), del_ts)
+    want = sorted(range(len(keys)), key=lambda i: (keys[i], ts[i]))
+    assert order.tolist() == want
+    sk = [keys[i] for i in want]
+    assert same_next.tolist() == [a == b for a, b in itertools.pairwise(sk)] + [False]

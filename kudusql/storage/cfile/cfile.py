@@ -598,7 +598,7 @@ class CFileReader:
         maxs, _ = self._value_index()
         if not maxs or not len(values):
             return out
-        whole = self._whole_keys(len(values))
+        whole = self.whole_keys(len(values))
         if whole is not None:
             if whole[1] == width:  # keys of another width than the file's are all absent
                 out[:] = key_array.search(whole[0], values)
@@ -607,7 +607,7 @@ class CFileReader:
         self._find_fixed(raw, width, np.arange(len(values), dtype=np.int64), out)
         return out
 
-    def _whole_keys(self, batch: int) -> tuple[np.ndarray, int] | None:
+    def whole_keys(self, batch: int) -> tuple[np.ndarray, int] | None:
         """The whole sorted key file as one array (``key_array``) when it is cached, or
         worth building for a batch of ``batch`` keys: one that touches at least a
         quarter of the pages. None for files of mixed widths, or without a cache."""

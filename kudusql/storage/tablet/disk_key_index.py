@@ -44,6 +44,9 @@ class DiskKeyIndex:
         self._present = np.array([i for i, d in enumerate(drs) if d.num_rows], dtype=np.int64)
         self._bounds: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
         self._blooms: BloomFilterSet | None = None
+        # Each rowset's key file as one sorted array (``CFileReader.whole_keys``), held
+        # while this index is current: the block cache may evict its copy meanwhile.
+        self._whole: dict[int, tuple[np.ndarray, int] | None] = {}
 
     def _bounds_of(self, width: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Min and max keys of the rowsets in sorted form, None unless all are
@@ -111,16 +114,26 @@ class DiskKeyIndex:
         rowid = np.full(len(which), -1, dtype=np.int64)
         alive = np.zeros(len(which), dtype=bool)
         if len(which):
-            cuts = np.flatnonzero(which[1:] != which[:-1]) + 1
-            starts = np.concatenate([[0], cuts]).tolist()
-            ends = np.concatenate([cuts, [len(which)]]).tolist()
-            for s, e in zip(starts, ends, strict=True):
-                d = self.drs[int(self._present[which[s]])]
-                r = d.key_reader().find_sortable(svals[spos[s:e]], width)
+            cuts = (np.flatnonzero(which[1:] != which[:-1]) + 1).tolist()
+            values = svals[spos]
+            present = self._present[which[[0, *cuts]]].tolist()
+            for ri, s, e in zip(present, [0, *cuts], [*cuts, len(which)], strict=True):
+                d = self.drs[ri]
+                whole = self._whole.get(ri)
+                if whole is None:
+                    whole = self._whole[ri] = d.key_reader().whole_keys(e - s)
+                if whole is None:  # a few keys of a big file: through its page index
+                    r = d.key_reader().find_sortable(values[s:e], width)
+                elif whole[1] != width:  # keys of another width are all absent
+                    continue
+                else:
+                    r = key_array.search(whole[0], values[s:e])
                 rowid[s:e] = r
-                ok = r >= 0
-                if ok.any():
+                if d.has_deletes:
+                    ok = r >= 0
                     alive[s:e][ok] = ~d.dead_at_latest()[r[ok]]
+                else:
+                    alive[s:e] = r >= 0
         hit = rowid >= 0
         return bpos[hit], self._present[which[hit]], rowid[hit], alive[hit]
 

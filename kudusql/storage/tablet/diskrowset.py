@@ -175,6 +175,8 @@ class DiskRowSet:
         self.dms = DeltaMemStore(meta.last_durable_dms_id + 1)
         self.frozen_dms: DeltaMemStore | None = None
         self._dead: np.ndarray | None = None
+        # One flag, shared like ``_dead`` (by ``derive``): has any row been deleted?
+        self._dead_any: np.ndarray | None = None
         self._resolved_latest: tuple[tuple[int, ...], Resolved, int] | None = None
 
     @property
@@ -441,15 +443,26 @@ class DiskRowSet:
                 d = np.zeros(self.meta.num_rows, dtype=bool)
                 for part in self.redo_parts():
                     _mark_dead(d, part)
+                self._dead_any = np.array([d.any()])
                 self._dead = d
             return self._dead
+
+    @property
+    def has_deletes(self) -> bool:
+        """False only if no row is deleted as of now (then ``dead_at_latest`` is all
+        False and a key found is live); True once any row was."""
+        self.dead_at_latest()
+        assert self._dead_any is not None
+        return bool(self._dead_any[0])
 
     def apply_mutations(self, deltas: Deltas) -> None:
         """New REDO events from the write path (under the tablet's write lock)."""
         dead = self.dead_at_latest()
         with self._lock:
             self.dms.append(deltas)
-            _mark_dead(dead, deltas)
+            if _mark_dead(dead, deltas):
+                assert self._dead_any is not None
+                self._dead_any[0] = True
 
     def live_count(self) -> int:
         return int(self.meta.num_rows - self.dead_at_latest().sum())
@@ -459,7 +472,8 @@ class DiskRowSet:
         object (scans that captured this one keep reading its files) that shares the
         in-memory stores, so writes made through either are seen by both."""
         new = DiskRowSet(self.tablet_dir, meta, self.cache)
-        new.dms, new.frozen_dms, new._dead = self.dms, self.frozen_dms, self._dead
+        new.dms, new.frozen_dms = self.dms, self.frozen_dms
+        new._dead_any, new._dead = self._dead_any, self._dead
         new._key_reader, new._bloom = self._key_reader, self._bloom
         for cid, r in self._readers.items():
             if meta.column_file(cid) == self.meta.column_file(cid):
@@ -521,14 +535,21 @@ class DiskRowSet:
         }
 
 
-def _mark_dead(dead: np.ndarray, d: Deltas) -> None:
-    ev = d.op != MutationType.UPDATE
+_UPDATE = np.uint8(MutationType.UPDATE)
+_DELETE = np.uint8(MutationType.DELETE)
+
+
+def _mark_dead(dead: np.ndarray, d: Deltas) -> bool:
+    """Apply the liveness changes of ``d`` to ``dead``; True if a row was deleted."""
+    ev = d.op != _UPDATE
     if not ev.any():
-        return
+        return False
     rows = d.rowid[ev][::-1]
     ops = d.op[ev][::-1]
     uniq, idx = np.unique(rows, return_index=True)
-    dead[uniq] = ops[idx] == MutationType.DELETE
+    deleted = ops[idx] == _DELETE
+    dead[uniq] = deleted
+    return bool(deleted.any())
 
 
 class DeltaFileReaderLazy:
