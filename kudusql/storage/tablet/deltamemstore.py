@@ -32,8 +32,10 @@ class DeltaMemStore:
     def is_empty(self) -> bool:
         return self.count == 0
 
-    def append(self, deltas: Deltas) -> None:
-        """Add events (called under the tablet's write lock)."""
+    def append(self, deltas: Deltas, nbytes: int | None = None) -> None:
+        """Add events (called under the tablet's write lock). ``nbytes``, when given,
+        is charged instead of ``deltas.nbytes()`` (the write path apportions one
+        batch's size over the stores it touches)."""
         if not len(deltas):
             return
         with self._lock:
@@ -41,7 +43,7 @@ class DeltaMemStore:
             self._cached = None
             self._version += 1
             self.count += len(deltas)
-            self.bytes += deltas.nbytes()
+            self.bytes += deltas.nbytes() if nbytes is None else nbytes
             if self.min_ts is None:
                 self.min_ts = int(deltas.ts[0])
                 self.min_seq = int(deltas.seq[0])

@@ -455,12 +455,16 @@ class DiskRowSet:
         assert self._dead_any is not None
         return bool(self._dead_any[0])
 
-    def apply_mutations(self, deltas: Deltas) -> None:
-        """New REDO events from the write path (under the tablet's write lock)."""
+    def apply_mutations(
+        self, deltas: Deltas, liveness: bool = True, nbytes: int | None = None
+    ) -> None:
+        """New REDO events from the write path (under the tablet's write lock).
+        ``liveness=False``: the caller knows they are all UPDATEs (no row dies or comes
+        back); ``nbytes``: their size when the caller has it (see ``DeltaMemStore``)."""
         dead = self.dead_at_latest()
         with self._lock:
-            self.dms.append(deltas)
-            if _mark_dead(dead, deltas):
+            self.dms.append(deltas, nbytes)
+            if liveness and _mark_dead(dead, deltas):
                 assert self._dead_any is not None
                 self._dead_any[0] = True
 

@@ -305,6 +305,8 @@ def apply(
     every = _build_deltas(schema, pb, rows, action, trow, drop_imm, ts, seq_base)
     starts = (np.flatnonzero(np.diff(key)) + 1).tolist()
     groups = key[[0, *starts]].tolist()
+    liveness = bool((action[rows] != A_UPDATE).any())  # else no row dies or comes back
+    per_event = every.nbytes() / len(every)
     for g, deltas in zip(groups, every.split(starts), strict=True):
         k, ri = g >> 40, (g & ((1 << 40) - 1)) - 1
         if k == K_MRS:
@@ -312,7 +314,7 @@ def apply(
         elif k == K_FROZEN:
             rs.frozen[ri].mutate(deltas)
         else:
-            rs.drs[ri].apply_mutations(deltas)
+            rs.drs[ri].apply_mutations(deltas, liveness, int(per_event * len(deltas)))
 
 
 def _build_deltas(
