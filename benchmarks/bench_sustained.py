@@ -76,6 +76,7 @@ class Sample:
     redo_files_per_rowset: int  # the most REDO files of any one rowset
     memory_bytes: int
     disk_bytes: int
+    raw_bytes: int  # the DiskRowSets' uncompressed size: what rowsets roll on
 
 
 @dataclass
@@ -87,11 +88,14 @@ class SustainedRun:
     errors: list[str] = field(default_factory=list)
 
 
-def _counts(t: Tablet) -> tuple[int, int, int, int]:
-    """DiskRowSets, their REDO and UNDO files, and the most REDO files of one rowset."""
+def _counts(t: Tablet) -> tuple[int, int, int, int, int]:
+    """DiskRowSets, their REDO and UNDO files, the most REDO files of one rowset, and
+    their raw bytes."""
     info = [r for r in t.rowsets_info() if r["kind"] == "diskrowset"]
     redo = [r["redo_files"] for r in info]
-    return len(info), sum(redo), sum(r["undo_files"] for r in info), max(redo, default=0)
+    undo = sum(r["undo_files"] for r in info)
+    raw = sum(r["raw_bytes"] for r in info)
+    return len(info), sum(redo), undo, max(redo, default=0), raw
 
 
 KEY_PATTERNS = ("sequential", "random")
@@ -115,7 +119,7 @@ def sustained(path: str, seconds: float, seed: int = 42, keys: str = "random") -
         while True:
             now = time.monotonic() - start
             if now >= next_sample or now >= seconds:
-                rowsets, redo, undo, redo_one = _counts(t)
+                rowsets, redo, undo, redo_one, raw = _counts(t)
                 st = t.stats()
                 rate = written_since / max(1e-9, time.monotonic() - last)
                 out.samples.append(
@@ -128,6 +132,7 @@ def sustained(path: str, seconds: float, seed: int = 42, keys: str = "random") -
                         redo_one,
                         t.memory_bytes(),
                         st["disk_bytes"],
+                        raw,
                     )
                 )
                 written_since, last = 0, time.monotonic()
@@ -200,11 +205,12 @@ def _report(res: Result, keys: str, r: SustainedRun) -> None:
     res.info[f"{keys}_maintenance_ops"] = r.ops
     res.notes.append(
         f"{keys} keys, samples (s, rows/s, rowsets, redo, undo, most redo of a rowset, "
-        "MiB mem, MiB disk): "
+        "MiB mem, MiB disk, MiB raw): "
         + "; ".join(
             f"{s.at_s:.0f} {s.rows_per_s:.0f} {s.rowsets} {s.redo_files} {s.undo_files} "
             f"{s.redo_files_per_rowset} "
-            f"{s.memory_bytes / 2**20:.1f} {s.disk_bytes / 2**20:.1f}"
+            f"{s.memory_bytes / 2**20:.1f} {s.disk_bytes / 2**20:.1f} "
+            f"{s.raw_bytes / 2**20:.1f}"
             for s in r.samples
         )
     )
@@ -219,4 +225,9 @@ def summary(r: SustainedRun) -> dict[str, Any]:
         "max_undo": max(s.undo_files for s in r.samples),
         "max_redo_per_rowset": max(s.redo_files_per_rowset for s in r.samples),
         "disk_bytes": r.samples[-1].disk_bytes,
+        # Rowsets beyond twice what the data needs at the target size (rowsets roll on
+        # raw bytes, so compressed disk bytes would undercount the need).
+        "excess_rowsets": max(
+            s.rowsets - 2 * s.raw_bytes / OPTIONS.rowset_target_bytes for s in r.samples
+        ),
     }

@@ -102,12 +102,15 @@ def read_lines(
     proc: subprocess.Popen[str], model: Model, acks: int, pending: dict[str, Any] | None
 ) -> dict[str, Any] | None:
     """Consume BEGIN/ACK lines until ``acks`` acknowledgements (-1: until EOF); returns
-    the op in flight (begun, not acknowledged), if any."""
+    the op in flight (begun, not acknowledged), if any.
+
+    A last line without its newline was torn by the kill (a long line leaves the
+    writer in more than one ``write``): it never arrived, so it acknowledges nothing."""
     assert proc.stdout is not None
     seen = 0
     while acks < 0 or seen < acks:
         line = proc.stdout.readline()
-        if not line:
+        if not line.endswith("\n"):
             break
         word, _, rest = line.partition(" ")
         if word == "BEGIN":
@@ -139,17 +142,18 @@ def run_crashes(tmp_path: Path, kills: int, seed: int) -> None:
             cwd=ROOT,
         )
         try:
-            pending = read_lines(proc, model, rng.randint(2, 25), None)
-            time.sleep(rng.random() * 0.03)
+            try:
+                pending = read_lines(proc, model, rng.randint(2, 25), None)
+                time.sleep(rng.random() * 0.03)
+            finally:
+                proc.kill()
+                proc.wait()
+            assert proc.returncode == -9, proc.stderr.read() if proc.stderr else ""
+            pending = read_lines(proc, model, -1, pending)  # printed before the kill
         finally:
-            proc.kill()
-            proc.wait()
-        assert proc.returncode == -9, proc.stderr.read() if proc.stderr else ""
-        pending = read_lines(proc, model, -1, pending)  # printed before the kill landed
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if proc.stderr is not None:
-            proc.stderr.close()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
         db = Database(path, cw.OPTIONS, maintenance=False)
         try:
             if pending is not None:
@@ -167,3 +171,19 @@ def test_sigkill_database_writer_12_times(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_sigkill_database_writer_many_times(tmp_path: Path, seed: int) -> None:
     run_crashes(tmp_path, kills=50, seed=50 + seed)
+
+
+def test_a_torn_last_line_acknowledges_nothing() -> None:
+    """Pins a flaky failure: a kill between the writes of one long ``ACK`` line left
+    ``ACK `` without its JSON; the op stays in flight instead of failing to parse."""
+    op = {"op": "create", "table": "t"}
+    script = f"import sys; sys.stdout.write('BEGIN {json.dumps(op)}\\nACK ')"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    model = Model()
+    try:
+        assert read_lines(proc, model, -1, None) == op
+    finally:
+        assert proc.stdout is not None
+        proc.stdout.close()
+        proc.wait()
+    assert model.rows == {}

@@ -1347,6 +1347,7 @@ class Tablet(WriteShortcuts):
                 "min_key": d.meta.min_key.hex(),
                 "max_key": d.meta.max_key.hex(),
                 "base_bytes": d.meta.base_bytes,
+                "raw_bytes": d.meta.raw_bytes or d.meta.base_bytes,
                 **d.delta_stats(),
             }
             for d in rs.drs
