@@ -44,7 +44,7 @@ from kudusql.storage.client.fingerprint import (
 from kudusql.storage.client.scan_token import ScanToken
 
 #: Decoded pages a Spark worker process keeps (each worker has its own cache).
-WORKER_CACHE_BYTES = 256 << 20
+WORKER_CACHE_BYTES = 1 << 30
 #: The fewest rows ``kudu.batchSize`` cuts a batch into: Spark and the Python worker pay
 #: per batch (a setting of 1 byte meant one-row batches, which crashed Python workers).
 MIN_SPLIT_ROWS = 1024

@@ -23,6 +23,8 @@ from kudusql.common.murmur import murmur3_x64_128
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
+from kudusql.storage.cfile import key_array
+from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.cfile.bloom import BloomArena, BloomFilter, BloomFilterSet
 from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
@@ -217,32 +219,53 @@ def _rows(keys: np.ndarray, key_type: str) -> pa.Table:
 
 
 @pytest.mark.parametrize(
-    ("key_type", "max_pairs"),
-    [("INT64", 1 << 21), ("INT64", 100), ("STRING", 1 << 21)],
-    ids=["fixed-width-packed", "fixed-width-rowset-by-rowset", "variable-width"],
+    ("key_type", "max_pairs", "layout"),
+    [
+        ("INT64", 1 << 21, "overlapping"),
+        ("INT64", 1 << 21, "sequential"),
+        ("INT64", 100, "overlapping"),
+        ("STRING", 1 << 21, "overlapping"),
+    ],
+    ids=[
+        "fixed-width-packed",
+        "fixed-width-packed-no-overlap",
+        "fixed-width-rowset-by-rowset",
+        "variable-width",
+    ],
 )
 def test_large_batch_locates_like_small_batches(
-    tmp_path: Any, key_type: str, max_pairs: int, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Any, key_type: str, max_pairs: int, layout: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """(A batch of fixed-width keys over ``_MAX_PAIRS`` pairs goes rowset by rowset.)"""
+    """(A batch of fixed-width keys over ``_MAX_PAIRS`` pairs goes rowset by rowset.
+    Rowsets that do not overlap are searched without their bloom filters. The key arena
+    is tiny, so it moves to new buffers while the rowsets come.)"""
     monkeypatch.setattr(disk_key_index, "_MAX_PAIRS", max_pairs)
+    monkeypatch.setattr(disk_key_index, "KEY_ARENA", disk_key_index.KeyArena(min_items=64))
     rng = np.random.default_rng(11)
     opts = TabletOptions(sync=False, bulk_load_rows=1_000_000)
     schema = _schema(key_type)
     t = Tablet.create(str(tmp_path / "t"), schema, opts)
     try:
         written: list[np.ndarray] = []
-        for i in range(6):  # six overlapping DiskRowSets (random keys over one range)
-            keys = np.unique(rng.integers(0, 50_000, 3_000))
+        for i in range(6):  # six DiskRowSets: random keys over one range, or in turn
+            if layout == "sequential":
+                keys = np.unique(rng.integers(i * 8_400, (i + 1) * 8_400, 3_000))
+            else:
+                keys = np.unique(rng.integers(0, 50_000, 3_000))
             if written:
                 keys = np.setdiff1d(keys, np.concatenate(written))
             t.insert(_rows(keys, key_type))
             written.append(keys)
-            if i in (2, 4):  # ghosts: delete some rows, then re-insert some of those
+            if i in (2, 4) and layout == "overlapping":  # ghosts: delete, re-insert some
                 gone = rng.choice(np.concatenate(written), 400, replace=False)
                 t.delete(pa.table({"k": _key_array(gone, key_type)}))
                 t.insert(_rows(gone[:150], key_type))
             t.flush()
+            if i == 4:  # an index from before the last rowset, kept through arena moves
+                old = t._rowsets
+                old_keys = _key_array(np.arange(0, 50_000, 3), key_type)
+                old_probe = KeyProbe(encode_keys([old_keys], [schema.key_columns[0].type]))
+                old_found = old.disk_keys.find(old_probe, np.ones(len(old_probe.keys), bool))
         t.insert(_rows(np.arange(50_000, 50_300), key_type))  # MemRowSet rows
         rs = t._rowsets
         assert len(rs.drs) >= 6
@@ -262,6 +285,13 @@ def test_large_batch_locates_like_small_batches(
         live = set(t.scan(["k"]).read_all()["k"].to_pylist())
         want = _key_array(probe_keys, key_type).to_pylist()
         assert big[4].tolist() == [k in live for k in want]
+        if key_type == "INT64" and max_pairs > 100:  # the keys went through the arena
+            assert disk_key_index.KEY_ARENA.nbytes > 0
+        again = old.disk_keys.find(old_probe, np.ones(len(old_probe.keys), bool))
+        assert (again is None) == (old_found is None)
+        if again is not None and old_found is not None:
+            for a, b in zip(again, old_found, strict=True):
+                assert np.array_equal(a, b)
     finally:
         t.close()
 
@@ -306,3 +336,54 @@ def test_deltas_slices_concatenate_to_the_whole(n: int, cuts: list[int], data: A
     for cid, cd in d.cols.items():
         assert whole.cols[cid].pos.tolist() == cd.pos.tolist()
         assert whole.cols[cid].values.to_pylist() == cd.values.to_pylist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    segments=st.lists(st.lists(st.integers(0, 60), max_size=40), min_size=1, max_size=6),
+    data=st.data(),
+)
+def test_search_segments_equals_a_search_per_segment(segments: list[list[int]], data: Any) -> None:
+    arrays = [np.unique(np.array(s, dtype=np.uint64)) for s in segments]
+    buf = np.concatenate(arrays)
+    lens = np.array([len(a) for a in arrays], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    which = np.array(
+        data.draw(st.lists(st.integers(0, len(arrays) - 1), max_size=30)), dtype=np.int64
+    )
+    probes = np.array(
+        data.draw(st.lists(st.integers(0, 61), min_size=len(which), max_size=len(which))),
+        dtype=np.uint64,
+    )
+    got = key_array.search_segments(buf, offs[which], lens[which], probes)
+    want = []
+    for w, p in zip(which.tolist(), probes.tolist(), strict=True):
+        hit = np.flatnonzero(arrays[w] == p)
+        want.append(int(offs[w] + hit[0]) if len(hit) else -1)
+    assert got.tolist() == want
+
+
+def test_arena_fetches_each_owner_once_and_keeps_placed_arrays_through_moves() -> None:
+    class Owner:
+        def __init__(self, n: int) -> None:
+            self.values = np.arange(n, dtype=np.uint64) + np.uint64(1000 * n)
+
+    fetched: list[int] = []
+
+    def fetch(o: Owner) -> np.ndarray:
+        fetched.append(id(o))
+        return o.values
+
+    arena: Arena[Owner] = Arena(np.uint64, fetch, min_items=8)
+    owners = [Owner(n) for n in range(1, 30)]
+    captured = []
+    for i in range(len(owners)):  # every placement moves the tiny arena now and then
+        buf, offs = arena.place(owners[: i + 1])
+        captured.append((buf, offs, i + 1))
+    assert sorted(fetched) == sorted(id(o) for o in owners)  # once each, moves or not
+    for buf, offs, n in captured:  # old buffers still hold what they were given
+        for o, off in zip(owners[:n], offs.tolist(), strict=True):
+            assert buf[off : off + len(o.values)].tolist() == o.values.tolist()
+    got = arena.array_of(owners[3])
+    assert got is not None and got.tolist() == owners[3].values.tolist()
+    assert arena.array_of(Owner(2)) is None

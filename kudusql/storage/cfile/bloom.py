@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import math
 import struct
-import threading
-import weakref
 from collections.abc import Iterator
 
 import mmh3
@@ -31,6 +29,7 @@ import numpy as np
 from kudusql.common.errors import CorruptionError, ProgrammingError
 from kudusql.common.keys import ArrowArray, single_array
 from kudusql.common.murmur import murmur3_x64_128
+from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.fs.checksum import crc32
 
 __all__ = ["BLOOM_MAGIC", "BLOOM_VERSION", "BloomArena", "BloomFilter", "BloomFilterSet"]
@@ -294,73 +293,17 @@ class BloomFilterSet:
         return result
 
 
-class BloomArena:
-    """The bitmaps of many filters side by side in one buffer, each copied in once.
+def _bitmap(f: BloomFilter) -> np.ndarray:
+    return f._bits
 
-    A tablet's set of DiskRowSets changes several times a second under load (every
-    flush, delta flush and compaction), and a ``BloomFilterSet`` built anew each time
-    copied every filter's bits (tens of MiB with dozens of rowsets: a fifth of the
-    writer's time in the sustained benchmark). ``place`` copies only filters the arena
-    does not hold yet, appending them after the bytes in use.
 
-    Bytes a set may read are never written again: appends go past ``_used``, and when
-    the buffer is full the arena moves to a new one (twice as large, or, when dead
-    filters fill half of it, just large enough for the live ones), leaving the old
-    buffer to the sets that captured it. Filters are held weakly: one no longer used
-    anywhere is dropped at the next move.
-    """
+class BloomArena(Arena[BloomFilter]):
+    """The bitmaps of many filters side by side in one buffer, each copied in once
+    (see ``arena``): a new ``BloomFilterSet`` over mostly the same filters copies only
+    the new ones."""
 
     def __init__(self, min_bytes: int = 1 << 16) -> None:
-        self._min_bytes = min_bytes  # the smallest buffer
-        self._lock = threading.Lock()
-        self._buf = np.zeros(0, dtype=np.uint8)
-        self._used = 0
-        # id(filter) -> (weak reference, byte offset); the reference tells a live
-        # filter from a dead one whose id was reused.
-        self._where: dict[int, tuple[weakref.ref[BloomFilter], int]] = {}
-
-    @property
-    def nbytes(self) -> int:
-        """Size of the current buffer."""
-        return len(self._buf)
-
-    def place(self, filters: list[BloomFilter]) -> tuple[np.ndarray, np.ndarray]:
-        """(buffer, byte offset of each filter's bitmap in it), copying the filters
-        not yet held."""
-        with self._lock:
-            new = {id(f): f for f in filters if not self._holds(f)}
-            need = sum(len(f._bytes) for f in new.values())
-            if self._used + need > len(self._buf):
-                self._move(need)
-            buf, at = self._buf, self._used
-            for key, f in new.items():
-                buf[at : at + len(f._bytes)] = f._bits
-                self._where[key] = (weakref.ref(f), at)
-                at += len(f._bytes)
-            self._used = at
-            offsets = np.array([self._where[id(f)][1] for f in filters], dtype=np.int64)
-            return buf, offsets
-
-    def _holds(self, f: BloomFilter) -> bool:
-        got = self._where.get(id(f))
-        return got is not None and got[0]() is f
-
-    def _move(self, need: int) -> None:
-        """To a new buffer with room for ``need`` more bytes, keeping the live filters."""
-        live = [(k, ref, ref()) for k, (ref, _) in self._where.items()]
-        kept = [(k, ref, f) for k, ref, f in live if f is not None]
-        live_bytes = sum(len(f._bytes) for _, _, f in kept)
-        size = max(2 * len(self._buf), 2 * (live_bytes + need), self._min_bytes)
-        if live_bytes < self._used // 2:  # mostly dead: size for what lives
-            size = 2 * (live_bytes + need)
-        buf = np.zeros(size, dtype=np.uint8)
-        where: dict[int, tuple[weakref.ref[BloomFilter], int]] = {}
-        at = 0
-        for k, ref, f in kept:
-            buf[at : at + len(f._bytes)] = f._bits
-            where[k] = (ref, at)
-            at += len(f._bytes)
-        self._buf, self._used, self._where = buf, at, where
+        super().__init__(np.uint8, _bitmap, min_bytes)
 
 
 def _next_probe_each(pos: np.ndarray, step: np.ndarray, num_bits: np.ndarray) -> None:

@@ -120,3 +120,35 @@ def search(whole: np.ndarray, probes: np.ndarray) -> np.ndarray:
     ok = pos < n
     ok &= whole[np.minimum(pos, n - 1)] == probes
     return np.where(ok, pos, -1).astype(np.int64, copy=False)
+
+
+def search_segments(
+    buf: np.ndarray, lo: np.ndarray, n: np.ndarray, probes: np.ndarray
+) -> np.ndarray:
+    """Per probe j, its position (into ``buf``) in the sorted segment
+    ``buf[lo[j] : lo[j] + n[j]]``, -1 where it is absent.
+
+    Many segments searched at once, where ``searchsorted`` takes one sorted array: each
+    probe counts the segment's values below it by binary lifting (steps of halving
+    powers of two, one numpy pass per step for all probes), so the numpy calls grow with
+    the log of the longest segment, not with the number of segments."""
+    out = np.full(len(probes), -1, dtype=np.int64)
+    longest = int(n.max(initial=0))
+    if not len(buf) or longest == 0:
+        return out
+    lo = lo.astype(np.int64, copy=False)
+    n = n.astype(np.int64, copy=False)
+    below = np.zeros(len(probes), dtype=np.int64)  # values of the segment < the probe
+    last = lo - 1
+    step = 1 << (longest.bit_length() - 1)
+    while step:
+        # the step's candidate is the segment's value at below + step - 1
+        ok = buf.take(last + below + step, mode="clip") < probes
+        ok &= below + step <= n
+        below += ok * step
+        step >>= 1
+    pos = lo + below
+    found = below < n
+    found &= buf.take(pos, mode="clip") == probes
+    out[found] = pos[found]
+    return out

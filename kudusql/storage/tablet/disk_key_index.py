@@ -10,11 +10,16 @@ once:
 
 1. each rowset's share of the sorted batch: the rowsets' min and max keys, as one
    sorted-form array per bound, searched in the batch (two numpy calls in all);
-2. a (key, rowset) pair for every key in a rowset's range, the pairs probed against
-   all the rowsets' bloom filters together (``BloomFilterSet``, its bits kept in one
+2. a (key, rowset) pair for every key in a rowset's range; where some key has more
+   than one candidate rowset (the rowsets overlap), the pairs are probed against all
+   the rowsets' bloom filters together (``BloomFilterSet``, its bits kept in one
    ``BloomArena`` so that a new index copies only the filters of new rowsets);
-3. the pairs that pass, looked up in each rowset's key file, one search per rowset
-   (``CFileReader.find_sortable``: the whole file as one sorted array).
+3. the pairs that remain, looked up in the rowsets' sorted key files: files of 4- or
+   8-byte keys are copied once into the process's ``KeyArena`` (``uint64``, one
+   buffer) and all their pairs searched in one pass (``key_array.search_segments``);
+   others one search per rowset (``CFileReader.find_sortable``, or the whole file as
+   one sorted array). The per-rowset searches were the writer's largest cost with
+   dozens of rowsets (memory latency and a round of numpy calls for each).
 
 Variable-width keys, and batches whose pairs would exceed ``_MAX_PAIRS``, are not
 answered here (``find`` returns None); the caller goes rowset by rowset.
@@ -24,8 +29,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kudusql.common.errors import ProgrammingError
 from kudusql.storage.cfile import key_array
+from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.cfile.bloom import BloomArena, BloomFilterSet
+from kudusql.storage.cfile.cfile import CFileReader
 from kudusql.storage.tablet.diskrowset import DiskRowSet
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 
@@ -34,6 +42,40 @@ _MAX_PAIRS = 1 << 21
 #: Where every index of this process packs its bloom filters: a new ``RowSets`` (after a
 #: flush or compaction) shares the packed bits of the rowsets it kept.
 BLOOM_ARENA = BloomArena()
+#: Key widths whose sorted key files go to the key arena (as ``uint64``).
+ARENA_WIDTHS = (4, 8)
+
+
+def _fetch_given(reader: CFileReader) -> np.ndarray:
+    raise ProgrammingError(f"the key arena is given each key file's array ({reader.path})")
+
+
+class KeyArena(Arena[CFileReader]):
+    """Sorted key files of 4- or 8-byte keys (``CFileReader.whole_keys``) as ``uint64``
+    in one buffer, each copied in once (see ``arena``), so that one index searches the
+    keys of all its rowsets in one pass (``key_array.search_segments``)."""
+
+    def __init__(self, min_items: int = 1 << 20) -> None:
+        super().__init__(np.uint64, _fetch_given, min_items)
+        self._width: dict[int, int] = {}  # id(reader) -> key width, read while held
+
+    def whole_of(self, reader: CFileReader) -> tuple[np.ndarray, int] | None:
+        """The reader's keys as the arena holds them, and their width; None if not held."""
+        arr = self.array_of(reader)
+        return None if arr is None else (arr, self._width[id(reader)])
+
+    def place_keys(
+        self, readers: list[CFileReader], fresh: dict[int, tuple[np.ndarray, int]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``place`` for ``readers``; ``fresh`` has (keys, width) by ``id(reader)`` of
+        each reader the arena may not hold yet."""
+        for key, (_, w) in fresh.items():
+            self._width[key] = w
+        return self.place(readers, lambda r: fresh[id(r)][0].astype(np.uint64, copy=False))
+
+
+#: Where every index of this process packs the sorted keys of its rowsets.
+KEY_ARENA = KeyArena()
 
 
 class DiskKeyIndex:
@@ -44,8 +86,19 @@ class DiskKeyIndex:
         self._present = np.array([i for i, d in enumerate(drs) if d.num_rows], dtype=np.int64)
         self._bounds: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
         self._blooms: BloomFilterSet | None = None
-        # Each rowset's key file as one sorted array (``CFileReader.whole_keys``), held
-        # while this index is current: the block cache may evict its copy meanwhile.
+        # Each rowset's key file as one sorted array (``CFileReader.whole_keys``): in
+        # the key arena (buffer; per rowset of _present its offset, length and key
+        # width, -1 while not placed), or held here while this index is current (the
+        # block cache may evict its copy meanwhile) when its width is not one the arena
+        # takes.
+        n = len(self._present)
+        self._keys = (
+            np.zeros(0, dtype=np.uint64),
+            np.full(n, -1, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64),
+        )
+        self._not_arena: set[int] = set()
         self._whole: dict[int, tuple[np.ndarray, int] | None] = {}
 
     def _bounds_of(self, width: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -105,37 +158,108 @@ class DiskKeyIndex:
         keep = wanted[bpos]
         if not keep.all():
             which, spos, bpos = which[keep], spos[keep], bpos[keep]
-        blooms = self._bloom_set()
-        if blooms is None:
-            return None
-        h1, h2 = probe.hashes()
-        maybe = blooms.may_contain_hashes(which, h1[bpos], h2[bpos])
-        which, spos, bpos = which[maybe], spos[maybe], bpos[maybe]
+        # The bloom filters pay when they rule out rowsets a key's range overlaps: with
+        # one candidate per key at most (rowsets that do not overlap, like those of a
+        # sequential load), probing them costs about what the key search they could
+        # save costs, and keys an UPDATE or DELETE names are all present anyway.
+        if len(which) > int(np.count_nonzero(wanted)):
+            blooms = self._bloom_set()
+            if blooms is None:
+                return None
+            h1, h2 = probe.hashes()
+            maybe = blooms.may_contain_hashes(which, h1[bpos], h2[bpos])
+            which, spos, bpos = which[maybe], spos[maybe], bpos[maybe]
         rowid = np.full(len(which), -1, dtype=np.int64)
         alive = np.zeros(len(which), dtype=bool)
         if len(which):
-            cuts = (np.flatnonzero(which[1:] != which[:-1]) + 1).tolist()
-            values = svals[spos]
-            present = self._present[which[[0, *cuts]]].tolist()
-            for ri, s, e in zip(present, [0, *cuts], [*cuts, len(which)], strict=True):
-                d = self.drs[ri]
-                whole = self._whole.get(ri)
-                if whole is None:
-                    whole = self._whole[ri] = d.key_reader().whole_keys(e - s)
-                if whole is None:  # a few keys of a big file: through its page index
-                    r = d.key_reader().find_sortable(values[s:e], width)
-                elif whole[1] != width:  # keys of another width are all absent
-                    continue
-                else:
-                    r = key_array.search(whole[0], values[s:e])
-                rowid[s:e] = r
-                if d.has_deletes:
-                    ok = r >= 0
-                    alive[s:e][ok] = ~d.dead_at_latest()[r[ok]]
-                else:
-                    alive[s:e] = r >= 0
+            self._lookup(which, svals[spos], width, rowid, alive)
         hit = rowid >= 0
         return bpos[hit], self._present[which[hit]], rowid[hit], alive[hit]
+
+    def _lookup(
+        self,
+        which: np.ndarray,
+        values: np.ndarray,
+        width: int,
+        rowid: np.ndarray,
+        alive: np.ndarray,
+    ) -> None:
+        """Fill ``rowid`` and ``alive`` for the pairs (rowset ``which[j]``, key
+        ``values[j]``), grouped by rowset: the rowsets in the key arena all at once, the
+        others one search each."""
+        cuts = (np.flatnonzero(which[1:] != which[:-1]) + 1).tolist()
+        starts, ends = [0, *cuts], [*cuts, len(which)]
+        groups = which[starts].tolist()
+        if width in ARENA_WIDTHS:
+            self._admit(groups, [e - s for s, e in zip(starts, ends, strict=True)], width)
+        buf, koff, klen, kwidth = self._keys
+        arena = kwidth[which] == width
+        if arena.any():
+            sel = np.flatnonzero(arena)
+            off = koff[which[sel]]
+            pos = key_array.search_segments(
+                buf, off, klen[which[sel]], values[sel].astype(np.uint64, copy=False)
+            )
+            rowid[sel] = np.where(pos >= 0, pos - off, -1)
+        for j, s, e in zip(groups, starts, ends, strict=True):
+            d = self.drs[int(self._present[j])]
+            if kwidth[j] != width:
+                r = self._search_one(d, values[s:e], width)
+                if r is None:  # keys of another width are all absent
+                    continue
+                rowid[s:e] = r
+            r = rowid[s:e]
+            if d.has_deletes:
+                ok = r >= 0
+                alive[s:e][ok] = ~d.dead_at_latest()[r[ok]]
+            else:
+                alive[s:e] = r >= 0
+
+    def _search_one(self, d: DiskRowSet, values: np.ndarray, width: int) -> np.ndarray | None:
+        """Rowids of ``values`` in one rowset outside the arena; None when its keys have
+        another width than ``width``."""
+        ri = self.drs.index(d)
+        whole = self._whole.get(ri)
+        if whole is None:
+            whole = self._whole[ri] = d.key_reader().whole_keys(len(values))
+        if whole is None:  # a few keys of a big file: through its page index
+            return d.key_reader().find_sortable(values, width)
+        if whole[1] != width:
+            return None
+        return key_array.search(whole[0], values)
+
+    def _admit(self, groups: list[int], counts: list[int], width: int) -> None:
+        """Put in the key arena the rowsets (indexes into ``_present``) of ``groups``
+        that are not there yet, where the batch's ``counts`` of keys make their whole
+        key files worth reading (``CFileReader.whole_keys``) or the arena already holds
+        them."""
+        buf, koff, klen, kwidth = self._keys
+        fresh: dict[int, tuple[np.ndarray, int]] = {}
+        for j, n in zip(groups, counts, strict=True):
+            if kwidth[j] >= 0 or j in self._not_arena:
+                continue
+            reader = self.drs[int(self._present[j])].key_reader()
+            got = KEY_ARENA.whole_of(reader)
+            if got is None:
+                whole = reader.whole_keys(n)
+                if whole is None:
+                    continue  # asked again for a bigger batch
+                if whole[1] not in ARENA_WIDTHS:
+                    self._not_arena.add(j)
+                    continue
+                got = whole
+            fresh[j] = got
+        if not fresh:
+            return
+        placed = [j for j in range(len(kwidth)) if kwidth[j] >= 0 or j in fresh]
+        readers = [self.drs[int(self._present[j])].key_reader() for j in placed]
+        data = {id(r): fresh[j] for j, r in zip(placed, readers, strict=True) if j in fresh}
+        buf, offsets = KEY_ARENA.place_keys(readers, data)
+        koff, klen, kwidth = koff.copy(), klen.copy(), kwidth.copy()
+        for j, (arr, w) in fresh.items():
+            klen[j], kwidth[j] = len(arr), w
+        koff[placed] = offsets
+        self._keys = (buf, koff, klen, kwidth)
 
 
 def _nothing() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
