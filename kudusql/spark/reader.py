@@ -43,7 +43,10 @@ from kudusql.storage.client.fingerprint import (
 )
 from kudusql.storage.client.scan_token import ScanToken
 
-#: Decoded pages a Spark worker process keeps (each worker has its own cache).
+#: Decoded pages a Spark worker process keeps (each worker has its own cache). Spark
+#: hands a query's tasks to whichever worker is free, so each worker sees most tablets:
+#: at 256 MiB the decoded columns of TPC-H Q1 at SF 1 (~0.5 GiB) cycled through the LRU
+#: and every query decoded them again (Q1 1.52x Spark over Parquet; 1.32x at 1 GiB).
 WORKER_CACHE_BYTES = 1 << 30
 #: The fewest rows ``kudu.batchSize`` cuts a batch into: Spark and the Python worker pay
 #: per batch (a setting of 1 byte meant one-row batches, which crashed Python workers).

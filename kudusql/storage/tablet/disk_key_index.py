@@ -202,9 +202,10 @@ class DiskKeyIndex:
             )
             rowid[sel] = np.where(pos >= 0, pos - off, -1)
         for j, s, e in zip(groups, starts, ends, strict=True):
-            d = self.drs[int(self._present[j])]
+            ri = int(self._present[j])
+            d = self.drs[ri]
             if kwidth[j] != width:
-                r = self._search_one(d, values[s:e], width)
+                r = self._search_one(ri, values[s:e], width)
                 if r is None:  # keys of another width are all absent
                     continue
                 rowid[s:e] = r
@@ -215,10 +216,10 @@ class DiskKeyIndex:
             else:
                 alive[s:e] = r >= 0
 
-    def _search_one(self, d: DiskRowSet, values: np.ndarray, width: int) -> np.ndarray | None:
-        """Rowids of ``values`` in one rowset outside the arena; None when its keys have
-        another width than ``width``."""
-        ri = self.drs.index(d)
+    def _search_one(self, ri: int, values: np.ndarray, width: int) -> np.ndarray | None:
+        """Rowids of ``values`` in rowset ``drs[ri]``, outside the arena; None when its
+        keys have another width than ``width``."""
+        d = self.drs[ri]
         whole = self._whole.get(ri)
         if whole is None:
             whole = self._whole[ri] = d.key_reader().whole_keys(len(values))
