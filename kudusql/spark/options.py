@@ -46,9 +46,16 @@ KNOWN_OPTIONS = {
     "kudusql.pushfilters": "true: take Spark's simple filters into the scan (only with a "
     "DataFrame per query: Spark reuses a relation's pushed filters, see docs/SPARK.md)",
     "kudusql.reportfile": "write a JSON summary of a write job (rows, errors) to this file",
+    "kudusql.minpartitions": "read in at least this many Spark partitions when there are "
+    "as many scan pieces (default: the planning machine's CPU count)",
+    "kudusql.maxpartitionbytes": "pack scan pieces into Spark partitions of at most about "
+    "this many bytes (default 128 MiB)",
 }
 
 DEFAULT_BATCH_BYTES = 20 << 20
+#: Spark's own default for packing files into read partitions
+#: (``spark.sql.files.maxPartitionBytes``).
+DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,9 @@ class SourceOptions:
     ignore_row_errors: bool = False
     report_file: str | None = None
     push_filters: bool = False
+    #: None: the CPU count of the process planning the read.
+    min_partitions: int | None = None
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
 
 
 def storage_table_name(name: str) -> str:
@@ -133,6 +143,12 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
     batch = DEFAULT_BATCH_BYTES
     if "kudu.batchsize" in opts:
         batch = _positive_int("kudu.batchSize", opts["kudu.batchsize"])
+    min_parts = None
+    if "kudusql.minpartitions" in opts:
+        min_parts = _positive_int("kudusql.minPartitions", opts["kudusql.minpartitions"])
+    max_part = DEFAULT_MAX_PARTITION_BYTES
+    if "kudusql.maxpartitionbytes" in opts:
+        max_part = _positive_int("kudusql.maxPartitionBytes", opts["kudusql.maxpartitionbytes"])
     op = opts.get("kudu.operation", "upsert").strip().lower()
     if op not in OPERATIONS:
         raise ProgrammingError(
@@ -156,4 +172,6 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
         ignore_row_errors=_bool("kudu.ignoreRowErrors", opts.get("kudu.ignorerowerrors", "false")),
         report_file=opts.get("kudusql.reportfile") or None,
         push_filters=_bool("kudusql.pushFilters", opts.get("kudusql.pushfilters", "false")),
+        min_partitions=min_parts,
+        max_partition_bytes=max_part,
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import (
     EqualNullSafe,
@@ -28,6 +30,7 @@ from pyspark.sql.datasource import (
 
 import kudusql
 from kudusql.common.hybrid_time import to_micros
+from kudusql.spark.reader import pack_tokens
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.scan_token import ScanToken
 from pyspark_kudusql import DefaultSource
@@ -156,7 +159,8 @@ def test_which_filters_reach_storage(db: str, spark_filter: Any, accepted: bool)
     reader = _reader(db)
     left = list(reader.pushFilters([spark_filter]))
     assert (left == []) is accepted
-    tokens = [ScanToken.deserialize(p.value) for p in reader.partitions() if p.value]
+    tokens = [ScanToken.deserialize(v) for p in reader.partitions() for v in p.value]
+    assert tokens
     assert all(len(t.predicates) == int(accepted) for t in tokens)
 
 
@@ -164,7 +168,8 @@ def test_pushed_key_filter_prunes_tablets(db: str) -> None:
     reader = _reader(db)
     assert list(reader.pushFilters([EqualTo(("id",), 5)])) == []
     parts = reader.partitions()
-    assert len(parts) == 1  # one of three hash tablets
+    assert len(parts) == 1
+    assert len(parts[0].value) == 1  # one of three hash tablets
     got = [b for p in parts for b in reader.read(p)]
     assert sum(b.num_rows for b in got) == 1
 
@@ -360,3 +365,69 @@ def test_qualified_names_reach_the_sql_database(spark: SparkSession, tmp_path: P
     assert rows(load(spark, db, table="sales.o")) == [(1, "a"), (2, "b")]
     assert rows(load(spark, db, table="default.o")) == [(9, "z")]
     assert not os.path.exists(os.path.join(db, "spark-staging"))
+
+
+def _token(tablet_id: int, size: int) -> ScanToken:
+    return ScanToken(
+        db_path="/db",
+        table_id=1,
+        table_name="t",
+        schema_version=1,
+        tablet_id=tablet_id,
+        partition="",
+        columns=("id",),
+        predicates=(),
+        snapshot=1,
+        key_lo=None,
+        key_hi=None,
+        size_bytes=size,
+    )
+
+
+@given(
+    sizes=st.lists(st.integers(0, 1000), max_size=30),
+    min_partitions=st.integers(1, 10),
+    max_bytes=st.integers(1, 5000),
+)
+def test_pack_tokens_balances_every_token_into_one_group(
+    sizes: list[int], min_partitions: int, max_bytes: int
+) -> None:
+    tokens = [_token(i, s) for i, s in enumerate(sizes)]
+    groups = pack_tokens(tokens, min_partitions, max_bytes)
+    ids = [t.tablet_id for g in groups for t in g]
+    assert sorted(ids) == list(range(len(sizes)))
+    if not sizes:
+        assert groups == []
+        return
+    want = max(min_partitions, -(-sum(sizes) // max_bytes))
+    assert len(groups) == min(len(sizes), want)
+    assert all(groups)
+    loads = [sum(t.size_bytes for t in g) for g in groups]
+    assert max(loads) - min(loads) <= max(sizes)  # largest first, into the lightest
+    assert all([t.tablet_id for t in g] == sorted(t.tablet_id for t in g) for g in groups)
+
+
+def test_read_partitions_pack_the_tablets(tmp_path: Path) -> None:
+    """Tablets share a read task unless the options ask for more tasks."""
+    db = make_db(tmp_path / "db", rows=300)
+
+    def plan(**opts: str) -> list[int]:
+        reader = _reader(db, **opts)
+        parts = reader.partitions()
+        assert sum(b.num_rows for p in parts for b in reader.read(p)) == 300
+        return [len(p.value) for p in parts]
+
+    assert plan(**{"kudusql.minPartitions": "1"}) == [3]  # three hash tablets, one task
+    assert plan(**{"kudusql.minPartitions": "2"}) in ([1, 2], [2, 1])
+    assert plan(**{"kudusql.minPartitions": "9"}) == [1, 1, 1]
+    assert plan(**{"kudusql.minPartitions": "1", "kudusql.maxPartitionBytes": "1"}) == [1, 1, 1]
+    # pieces cut by kudu.splitSizeBytes stay one per task
+    assert plan(**{"kudusql.minPartitions": "1", "kudu.splitSizeBytes": "1"}) == [1, 1, 1]
+
+
+def test_spark_reads_packed_partitions(spark: SparkSession, db: str) -> None:
+    df = load(spark, db, **{"kudusql.minPartitions": "1"})
+    assert df.rdd.getNumPartitions() == 1
+    assert df.count() == N
+    with pytest.raises(Exception, match=r"kudusql.minPartitions: must be positive"):
+        load(spark, db, **{"kudusql.minPartitions": "0"}).collect()
