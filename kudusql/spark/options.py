@@ -119,6 +119,12 @@ def _positive_int(key: str, value: str) -> int:
     return n
 
 
+def _int_option(opts: Mapping[str, str], name: str) -> int | None:
+    """The positive integer option ``name`` (looked up lower-cased), or None if unset."""
+    key = name.lower()
+    return _positive_int(name, opts[key]) if key in opts else None
+
+
 def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> SourceOptions:
     """Validate and type the options Spark passed (keys in any case)."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
@@ -137,18 +143,10 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
         snap = _positive_int("kudu.snapshotTimestampMicros", opts["kudu.snapshottimestampmicros"])
     elif "kudu.snapshottimestampms" in opts:
         snap = 1000 * _positive_int("kudu.snapshotTimestampMs", opts["kudu.snapshottimestampms"])
-    split = None
-    if "kudu.splitsizebytes" in opts:
-        split = _positive_int("kudu.splitSizeBytes", opts["kudu.splitsizebytes"])
-    batch = DEFAULT_BATCH_BYTES
-    if "kudu.batchsize" in opts:
-        batch = _positive_int("kudu.batchSize", opts["kudu.batchsize"])
-    min_parts = None
-    if "kudusql.minpartitions" in opts:
-        min_parts = _positive_int("kudusql.minPartitions", opts["kudusql.minpartitions"])
-    max_part = DEFAULT_MAX_PARTITION_BYTES
-    if "kudusql.maxpartitionbytes" in opts:
-        max_part = _positive_int("kudusql.maxPartitionBytes", opts["kudusql.maxpartitionbytes"])
+    split = _int_option(opts, "kudu.splitSizeBytes")
+    batch = _int_option(opts, "kudu.batchSize") or DEFAULT_BATCH_BYTES
+    min_parts = _int_option(opts, "kudusql.minPartitions")
+    max_part = _int_option(opts, "kudusql.maxPartitionBytes") or DEFAULT_MAX_PARTITION_BYTES
     op = opts.get("kudu.operation", "upsert").strip().lower()
     if op not in OPERATIONS:
         raise ProgrammingError(
