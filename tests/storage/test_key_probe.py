@@ -387,3 +387,27 @@ def test_arena_fetches_each_owner_once_and_keeps_placed_arrays_through_moves() -
     got = arena.array_of(owners[3])
     assert got is not None and got.tolist() == owners[3].values.tolist()
     assert arena.array_of(Owner(2)) is None
+
+
+def test_key_arena_forgets_the_widths_of_dropped_key_files() -> None:
+    """The width map shrinks with the arena: it grew by one entry per key file ever
+    placed (a slow leak under a sustained load that flushes and compacts)."""
+
+    class KeyFile:  # stands in for a CFileReader: the arena only holds it weakly
+        pass
+
+    arena = disk_key_index.KeyArena(min_items=8)
+    files = [KeyFile() for _ in range(4)]
+    arena.place_keys(
+        files,  # type: ignore[arg-type]
+        {id(f): (np.arange(4, dtype=np.uint64), 8) for f in files},
+    )
+    del files[:3]  # three key files gone (their rowsets compacted away)
+    more = [KeyFile() for _ in range(4)]
+    arena.place_keys(
+        more,  # type: ignore[arg-type]
+        {id(f): (np.arange(4, dtype=np.uint64), 4) for f in more},
+    )  # does not fit: the arena moves and drops the dead files
+    assert set(arena._width) == set(arena._where) == {id(f) for f in (*files, *more)}
+    assert arena.whole_of(more[0]) is not None  # type: ignore[arg-type]
+    assert arena.whole_of(more[0])[1] == 4  # type: ignore[arg-type,index]

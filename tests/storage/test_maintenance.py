@@ -3,8 +3,9 @@ tablets, write back-pressure under a memory limit, and the record of what ran.""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -18,7 +19,17 @@ from kudusql.storage.tablet.maintenance import (
     flush_score,
 )
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_compaction import HOUR_US, OPTS, Clock, by_key, drs_ids, kv, make
+from tests.storage.test_compaction import (
+    HOUR_US,
+    OPTS,
+    Clock,
+    by_key,
+    drs_ids,
+    kv,
+    listed,
+    make,
+    on_disk,
+)
 from tests.support.tablets import pause_at
 
 MB = 2**20
@@ -314,6 +325,44 @@ def test_minor_delta_compaction_is_offered_from_min_files(tmp_path: Any) -> None
         t.close()
 
 
+@contextlib.contextmanager
+def count_superblock_saves(t: Tablet) -> Iterator[list[int]]:
+    """Counts the tablet's superblock saves inside the block (they still happen)."""
+    saves = [0]
+    real = t._save_meta
+
+    def save() -> None:
+        saves[0] += 1
+        real()
+
+    t._save_meta = save  # type: ignore[method-assign]
+    try:
+        yield saves
+    finally:
+        del t._save_meta
+
+
+def test_undo_gc_of_many_rowsets_saves_the_superblock_once(tmp_path: Any) -> None:
+    clock = Clock()
+    t = make(tmp_path, clock)
+    try:
+        for base in (0, 100, 200):
+            t.insert(kv([base + 1, base + 2], [1, 1]))
+            t.flush()
+            t.update(kv([base + 1], [2]))
+            t.flush_deltas()
+            t.major_delta_compaction(drs_ids(t)[-1])  # an UNDO file in each rowset
+        assert all(r["undo_files"] for r in t.rowsets_info() if r["kind"] == "diskrowset")
+        clock.advance(2 * HOUR_US)
+        with count_superblock_saves(t) as saves:
+            assert t.gc_undo() > 0
+        assert saves == [1]
+        assert not any(r["undo_files"] for r in t.rowsets_info() if r["kind"] == "diskrowset")
+        assert by_key(t)[101] == (2, None)
+    finally:
+        t.close()
+
+
 def test_one_minor_delta_compaction_op_covers_every_due_rowset(tmp_path: Any) -> None:
     """Random updates add a REDO file to every rowset per delta flush; one op merges the
     files of every rowset that is due (up to 16), not just the worst one."""
@@ -330,10 +379,39 @@ def test_one_minor_delta_compaction_op_covers_every_due_rowset(tmp_path: Any) ->
         files = {r["id"]: r["redo_files"] for r in t.rowsets_info() if r["kind"] == "diskrowset"}
         assert files == {ids[0]: 3, ids[1]: 3, ids[2]: 0}
         (minor,) = [o for o in t.maintenance_ops() if o.name == "minor_delta_compaction"]
-        minor.run()
+        with count_superblock_saves(t) as saves:
+            minor.run()
+        assert saves == [1]  # both rowsets swapped in under one superblock save
         files = {r["id"]: r["redo_files"] for r in t.rowsets_info() if r["kind"] == "diskrowset"}
         assert files == {ids[0]: 1, ids[1]: 1, ids[2]: 0}
+        assert [r.op for r in t.maintenance_log[-2:]] == ["minor_delta_compaction"] * 2
+        t.close()
+        t = Tablet.open(t.path)  # what the one save listed is what reopens
+        assert by_key(t)[101][0] == 2
+        assert on_disk(t) == listed(t)
         got = by_key(t)
         assert (got[1][0], got[101][0], got[201][0]) == (2, 2, None)
+    finally:
+        t.close()
+
+
+def test_merge_offer_follows_the_rowsets_between_polls(tmp_path: Any) -> None:
+    """The policy's last answer is reused only while its inputs are unchanged."""
+    t = make(tmp_path)
+    try:
+
+        def merge_offered() -> bool:
+            return any(o.name == "merge_compaction" for o in t.maintenance_ops())
+
+        t.insert(kv([1, 2, 101, 102]))
+        t.flush()
+        assert not merge_offered()  # one rowset: nothing to merge
+        assert not merge_offered()  # asked again, same rowsets
+        t.insert(kv([3, 103]))  # a second rowset over the same range
+        t.flush()
+        assert merge_offered()
+        assert merge_offered()
+        assert t.compact() == 2
+        assert not merge_offered()
     finally:
         t.close()

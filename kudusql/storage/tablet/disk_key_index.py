@@ -27,6 +27,8 @@ answered here (``find`` returns None); the caller goes rowset by rowset.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from kudusql.common.errors import ProgrammingError
@@ -58,6 +60,7 @@ class KeyArena(Arena[CFileReader]):
     def __init__(self, min_items: int = 1 << 20) -> None:
         super().__init__(np.uint64, _fetch_given, min_items)
         self._width: dict[int, int] = {}  # id(reader) -> key width, read while held
+        self._width_lock = threading.Lock()  # width entries and placements change together
 
     def whole_of(self, reader: CFileReader) -> tuple[np.ndarray, int] | None:
         """The reader's keys as the arena holds them, and their width; None if not held."""
@@ -69,9 +72,13 @@ class KeyArena(Arena[CFileReader]):
     ) -> tuple[np.ndarray, np.ndarray]:
         """``place`` for ``readers``; ``fresh`` has (keys, width) by ``id(reader)`` of
         each reader the arena may not hold yet."""
-        for key, (_, w) in fresh.items():
-            self._width[key] = w
-        return self.place(readers, lambda r: fresh[id(r)][0].astype(np.uint64, copy=False))
+        with self._width_lock:
+            for key, (_, w) in fresh.items():
+                self._width[key] = w
+            placed = self.place(readers, lambda r: fresh[id(r)][0].astype(np.uint64, copy=False))
+            if len(self._width) > len(self._where):  # a move dropped dead key files
+                self._width = {k: w for k, w in self._width.items() if k in self._where}
+            return placed
 
 
 #: Where every index of this process packs the sorted keys of its rowsets.
