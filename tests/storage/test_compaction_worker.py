@@ -21,7 +21,7 @@ from kudusql.storage.tablet import compaction_worker
 from kudusql.storage.tablet.compaction_worker import CompactionWorker
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_compaction import OPTS, Clock, drs_ids, kv, make
+from tests.storage.test_compaction import KV, OPTS, Clock, drs_ids, kv, make
 from tests.support.tablets import rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -272,3 +272,28 @@ def test_background_merges_run_in_the_worker(tmp_path: Any) -> None:
 def test_a_manager_can_keep_merges_in_its_thread() -> None:
     mm = MaintenanceManager(enabled=False, worker_process=False)
     assert mm.compaction_worker() is None
+
+
+def test_a_worker_whose_parent_stopped_reading_exits_quietly() -> None:
+    """The parent SIGKILLed while a job ran: the reply meets a closed pipe before the
+    death signal arrives. The child leaves without a traceback on the stderr it shares
+    with the (dead) writer (a crash test found one there)."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kudusql.storage.tablet.compaction_worker", str(os.getpid())],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+    try:
+        p.stdout.close()  # nobody reads the reply
+        job = compaction_worker.DeltaFilesJob([], KV, False)
+        compaction_worker._send(p.stdin, job)
+        assert p.wait(30) == 0
+        assert p.stderr.read() == b""
+    finally:
+        p.kill()
+        p.wait()
+        p.stdin.close()
+        p.stderr.close()

@@ -427,7 +427,12 @@ def _serve(parent: int) -> None:
             reply: tuple[str, Any] = ("ok", job.run())
         except BaseException as e:
             reply = ("err", _transportable(e))
-        _send(out, reply)
+        try:
+            _send(out, reply)
+        except BrokenPipeError:
+            # The parent died while the job ran (its SIGKILL reaches this process a
+            # moment later through PR_SET_PDEATHSIG): nobody is left to tell.
+            os._exit(0)
 
 
 if __name__ == "__main__":
