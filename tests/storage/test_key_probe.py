@@ -402,12 +402,14 @@ def test_key_arena_forgets_the_widths_of_dropped_key_files() -> None:
         files,  # type: ignore[arg-type]
         {id(f): (np.arange(4, dtype=np.uint64), 8) for f in files},
     )
+    more = [KeyFile() for _ in range(4)]  # made first: no id of a dead file is reused
     del files[:3]  # three key files gone (their rowsets compacted away)
-    more = [KeyFile() for _ in range(4)]
+    moved_from = arena.nbytes
     arena.place_keys(
         more,  # type: ignore[arg-type]
-        {id(f): (np.arange(4, dtype=np.uint64), 4) for f in more},
-    )  # does not fit: the arena moves and drops the dead files
+        {id(f): (np.arange(8, dtype=np.uint64), 4) for f in more},
+    )  # 32 more keys do not fit: the arena moves and drops the dead files
+    assert arena.nbytes != moved_from
     assert set(arena._width) == set(arena._where) == {id(f) for f in (*files, *more)}
     assert arena.whole_of(more[0]) is not None  # type: ignore[arg-type]
     assert arena.whole_of(more[0])[1] == 4  # type: ignore[arg-type,index]
