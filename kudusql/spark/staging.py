@@ -12,9 +12,12 @@ never overwrites another), in one of two forms:
 * Arrow IPC files (every other write), applied by the commit with ``Table.write``.
 
 Nothing staged is visible to readers: only the job's commit reads what its successful
-tasks listed and removes the directory; an abort removes it too. A directory left
-behind by a driver that died is removed by a later commit once it is older than
-``STALE_AFTER_S``.
+tasks listed and removes the directory; an abort removes it too. The driver creates the
+job directory when it plans the job and tasks only create entries inside it, never the
+directory itself; removal first renames it aside, so a task Spark has not yet stopped
+(a cancelled sibling of a failed task, a speculative attempt) fails to stage instead of
+re-creating a directory nobody will remove. A directory left behind by a driver that
+died is removed by a later commit once it is older than ``STALE_AFTER_S``.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class RowErrorsFailure(DataError):
     """A write job whose rows failed storage's checks; nothing was applied."""
 
 
+class JobEnded(DataError):
+    """A task tried to stage into a job the driver has already committed or aborted."""
+
+
 def failure_message(count: int, samples: list[str]) -> str:
     return (
         f"Failed to write {count} rows; sample errors: {'; '.join(samples[:SAMPLE_ERRORS])}. "
@@ -74,14 +81,43 @@ def failure_message(count: int, samples: list[str]) -> str:
 
 
 def new_job_dir(database: str) -> str:
-    return os.path.join(database, STAGING_DIR, f"job-{uuid.uuid4().hex}")
+    """Create the staging directory of a new job (on the driver) and return its path."""
+    path = os.path.join(database, STAGING_DIR, f"job-{uuid.uuid4().hex}")
+    for _ in range(5):
+        try:
+            os.makedirs(path)
+            return path
+        except FileNotFoundError:
+            continue  # another job's removal took the empty staging root between our mkdirs
+    os.makedirs(path)
+    return path
+
+
+def job_subdir(job_dir: str, *parts: str) -> str:
+    """Create (if needed) ``parts`` below ``job_dir``, which must still exist."""
+    path = job_dir
+    for part in parts:
+        path = os.path.join(path, part)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            raise _ended(job_dir) from None
+    return path
+
+
+def _ended(job_dir: str) -> JobEnded:
+    return JobEnded(
+        f"the write job of {job_dir!r} has already ended (committed or aborted); "
+        "this task's rows are not staged"
+    )
 
 
 def stage_batches(
     job_dir: str, partition: int, attempt: int, batches: Iterable[pa.RecordBatch]
 ) -> StagedTask:
     """Write ``batches`` to one new IPC file of the job; an empty task stages nothing."""
-    os.makedirs(job_dir, exist_ok=True)
     task = StagedTask(partition, attempt)
     path = os.path.join(job_dir, f"part-{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
     writer: ipc.RecordBatchStreamWriter | None = None
@@ -90,6 +126,8 @@ def stage_batches(
             if not b.num_rows:
                 continue
             if writer is None:
+                if not os.path.isdir(job_dir):
+                    raise _ended(job_dir)
                 writer = ipc.new_stream(path, b.schema)
             writer.write_batch(b)
             task.rows += b.num_rows
@@ -159,7 +197,7 @@ def stage_rowset_batches(
         for slot in np.unique(slots).tolist():
             take = pa.array(np.flatnonzero(slots == slot), pa.int64())
             tablet = tablet_ids[slot]
-            d = os.path.join(
+            d = job_subdir(
                 job_dir, f"t{tablet}", f"p{partition:05d}-{attempt}-{chunk}-{uuid.uuid4().hex[:8]}"
             )
             metas, _ = stage_rowsets(
@@ -189,7 +227,12 @@ def read_staged(files: Iterable[str]) -> Iterator[pa.RecordBatch]:
 
 
 def remove_job(job_dir: str) -> None:
-    shutil.rmtree(job_dir, ignore_errors=True)
+    """Remove a job's staging directory: renamed aside first, so no straggling task can
+    stage into it (or re-create it) while it is being deleted."""
+    gone = os.path.join(os.path.dirname(job_dir), "gone-" + os.path.basename(job_dir))
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(job_dir, gone)
+    shutil.rmtree(gone, ignore_errors=True)
     with contextlib.suppress(OSError):
         os.rmdir(os.path.dirname(job_dir))  # the staging root, once empty
 

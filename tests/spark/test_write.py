@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -164,6 +165,45 @@ def test_a_job_failing_halfway_leaves_nothing(spark: SparkSession, tmp_path: Pat
     with pytest.raises(Exception, match="boom at row 777"):
         write(df, db, "insert")
     assert table(db) == []
+    assert staging_left(db) == []
+
+
+@pytest.mark.parametrize("rowsets", [True, False])
+def test_a_task_straggling_past_the_abort_stages_nothing(tmp_path: Path, rowsets: bool) -> None:
+    """Spark cancels the siblings of a failed task without waiting for them: a task still
+    staging after the driver's abort must fail, not re-create the job directory (CI once
+    found ``job-...`` left behind by test_a_job_failing_halfway_leaves_nothing)."""
+    from kudusql.spark.publish import JobPlan, abort_job
+    from kudusql.spark.staging import JobEnded, new_job_dir, stage_batches, stage_rowset_batches
+    from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
+
+    db = kv_db(tmp_path / "db", n=0)
+    job_dir = new_job_dir(db)
+    assert staging_left(db) == [os.path.basename(job_dir)]  # the driver made it
+    plan = JobPlan(db, "kv", 0, 0, ("id", "s", "x"), "insert", False, False, False, job_dir)
+    batch = pa.record_batch(
+        [pa.array([1, 2], pa.int64()), pa.array(["a", "b"]), pa.array([1, 2], pa.int32())],
+        names=["id", "s", "x"],
+    )
+    abort_job(plan)
+    assert staging_left(db) == []
+    with pytest.raises(JobEnded, match="already ended"):
+        if rowsets:
+            conn = kudusql.connect(db)
+            try:
+                t = conn.session.db.table("kv")
+                schema, parts, ids = (
+                    t.schema,
+                    t.meta.partition_schema,
+                    [e.id for e in t.meta.tablets],
+                )
+            finally:
+                conn.close()
+            stage_rowset_batches(
+                job_dir, 0, 0, [batch], schema, parts, ids, RowSetWriteOptions(sync=False)
+            )
+        else:
+            stage_batches(job_dir, 0, 0, [batch])
     assert staging_left(db) == []
 
 

@@ -13,6 +13,8 @@ DiskRowSets (``stage_rowsets``) and the tablet adopts them at the commit timesta
 
 from __future__ import annotations
 
+import contextlib
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -88,6 +90,8 @@ def stage_rowsets(
     if len(dups):
         return [], np.sort(order[dups])
     table = pa.Table.from_arrays([c.take(order) for c in columns], schema=schema.arrow_schema())
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(staging_dir)  # its parent must exist (a Spark job ended removes it)
     return write_rowsets(staging_dir, 0, schema, table, skeys, Deltas(), Deltas(), opts), dups
 
 

@@ -8,6 +8,7 @@ every column at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -98,7 +99,11 @@ def _write_one(
     d = rowset_dir(tablet_dir, rs_id)
     if os.path.exists(d):
         shutil.rmtree(d)  # leftovers of an interrupted write of the same id
-    os.makedirs(d)
+    # mkdir, not makedirs: the tablet (or Spark staging) directory must exist, and a
+    # writer that outlives its removal fails instead of re-creating it
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(os.path.dirname(d))
+    os.mkdir(d)
     n = rows.num_rows
     rpp = opts.rows_per_page
     types = {c.id: c.type for c in schema.columns}
