@@ -28,6 +28,7 @@ from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.cfile.bloom import BloomArena, BloomFilter, BloomFilterSet
 from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
+from kudusql.storage.tablet.deltamemstore import DeltaMemStore, deltas_of
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 from kudusql.storage.tablet.tablet import Tablet
 
@@ -336,6 +337,77 @@ def test_deltas_slices_concatenate_to_the_whole(n: int, cuts: list[int], data: A
     for cid, cd in d.cols.items():
         assert whole.cols[cid].pos.tolist() == cd.pos.tolist()
         assert whole.cols[cid].values.to_pylist() == cd.values.to_pylist()
+
+
+def _batch(n: int, base: int, sets: dict[int, list[bool]]) -> Deltas:
+    """A write batch's ``Deltas`` of ``n`` events with sequence numbers from ``base``."""
+    cols = {
+        cid: ColumnDelta(np.flatnonzero(m), pa.array(np.flatnonzero(m) * 10 + cid + base))
+        for cid, m in sets.items()
+        if any(m)
+    }
+    return Deltas(
+        np.arange(n, dtype=np.int64) * 3 + base,
+        np.arange(n, dtype=np.uint64) + base,
+        np.arange(n, dtype=np.int64) + base,
+        np.full(n, MutationType.UPDATE, dtype=np.uint8),
+        cols,
+    )
+
+
+def _as_lists(d: Deltas) -> tuple[Any, ...]:
+    return (
+        d.rowid.tolist(),
+        d.ts.tolist(),
+        d.seq.tolist(),
+        d.op.tolist(),
+        {cid: (cd.pos.tolist(), cd.values.to_pylist()) for cid, cd in d.cols.items()},
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(st.integers(0, 12), st.lists(st.integers(0, 12), max_size=3)), max_size=5
+    ),
+    stores=st.integers(1, 4),
+    data=st.data(),
+)
+def test_deltamemstore_runs_read_like_their_slices(
+    batches: list[tuple[int, list[int]]], stores: int, data: Any
+) -> None:
+    """Runs handed to DeltaMemStores uncut (``append_run``, the write path), mixed with
+    whole appends, read back (``deltas``, and ``deltas_of`` for many stores at once, as
+    a delta flush reads them) exactly as the slices appended one by one would; and once
+    read, a store keeps its merged form, to which later runs still add."""
+    dms = [DeltaMemStore(i) for i in range(stores)]
+    expect: list[list[Deltas]] = [[] for _ in dms]
+    base = 0
+    for n, cuts in batches:
+        sets = {cid: data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) for cid in (1, 2)}
+        b = _batch(n, base, sets)
+        base += 100
+        bounds = sorted({0, n, *(c for c in cuts if c <= n)})
+        for start, stop in itertools.pairwise(bounds):
+            i = data.draw(st.integers(0, stores - 1))
+            if data.draw(st.booleans()):
+                dms[i].append_run(b, start, stop, 8 * (stop - start))
+            else:
+                dms[i].append(b.slice(start, stop))
+            expect[i].append(b.slice(start, stop))
+        if data.draw(st.booleans()):  # a scan reads one store between batches
+            i = data.draw(st.integers(0, stores - 1))
+            assert _as_lists(dms[i].deltas()) == _as_lists(concat_deltas(expect[i]))
+    for store, want in zip(dms, expect, strict=True):
+        assert len(store) == sum(len(w) for w in want)
+        assert store.min_seq == (int(want[0].seq[0]) if want else None)
+    got = deltas_of(dms)
+    for g, store, want in zip(got, dms, expect, strict=True):
+        assert _as_lists(g) == _as_lists(concat_deltas(want))
+        assert _as_lists(store.deltas()) == _as_lists(g)  # kept, not cut again
+    extra = _batch(3, 10_000, {1: [True, False, True]})
+    dms[0].append_run(extra, 1, 3, 16)
+    assert _as_lists(dms[0].deltas()) == _as_lists(concat_deltas([*expect[0], extra.slice(1, 3)]))
 
 
 @settings(max_examples=60, deadline=None)

@@ -116,6 +116,18 @@ class Deltas:
             out.append(Deltas(self.rowid[sl], self.ts[sl], self.seq[sl], self.op[sl], cols))
         return out
 
+    def take(self, idx: np.ndarray) -> Deltas:
+        """The events at positions ``idx`` (in that order; no repeats)."""
+        cols = {}
+        for cid, cd in self.cols.items():
+            value_at = np.full(len(self), -1, dtype=np.int64)
+            value_at[cd.pos] = np.arange(len(cd.pos), dtype=np.int64)
+            sel = value_at[idx]
+            has = sel >= 0
+            if has.any():
+                cols[cid] = ColumnDelta(np.flatnonzero(has), cd.values.take(pa.array(sel[has])))
+        return Deltas(self.rowid[idx], self.ts[idx], self.seq[idx], self.op[idx], cols)
+
     def map_rowids(self, mapping: np.ndarray) -> Deltas:
         """Renumber rows: new rowid = mapping[old rowid]."""
         return Deltas(mapping[self.rowid], self.ts, self.seq, self.op, self.cols)

@@ -3,11 +3,21 @@
 Kudu keys it by (rowid, timestamp) in a B-tree; here events are appended column-wise
 in apply order, which is already (timestamp, sequence) order, so no tree is needed to
 resolve them. A delta flush writes its contents to a REDO DeltaFile.
+
+A write batch of random keys touches every DiskRowSet of the tablet, so the write path
+builds one ``Deltas`` for the whole batch, grouped by rowset, and hands each store only
+its run ``[start, stop)`` of it (``append_run``): the store keeps the reference and cuts
+the run out when it is first read (``deltas``), so appending costs the same for any
+number of events and columns. Until then the batch's arrays are shared by the stores
+it touched, and each is charged its share of their size.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+
+import numpy as np
 
 from kudusql.storage.tablet.delta import Deltas, concat_deltas
 
@@ -18,7 +28,8 @@ class DeltaMemStore:
     def __init__(self, dms_id: int) -> None:
         self.id = dms_id
         self._lock = threading.Lock()
-        self._parts: list[Deltas] = []
+        #: Appended runs in order: whole ``Deltas``, or (batch, start, stop) not cut yet.
+        self._parts: list[Deltas | tuple[Deltas, int, int]] = []
         self._cached: Deltas | None = None
         self._version = 0  # bumped by every append; a merge is kept only if unchanged
         self.count = 0
@@ -48,6 +59,21 @@ class DeltaMemStore:
                 self.min_ts = int(deltas.ts[0])
                 self.min_seq = int(deltas.seq[0])
 
+    def append_run(self, batch: Deltas, start: int, stop: int, nbytes: int) -> None:
+        """Add the events ``[start, stop)`` of ``batch`` without cutting them out yet;
+        ``nbytes`` is this run's share of the batch's size."""
+        if stop <= start:
+            return
+        with self._lock:
+            self._parts.append((batch, start, stop))
+            self._cached = None
+            self._version += 1
+            self.count += stop - start
+            self.bytes += nbytes
+            if self.min_ts is None:
+                self.min_ts = int(batch.ts[start])
+                self.min_seq = int(batch.seq[start])
+
     def deltas(self) -> Deltas:
         """Everything appended so far, in apply order."""
         c = self._cached
@@ -56,11 +82,59 @@ class DeltaMemStore:
         with self._lock:
             parts = list(self._parts)
             version = self._version
-        merged = concat_deltas(parts)
+        merged = concat_deltas(
+            [p if isinstance(p, Deltas) else p[0].slice(p[1], p[2]) for p in parts]
+        )
+        self._keep(merged, version)
+        return merged
+
+    def _keep(self, merged: Deltas, version: int) -> None:
+        """Replace the parts read at ``version`` by their merged form, unless a writer
+        appended meanwhile (lengths alone are not enough: another reader may have
+        merged the parts, and a writer appended, to the same length)."""
         with self._lock:
-            # Lengths alone are not enough: another reader may have merged the parts
-            # (and a writer appended) to the same length meanwhile.
             if self._version == version:
                 self._parts = [merged] if len(merged) else []
                 self._cached = merged
-        return merged
+
+
+def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
+    """``[s.deltas() for s in stores]``, with the runs of all of them cut in one
+    vectorized pass: a delta flush reads every store, and their runs number batches x
+    rowsets touched, too many to cut one by one (each cut is a few numpy calls per
+    column). Costs a Python append per run and numpy work per event of the batches."""
+    snaps: list[tuple[list[Deltas | tuple[Deltas, int, int]], int]] = []
+    for st in stores:
+        with st._lock:
+            snaps.append((list(st._parts), st._version))
+    index: dict[int, int] = {}  # id(batch) -> position in batches
+    batches: list[Deltas] = []
+    run_batch: list[int] = []
+    run_start: list[int] = []
+    run_stop: list[int] = []
+    for parts, _ in snaps:
+        for p in parts:
+            b, start, stop = (p, 0, len(p)) if isinstance(p, Deltas) else p
+            bi = index.get(id(b))
+            if bi is None:
+                bi = index[id(b)] = len(batches)
+                batches.append(b)
+            run_batch.append(bi)
+            run_start.append(start)
+            run_stop.append(stop)
+    if not batches:
+        return [Deltas() for _ in stores]
+    every = concat_deltas(batches)
+    first = np.cumsum([0] + [len(b) for b in batches])[:-1]
+    starts = first[run_batch] + np.asarray(run_start, dtype=np.int64)
+    lengths = np.asarray(run_stop, dtype=np.int64) - np.asarray(run_start, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    idx = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+    cut = every.take(idx)
+    run_ends = np.concatenate([[0], ends])
+    store_runs = np.cumsum([0] + [len(parts) for parts, _ in snaps])
+    bounds = run_ends[store_runs].tolist()
+    out = cut.split(bounds[1:-1])
+    for st, (_, version), merged in zip(stores, snaps, out, strict=True):
+        st._keep(merged, version)
+    return out

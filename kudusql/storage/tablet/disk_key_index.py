@@ -106,6 +106,7 @@ class DiskKeyIndex:
             np.full(n, -1, dtype=np.int64),
         )
         self._not_arena: set[int] = set()
+        self._dead_flags: list[np.ndarray] | None = None
         self._whole: dict[int, tuple[np.ndarray, int] | None] = {}
 
     def _bounds_of(self, width: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -194,11 +195,14 @@ class DiskKeyIndex:
         """Fill ``rowid`` and ``alive`` for the pairs (rowset ``which[j]``, key
         ``values[j]``), grouped by rowset: the rowsets in the key arena all at once, the
         others one search each."""
-        cuts = (np.flatnonzero(which[1:] != which[:-1]) + 1).tolist()
-        starts, ends = [0, *cuts], [*cuts, len(which)]
-        groups = which[starts].tolist()
+        cuts = np.flatnonzero(which[1:] != which[:-1]) + 1
+        starts = np.concatenate([[0], cuts])
+        ends = np.concatenate([cuts, [len(which)]])
+        groups = which[starts]
         if width in ARENA_WIDTHS:
-            self._admit(groups, [e - s for s, e in zip(starts, ends, strict=True)], width)
+            new = self._keys[3][groups] < 0  # not in the arena yet
+            if new.any():
+                self._admit(groups[new].tolist(), (ends - starts)[new].tolist(), width)
         buf, koff, klen, kwidth = self._keys
         arena = kwidth[which] == width
         if arena.any():
@@ -208,20 +212,29 @@ class DiskKeyIndex:
                 buf, off, klen[which[sel]], values[sel].astype(np.uint64, copy=False)
             )
             rowid[sel] = np.where(pos >= 0, pos - off, -1)
-        for j, s, e in zip(groups, starts, ends, strict=True):
-            ri = int(self._present[j])
-            d = self.drs[ri]
-            if kwidth[j] != width:
-                r = self._search_one(ri, values[s:e], width)
-                if r is None:  # keys of another width are all absent
-                    continue
+        for g in np.flatnonzero(kwidth[groups] != width).tolist():  # outside the arena
+            s, e = int(starts[g]), int(ends[g])
+            r = self._search_one(int(self._present[groups[g]]), values[s:e], width)
+            if r is not None:  # else keys of another width: all absent
                 rowid[s:e] = r
+        np.greater_equal(rowid, 0, out=alive)
+        # A found key is live unless its rowset has deleted rows (rare: one flag each).
+        dead_any = self._dead_any()
+        for g in [g for g, j in enumerate(groups.tolist()) if dead_any[j][0]]:
+            s, e = int(starts[g]), int(ends[g])
             r = rowid[s:e]
-            if d.has_deletes:
-                ok = r >= 0
-                alive[s:e][ok] = ~d.dead_at_latest()[r[ok]]
-            else:
-                alive[s:e] = r >= 0
+            ok = r >= 0
+            alive[s:e][ok] = ~self.drs[int(self._present[groups[g]])].dead_at_latest()[r[ok]]
+
+    def _dead_any(self) -> list[np.ndarray]:
+        """Per rowset of ``_present``, its one-element has-deletes flag (shared with
+        the rowset, which sets it when a row is deleted; see ``DiskRowSet.has_deletes``)."""
+        flags = self._dead_flags
+        if flags is None:
+            flags = self._dead_flags = [
+                self.drs[i].has_deletes_flag() for i in self._present.tolist()
+            ]
+        return flags
 
     def _search_one(self, ri: int, values: np.ndarray, width: int) -> np.ndarray | None:
         """Rowids of ``values`` in rowset ``drs[ri]``, outside the arena; None when its

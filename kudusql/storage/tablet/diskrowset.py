@@ -447,6 +447,13 @@ class DiskRowSet:
                 self._dead = d
             return self._dead
 
+    def has_deletes_flag(self) -> np.ndarray:
+        """The one-element array behind ``has_deletes``, for a caller that asks about
+        many rowsets per batch: it stays the rowset's flag (and its derived copies')."""
+        self.dead_at_latest()
+        assert self._dead_any is not None
+        return self._dead_any
+
     @property
     def has_deletes(self) -> bool:
         """False only if no row is deleted as of now (then ``dead_at_latest`` is all
@@ -467,6 +474,15 @@ class DiskRowSet:
             if liveness and _mark_dead(dead, deltas):
                 assert self._dead_any is not None
                 self._dead_any[0] = True
+
+    def apply_run(self, batch: Deltas, start: int, stop: int, liveness: bool, nbytes: int) -> None:
+        """``apply_mutations`` of the events ``[start, stop)`` of a whole write batch's
+        ``Deltas``: a run of UPDATEs only is handed to the DeltaMemStore uncut (see
+        deltamemstore.py); one that can change liveness is cut and marked now."""
+        if liveness:
+            self.apply_mutations(batch.slice(start, stop), True, nbytes)
+        else:  # no row dies or comes back: the liveness array is not touched
+            self.dms.append_run(batch, start, stop, nbytes)
 
     def live_count(self) -> int:
         """Rows not deleted as of now (the maintenance manager asks every rowset at

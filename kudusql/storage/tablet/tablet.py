@@ -56,6 +56,7 @@ from kudusql.storage.tablet.bulk_load import undo_for_inserts, write_bulk_rowset
 from kudusql.storage.tablet.compaction_worker import CompactionWorker, DeltaFilesJob, FlushJob
 from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
+from kudusql.storage.tablet.deltamemstore import deltas_of
 from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
 from kudusql.storage.tablet.key_bounds import key_bounds
 from kudusql.storage.tablet.log_record import KIND_MRS, encode_rows
@@ -1007,8 +1008,10 @@ class Tablet(WriteShortcuts):
         uninstall them all (the frozen stores stay for the next attempt). Without
         ``save`` the caller saves a superblock that lists the rowsets."""
         named = [(d, f, f"redo{f.id}.delta") for d, f in todo]
+        contents = deltas_of([f for _, f, _ in named])
+        files = [os.path.join(d.dir, name) for d, _, name in named]
         job = DeltaFilesJob(
-            [(os.path.join(d.dir, name), f.deltas()) for d, f, name in named],
+            list(zip(files, contents, strict=True)),
             self.schema,
             self.options.sync,
         )

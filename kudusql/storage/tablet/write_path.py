@@ -296,25 +296,27 @@ def apply(
     if not mut.any():
         return
     # One Deltas for every mutated row, grouped by target store (a stable sort keeps
-    # each store's events in apply order), then cut into one zero-copy slice per store:
-    # a batch of random keys touches every rowset, so per-store work must stay small.
+    # each store's events in apply order); each store gets its run of it: a batch of
+    # random keys touches every rowset, so per-store work must stay small (a
+    # DiskRowSet's DeltaMemStore keeps the run uncut until read).
     rows = np.flatnonzero(mut)
     key = tkind[rows].astype(np.int64) * (1 << 40) + (trs[rows] + 1)
     order = np.argsort(key, kind="stable")
     rows, key = rows[order], key[order]
     every = _build_deltas(schema, pb, rows, action, trow, drop_imm, ts, seq_base)
-    starts = (np.flatnonzero(np.diff(key)) + 1).tolist()
-    groups = key[[0, *starts]].tolist()
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    bounds = [0, *cuts.tolist(), len(rows)]
+    groups = key[[0, *bounds[1:-1]]].tolist()
     liveness = bool((action[rows] != A_UPDATE).any())  # else no row dies or comes back
     per_event = every.nbytes() / len(every)
-    for g, deltas in zip(groups, every.split(starts), strict=True):
+    for g, start, stop in zip(groups, bounds[:-1], bounds[1:], strict=True):
         k, ri = g >> 40, (g & ((1 << 40) - 1)) - 1
-        if k == K_MRS:
-            rs.mrs.mutate(deltas)
-        elif k == K_FROZEN:
-            rs.frozen[ri].mutate(deltas)
+        if k == K_DRS:
+            rs.drs[ri].apply_run(every, start, stop, liveness, int(per_event * (stop - start)))
+        elif k == K_MRS:
+            rs.mrs.mutate(every.slice(start, stop))
         else:
-            rs.drs[ri].apply_mutations(deltas, liveness, int(per_event * len(deltas)))
+            rs.frozen[ri].mutate(every.slice(start, stop))
 
 
 def _build_deltas(
