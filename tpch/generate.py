@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from kudusql.shell.tpch import find_tpchgen
 from tpch.errors import TpchError
 from tpch.progress import Progress
 from tpch.spec import TPCH_KEYS, expected_rows, sf_label
@@ -28,11 +28,8 @@ INSTALL_HINT = "pip install tpchgen-cli (or pip install -e '.[tpch]')"
 
 
 def tpchgen_path() -> str:
-    """The ``tpchgen-cli`` executable beside ``sys.executable``, else the one on PATH."""
-    local = Path(sys.executable).parent / "tpchgen-cli"
-    if local.exists():
-        return str(local)
-    found = shutil.which("tpchgen-cli")
+    """The ``tpchgen-cli`` executable (``kudusql.shell.tpch.find_tpchgen``)."""
+    found = find_tpchgen()
     if found is None:
         raise TpchError(f"tpchgen-cli not found: {INSTALL_HINT}")
     return found

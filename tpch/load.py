@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 import kudusql
 from kudusql.dbapi import Connection
+from kudusql.shell.tpch import sql_type
 from tpch.errors import TpchError
 from tpch.generate import parquet_files, parquet_rows
 from tpch.progress import Progress, log
@@ -50,24 +51,6 @@ MIN_PARTITIONED_ROWS = 50_000
 #: Rows per hash bucket the rule aims at.
 ROWS_PER_BUCKET = 1_000_000
 SPARK_HINT = "pip install -e '.[spark]' and a Java 17 runtime (JAVA_HOME or java on PATH)"
-
-
-def sql_type(t: pa.DataType) -> str:
-    """The kudusql SQL type for a column type ``tpchgen-cli`` writes."""
-    if pa.types.is_int64(t):
-        return "BIGINT"
-    if pa.types.is_int32(t):
-        return "INT"
-    if pa.types.is_decimal(t):
-        assert isinstance(t, pa.Decimal128Type)
-        return f"DECIMAL({t.precision},{t.scale})"
-    if pa.types.is_date32(t):
-        return "DATE"
-    if pa.types.is_floating(t):
-        return "DOUBLE"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "STRING"
-    raise TypeError(f"no SQL type for {t}")
 
 
 def buckets(table: str, sf: float, cores: int | None = None) -> int:

@@ -64,11 +64,17 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "kudusql"
 
 
-def tpchgen() -> str:
+def find_tpchgen() -> str | None:
+    """The ``tpchgen-cli`` executable beside ``sys.executable``, else the one on PATH
+    (None when there is none; the TPC-H runner uses this too)."""
     local = Path(sys.executable).parent / "tpchgen-cli"
     if local.exists():
         return str(local)
-    found = shutil.which("tpchgen-cli")
+    return shutil.which("tpchgen-cli")
+
+
+def tpchgen() -> str:
+    found = find_tpchgen()
     if found is None:
         raise OperationalError(
             "\\load tpch needs tpchgen-cli: pip install 'kudusql[tpch]' (or tpchgen-cli)"
@@ -95,17 +101,22 @@ def generate(sf: float) -> Path:
 
 
 def sql_type(t: pa.DataType) -> str:
+    """The kudusql SQL type for a column type ``tpchgen-cli`` writes (the TPC-H runner
+    uses this too)."""
     if pa.types.is_int64(t):
         return "BIGINT"
     if pa.types.is_int32(t):
         return "INT"
     if pa.types.is_decimal(t):
+        assert isinstance(t, pa.Decimal128Type)
         return f"DECIMAL({t.precision},{t.scale})"
     if pa.types.is_date32(t):
         return "DATE"
     if pa.types.is_floating(t):
         return "DOUBLE"
-    return "STRING"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "STRING"
+    raise ProgrammingError(f"no SQL type for the TPC-H column type {t}")
 
 
 def create_sql(name: str, schema: pa.Schema, key: tuple[str, ...], partitions: int) -> str:

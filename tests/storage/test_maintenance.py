@@ -75,14 +75,54 @@ def test_choice_order() -> None:
     major = op("major_delta_compaction", perf_improvement=0.2)
     minor = op("minor_delta_compaction", perf_improvement=0.01)
     both = [*ops, major, minor]
+    mi, ma = "minor_delta_compaction", "major_delta_compaction"
     assert choose(both, memory_pressure=False, prefer_gc=False, **kw) is merge
-    assert choose(both, memory_pressure=False, prefer_gc=False, prefer_delta=True, **kw) is major
-    assert choose(both, memory_pressure=False, prefer_gc=True, prefer_delta=True, **kw) is gc
-    assert choose(ops, memory_pressure=False, prefer_gc=False, prefer_delta=True, **kw) is merge
-    assert (
-        choose([merge, minor], memory_pressure=False, prefer_gc=False, prefer_delta=True, **kw)
-        is minor
-    )
+    assert choose(both, memory_pressure=False, prefer_gc=False, prefer_delta=ma, **kw) is major
+    # ... and alternate between the kinds: by score the majors would take every turn
+    assert choose(both, memory_pressure=False, prefer_gc=False, prefer_delta=mi, **kw) is minor
+    assert choose(both, memory_pressure=False, prefer_gc=True, prefer_delta=mi, **kw) is gc
+    assert choose(ops, memory_pressure=False, prefer_gc=False, prefer_delta=mi, **kw) is merge
+    for kind in (mi, ma):  # the other kind when only one is offered
+        assert (
+            choose([merge, minor], memory_pressure=False, prefer_gc=False, prefer_delta=kind, **kw)
+            is minor
+        )
+        assert (
+            choose([merge, major], memory_pressure=False, prefer_gc=False, prefer_delta=kind, **kw)
+            is major
+        )
+
+
+def test_the_manager_gives_minor_and_major_delta_compactions_turns_in_turn(
+    tmp_path: Any,
+) -> None:
+    """Offered both kinds (and a merge outscoring them) at every poll, the manager runs
+    each kind of delta compaction on some turns; by score alone it ran only majors."""
+    ran: list[str] = []
+
+    class Source:
+        path = str(tmp_path)
+
+        def maintenance_ops(self) -> list[MaintenanceOp]:
+            return [
+                MaintenanceOp(n, self.path, lambda n=n: ran.append(n), perf_improvement=p)
+                for n, p in (
+                    ("merge_compaction", 0.9),
+                    ("major_delta_compaction", 0.5),
+                    ("minor_delta_compaction", 0.004),
+                )
+            ]
+
+        def memory_bytes(self) -> int:
+            return 0
+
+    mm = MaintenanceManager(enabled=False, worker_process=False)
+    mm.register(Source())
+    for _ in range(12):
+        mm.run_once()
+    assert ran.count("minor_delta_compaction") == 2
+    assert ran.count("major_delta_compaction") == 2
+    assert ran.count("merge_compaction") == 8
 
 
 def rows_batch(start: int, n: int) -> pa.Table:

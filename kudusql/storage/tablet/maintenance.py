@@ -16,7 +16,11 @@ order:
 4. a delta compaction (minor or major) with a score above zero (every third time:
    merging compactions score higher whenever rowsets overlap, and under a steady
    stream of flushes they would otherwise starve the delta compactions, letting REDO
-   files pile up without bound; a documented deviation from Kudu's single ranking);
+   files pile up without bound; a documented deviation from Kudu's single ranking).
+   These turns alternate between preferring a minor and a major one: a major scores
+   up to 1 (REDO bytes over base bytes) and a minor files/1000, so by score alone the
+   majors (one rowset each) took every turn while each delta flush added a REDO file
+   to every rowset random updates touched;
 5. the op with the best performance score above zero;
 
 and runs it, recording what ran (``MaintenanceRecord``). Writers call ``throttle``
@@ -88,6 +92,10 @@ class MaintenanceSource(Protocol):
 DELTA_COMPACTIONS = frozenset({"minor_delta_compaction", "major_delta_compaction"})
 
 
+#: The turns (of six) that prefer a delta compaction, and which kind first.
+_DELTA_TURNS = {1: "minor_delta_compaction", 4: "major_delta_compaction"}
+
+
 def flush_score(size: int, age_s: float, threshold_bytes: int, threshold_s: float) -> float:
     """Kudu's flush score: urgent (>= 1, growing with the excess) above the size
     threshold; below it, once older than the age threshold, up to 1 by age (an hour)
@@ -108,7 +116,7 @@ def choose(
     memory_pressure: bool,
     log_target_replay_bytes: int,
     prefer_gc: bool,
-    prefer_delta: bool = False,
+    prefer_delta: str | None = None,
 ) -> MaintenanceOp | None:
     """The op to run now, in Kudu's order (see the module docstring), or None."""
     if memory_pressure:
@@ -123,8 +131,9 @@ def choose(
     if gc and (prefer_gc or not perf):
         return max(gc, key=lambda o: o.data_retained)
     delta = [o for o in perf if o.name in DELTA_COMPACTIONS]
-    if delta and prefer_delta:
-        return max(delta, key=lambda o: o.perf_improvement)
+    if delta and prefer_delta:  # the named kind first, else the other
+        named = [o for o in delta if o.name == prefer_delta]
+        return max(named or delta, key=lambda o: o.perf_improvement)
     if perf:
         return max(perf, key=lambda o: o.perf_improvement)
     return None
@@ -156,7 +165,9 @@ class MaintenanceManager:
         self._records: deque[MaintenanceRecord] = deque(maxlen=history)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._turn = 0  # 0: prefer GC, 1: prefer a delta compaction, 2: best score
+        # Turn mod 3: 0 prefer GC, 1 prefer a delta compaction (minor on turn 1, major
+        # on turn 4), 2 best score.
+        self._turn = 0
         self.errors: deque[str] = deque(maxlen=100)
         #: Background compactions write their files in a worker process
         #: (compaction_worker.py); flushes and GC stay in the maintenance thread.
@@ -241,13 +252,13 @@ class MaintenanceManager:
     def run_once(self) -> MaintenanceOp | None:
         """Pick the best op now and run it; returns it, or None when nothing is worth it."""
         pressure = self.memory_bytes() > self.pressure_fraction * self.memory_limit_bytes
-        self._turn = (self._turn + 1) % 3
+        self._turn = (self._turn + 1) % 6
         op = choose(
             self.candidate_ops(),
             memory_pressure=pressure,
             log_target_replay_bytes=self.log_target_replay_bytes,
-            prefer_gc=self._turn == 0,
-            prefer_delta=self._turn == 1,
+            prefer_gc=self._turn % 3 == 0,
+            prefer_delta=_DELTA_TURNS.get(self._turn),
         )
         if op is None:
             return None
