@@ -83,6 +83,7 @@ class Sample:
 class SustainedRun:
     samples: list[Sample] = field(default_factory=list)
     ops: dict[str, int] = field(default_factory=dict)
+    op_seconds: dict[str, float] = field(default_factory=dict)  # maintenance time per op
     rows_expected: int = 0
     rows_found: int = 0
     errors: list[str] = field(default_factory=list)
@@ -107,7 +108,8 @@ def sustained(path: str, seconds: float, seed: int = 42, keys: str = "random") -
     if keys not in KEY_PATTERNS:
         raise ValueError(f"keys must be one of {KEY_PATTERNS}, not {keys!r}")
     rng = np.random.default_rng(seed)
-    mm = MaintenanceManager(memory_limit_bytes=256 << 20, poll_interval_s=0.1)
+    # history: every op of the run, not the manager's default last 1,000
+    mm = MaintenanceManager(memory_limit_bytes=256 << 20, poll_interval_s=0.1, history=1 << 20)
     t = Tablet.create(path, SCHEMA, OPTIONS)
     t.attach(mm)
     out = SustainedRun()
@@ -164,6 +166,8 @@ def sustained(path: str, seconds: float, seed: int = 42, keys: str = "random") -
     finally:
         mm.stop()
     out.ops = dict(collections.Counter(r.op for r in mm.history()))
+    for rec in mm.history():
+        out.op_seconds[rec.op] = round(out.op_seconds.get(rec.op, 0.0) + rec.duration_s, 1)
     # sequential keys are distinct by construction (a sort of hundreds of millions of
     # keys took minutes and gigabytes)
     out.rows_expected = nkeys if keys == "sequential" else len(np.unique(inserted[:nkeys]))
@@ -216,7 +220,7 @@ def _report(res: Result, keys: str, r: SustainedRun) -> None:
             for s in r.samples
         )
     )
-    res.notes.append(f"{keys} keys, maintenance ops run: {r.ops}")
+    res.notes.append(f"{keys} keys, maintenance ops run: {r.ops}, seconds: {r.op_seconds}")
 
 
 def summary(r: SustainedRun) -> dict[str, Any]:

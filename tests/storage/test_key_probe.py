@@ -9,6 +9,7 @@ tablet whose rowsets overlap, hold deleted ghosts and re-inserted keys."""
 from __future__ import annotations
 
 import itertools
+import pickle
 from typing import Any
 
 import hypothesis.strategies as st
@@ -408,6 +409,26 @@ def test_deltamemstore_runs_read_like_their_slices(
     extra = _batch(3, 10_000, {1: [True, False, True]})
     dms[0].append_run(extra, 1, 3, 16)
     assert _as_lists(dms[0].deltas()) == _as_lists(concat_deltas([*expect[0], extra.slice(1, 3)]))
+
+
+def test_a_delta_flush_ships_each_store_without_the_whole_batch() -> None:
+    """A pickled Arrow slice carries its parent's whole buffer: the stores of one delta
+    flush, cut from one batch, pickled for the compaction worker as they were, held the
+    batch once per store (found by the sustained benchmark: 0.14 -> 1.2 s per flush of
+    180 stores). ``compacted`` copies each store's values out."""
+    n, stores = 20_000, 100
+    batch = _batch(n, 0, {1: [True] * n})
+    dms = [DeltaMemStore(i) for i in range(stores)]
+    per = n // stores
+    for i, store in enumerate(dms):
+        store.append_run(batch, i * per, (i + 1) * per, 8 * per)
+    cut = deltas_of(dms)
+    whole = len(pickle.dumps(batch))
+    shipped = len(pickle.dumps([c.compacted() for c in cut]))
+    assert shipped < 2 * whole
+    assert len(pickle.dumps(cut)) > 10 * whole  # what the worker was sent before
+    for c, d in zip(cut, (c.compacted() for c in cut), strict=True):
+        assert _as_lists(c) == _as_lists(d)
 
 
 @settings(max_examples=60, deadline=None)
