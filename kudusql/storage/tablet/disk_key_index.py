@@ -106,7 +106,8 @@ class DiskKeyIndex:
             np.full(n, -1, dtype=np.int64),
         )
         self._not_arena: set[int] = set()
-        self._dead_flags: list[np.ndarray] | None = None
+        # Per rowset of _present, its has-deletes flag once fetched (see _lookup).
+        self._dead_flags: list[np.ndarray | None] = [None] * n
         self._whole: dict[int, tuple[np.ndarray, int] | None] = {}
 
     def _bounds_of(self, width: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -218,23 +219,22 @@ class DiskKeyIndex:
             if r is not None:  # else keys of another width: all absent
                 rowid[s:e] = r
         np.greater_equal(rowid, 0, out=alive)
-        # A found key is live unless its rowset has deleted rows (rare: one flag each).
-        dead_any = self._dead_any()
-        for g in [g for g, j in enumerate(groups.tolist()) if dead_any[j][0]]:
+        # A found key is live unless its rowset has deleted rows (rare: one flag each,
+        # fetched the first time the rowset is touched: fetching builds its liveness
+        # array, a byte per row, which untouched rowsets need not hold).
+        flags = self._dead_flags
+        deleted = []
+        for g, j in enumerate(groups.tolist()):
+            f = flags[j]
+            if f is None:
+                f = flags[j] = self.drs[int(self._present[j])].has_deletes_flag()
+            if f[0]:
+                deleted.append(g)
+        for g in deleted:
             s, e = int(starts[g]), int(ends[g])
             r = rowid[s:e]
             ok = r >= 0
             alive[s:e][ok] = ~self.drs[int(self._present[groups[g]])].dead_at_latest()[r[ok]]
-
-    def _dead_any(self) -> list[np.ndarray]:
-        """Per rowset of ``_present``, its one-element has-deletes flag (shared with
-        the rowset, which sets it when a row is deleted; see ``DiskRowSet.has_deletes``)."""
-        flags = self._dead_flags
-        if flags is None:
-            flags = self._dead_flags = [
-                self.drs[i].has_deletes_flag() for i in self._present.tolist()
-            ]
-        return flags
 
     def _search_one(self, ri: int, values: np.ndarray, width: int) -> np.ndarray | None:
         """Rowids of ``values`` in rowset ``drs[ri]``, outside the arena; None when its
