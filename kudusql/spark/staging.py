@@ -83,13 +83,13 @@ def failure_message(count: int, samples: list[str]) -> str:
 def new_job_dir(database: str) -> str:
     """Create the staging directory of a new job (on the driver) and return its path."""
     path = os.path.join(database, STAGING_DIR, f"job-{uuid.uuid4().hex}")
-    for _ in range(5):
+    for attempt in range(5):
         try:
             os.makedirs(path)
-            return path
-        except FileNotFoundError:
-            continue  # another job's removal took the empty staging root between our mkdirs
-    os.makedirs(path)
+            break
+        except FileNotFoundError:  # another job's removal took the empty staging root
+            if attempt == 4:  # between our two mkdirs
+                raise
     return path
 
 

@@ -47,32 +47,27 @@ class DeltaMemStore:
         """Add events (called under the tablet's write lock). ``nbytes``, when given,
         is charged instead of ``deltas.nbytes()`` (the write path apportions one
         batch's size over the stores it touches)."""
-        if not len(deltas):
-            return
-        with self._lock:
-            self._parts.append(deltas)
-            self._cached = None
-            self._version += 1
-            self.count += len(deltas)
-            self.bytes += deltas.nbytes() if nbytes is None else nbytes
-            if self.min_ts is None:
-                self.min_ts = int(deltas.ts[0])
-                self.min_seq = int(deltas.seq[0])
+        if len(deltas):
+            self._add(deltas, deltas, 0, len(deltas), deltas.nbytes() if nbytes is None else nbytes)
 
     def append_run(self, batch: Deltas, start: int, stop: int, nbytes: int) -> None:
         """Add the events ``[start, stop)`` of ``batch`` without cutting them out yet;
         ``nbytes`` is this run's share of the batch's size."""
-        if stop <= start:
-            return
+        if stop > start:
+            self._add((batch, start, stop), batch, start, stop, nbytes)
+
+    def _add(
+        self, part: Deltas | tuple[Deltas, int, int], of: Deltas, start: int, stop: int, nbytes: int
+    ) -> None:
         with self._lock:
-            self._parts.append((batch, start, stop))
+            self._parts.append(part)
             self._cached = None
             self._version += 1
             self.count += stop - start
             self.bytes += nbytes
             if self.min_ts is None:
-                self.min_ts = int(batch.ts[start])
-                self.min_seq = int(batch.seq[start])
+                self.min_ts = int(of.ts[start])
+                self.min_seq = int(of.seq[start])
 
     def deltas(self) -> Deltas:
         """Everything appended so far, in apply order."""
@@ -82,6 +77,8 @@ class DeltaMemStore:
         with self._lock:
             parts = list(self._parts)
             version = self._version
+        # One store alone: cutting its runs one by one beats ``deltas_of``, which would
+        # concatenate every batch they come from to keep a small share of each.
         merged = concat_deltas(
             [p if isinstance(p, Deltas) else p[0].slice(p[1], p[2]) for p in parts]
         )

@@ -1009,8 +1009,6 @@ class Tablet(WriteShortcuts):
         ``save`` the caller saves a superblock that lists the rowsets."""
         named = [(d, f, f"redo{f.id}.delta") for d, f in todo]
         contents = deltas_of([f for _, f, _ in named])
-        if worker is not None:  # pickled: each store's values without the whole batch
-            contents = [c.compacted() for c in contents]
         files = [os.path.join(d.dir, name) for d, _, name in named]
         job = DeltaFilesJob(
             list(zip(files, contents, strict=True)),
