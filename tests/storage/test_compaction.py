@@ -4,7 +4,9 @@ ancient history mark (AHM) stays readable, older history is refused and reclaime
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import os
 import random
 import threading
@@ -20,7 +22,7 @@ from hypothesis import given, settings
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, wall_micros
 from kudusql.common.options import TabletOptions
-from kudusql.storage.tablet import compaction
+from kudusql.storage.tablet import compaction, metadata
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support.tablets import pause_at, rows, schema
 
@@ -143,6 +145,34 @@ def test_major_delta_compaction_rewrites_only_updated_columns(tmp_path: Any) -> 
     assert got[2] == (102, "s2") and 4 not in got
     assert by_key(t, snapshot=mid) == got
     assert on_disk(t) == listed(t)
+    t.close()
+
+
+def test_superblock_text_is_the_metadata_with_delta_entries_encoded_once(tmp_path: Any) -> None:
+    """A save encodes each delta file's entry once and splices the cached texts
+    (``TabletMeta.json_text``): what it writes must be exactly the metadata."""
+    t = make(tmp_path)
+    t.insert(kv(list(range(20)), list(range(20)), [f"s{i}" for i in range(20)]))
+    t.flush()
+    t.insert(kv(list(range(20, 30)), list(range(10)), ["x"] * 10))
+    t.flush()
+    for r in range(3):
+        t.update(kv([2, 7, 25], [100 + r] * 3))
+        t.flush_deltas()
+    first = drs_ids(t)[0]
+    assert t.major_delta_compaction(first)  # gen, column_files, new UNDO and REDO lists
+    t.update(kv([3, 26], [7, 7]))
+    t.flush_deltas()
+    t.close()
+    t = Tablet.open(str(tmp_path / "t"), OPTS)
+    meta = t.meta
+    assert [len(m.redo_files) for m in meta.rowsets] == [1, 4]
+    assert meta.rowsets[0].column_files and meta.rowsets[0].undo_files
+    assert json.loads(meta.json_text()) == meta.to_json()
+    assert metadata.load(t.path).to_json() == meta.to_json()
+    # The cache is only sound because a delta file's entry never changes.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        meta.rowsets[1].redo_files[0].name = "other"  # type: ignore[misc]
     t.close()
 
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kudusql.storage.tablet.compaction_policy import (
+    PolicyMemo,
     PolicyOptions,
     RowSetInfo,
     Selection,
@@ -456,3 +457,30 @@ def test_selection_properties(case: tuple[list[RowSetInfo], PolicyOptions]) -> N
     others = [r for r in infos if r.id not in got.ids]
     if all(r.max_key <= span_lo or r.min_key >= span_hi for r in others):
         assert average_height(merged(infos, got.ids)) <= height + 1e-9
+
+
+# --- the tablet's memo of the last selection ---------------------------------------------
+
+
+def test_memo_keeps_a_selection_while_sizes_move_within_the_slack() -> None:
+    infos = [rs(i, 2 * i, 2 * i + 3, 8 * MIB) for i in range(10)]
+    memo = PolicyMemo()
+    assert memo.get(infos, HEIGHT_ONLY) is None  # nothing kept yet
+    sel = select_rowsets(infos, HEIGHT_ONLY)
+    assert sel.ids
+    memo.keep(infos, HEIGHT_ONLY, sel)
+    assert memo.get(infos, HEIGHT_ONLY) is sel
+    # A delta flush grew every rowset a little: the same rowsets, the same answer.
+    slack = 8 * MIB // PolicyMemo.SIZE_SLACK
+    grown = [rs(r.id, r.min_key, r.max_key, r.size_bytes + slack) for r in infos]
+    assert memo.get(grown, HEIGHT_ONLY) is sel
+    # One rowset past the slack, a changed bound, a new rowset, other options: search again.
+    past = [*grown[:-1], rs(9, 18, 21, 8 * MIB + slack + 1)]
+    assert memo.get(past, HEIGHT_ONLY) is None
+    moved = [*infos[:-1], rs(9, 18, 22, 8 * MIB)]
+    assert memo.get(moved, HEIGHT_ONLY) is None
+    assert memo.get([*infos, rs(10, 0, 1)], HEIGHT_ONLY) is None
+    assert memo.get(infos, PolicyOptions()) is None
+    # UNDO bytes going ancient can veto a merge (step 4): they are part of the shape.
+    aged = [*infos[:-1], rs(9, 18, 21, 8 * MIB, undo_bytes=10, ancient_undo_bytes=10)]
+    assert memo.get(aged, HEIGHT_ONLY) is None

@@ -225,12 +225,14 @@ def _rows(keys: np.ndarray, key_type: str) -> pa.Table:
     [
         ("INT64", 1 << 21, "overlapping"),
         ("INT64", 1 << 21, "sequential"),
+        ("INT64", 1 << 21, "one-overlap"),
         ("INT64", 100, "overlapping"),
         ("STRING", 1 << 21, "overlapping"),
     ],
     ids=[
         "fixed-width-packed",
         "fixed-width-packed-no-overlap",
+        "fixed-width-packed-one-overlap",
         "fixed-width-rowset-by-rowset",
         "variable-width",
     ],
@@ -239,9 +241,18 @@ def test_large_batch_locates_like_small_batches(
     tmp_path: Any, key_type: str, max_pairs: int, layout: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """(A batch of fixed-width keys over ``_MAX_PAIRS`` pairs goes rowset by rowset.
-    Rowsets that do not overlap are searched without their bloom filters. The key arena
-    is tiny, so it moves to new buffers while the rowsets come.)"""
+    Keys with one candidate rowset are searched without the bloom filters: with one
+    overlap, only the pairs of the keys it covers are probed. The key arena is tiny, so
+    it moves to new buffers while the rowsets come.)"""
     monkeypatch.setattr(disk_key_index, "_MAX_PAIRS", max_pairs)
+    probed: list[int] = []
+    real_probe = BloomFilterSet.may_contain_hashes
+
+    def counted(self: BloomFilterSet, which: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> Any:
+        probed.append(len(which))
+        return real_probe(self, which, h1, h2)
+
+    monkeypatch.setattr(BloomFilterSet, "may_contain_hashes", counted)
     monkeypatch.setattr(disk_key_index, "KEY_ARENA", disk_key_index.KeyArena(min_items=64))
     rng = np.random.default_rng(11)
     opts = TabletOptions(sync=False, bulk_load_rows=1_000_000)
@@ -250,7 +261,9 @@ def test_large_batch_locates_like_small_batches(
     try:
         written: list[np.ndarray] = []
         for i in range(6):  # six DiskRowSets: random keys over one range, or in turn
-            if layout == "sequential":
+            if layout == "one-overlap" and i == 5:  # across the second and third
+                keys = np.unique(rng.integers(12_000, 20_000, 3_000))
+            elif layout in ("sequential", "one-overlap"):
                 keys = np.unique(rng.integers(i * 8_400, (i + 1) * 8_400, 3_000))
             else:
                 keys = np.unique(rng.integers(0, 50_000, 3_000))
@@ -274,8 +287,14 @@ def test_large_batch_locates_like_small_batches(
         probe_keys = rng.permutation(np.arange(-100, 50_400, 7))  # present, ghost, absent
         enc = encode_keys([_key_array(probe_keys, key_type)], [schema.key_columns[0].type])
         assert len(enc) > write_path._SMALL_PROBE
+        probed.clear()
         packed = rs.disk_keys.find(KeyProbe(enc), np.ones(len(enc), dtype=bool))
         assert (packed is not None) == (key_type == "INT64" and max_pairs > 100)
+        if layout == "sequential":
+            assert probed == []
+        elif layout == "one-overlap":  # the keys in 12,000-20,000, each with two rowsets
+            in_overlap = int(np.count_nonzero((probe_keys >= 12_000) & (probe_keys <= 20_000)))
+            assert probed and 0 < probed[0] <= 2 * in_overlap
         big = write_path.locate(rs, enc)
         parts = [
             write_path.locate(rs, enc.slice(s, write_path._SMALL_PROBE))

@@ -21,7 +21,11 @@ _HEADER = struct.Struct("<8sIII")  # magic, version, body length, body crc32
 
 
 def save_json(path: str, magic: bytes, version: int, body: Any, *, sync: bool = True) -> None:
-    data = json.dumps(body, separators=(",", ":")).encode()
+    save_encoded(path, magic, version, json.dumps(body, separators=(",", ":")).encode(), sync=sync)
+
+
+def save_encoded(path: str, magic: bytes, version: int, data: bytes, *, sync: bool = True) -> None:
+    """``save_json`` of a body the caller already encoded as UTF-8 JSON."""
     write_file_atomic(path, _HEADER.pack(magic, version, len(data), crc32(data)) + data, sync=sync)
 
 

@@ -19,6 +19,8 @@ of the rows deleted as of now, which the write path uses to tell live keys from 
 from __future__ import annotations
 
 import bisect
+import functools
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -45,10 +47,16 @@ from kudusql.storage.tablet.deltamemstore import DeltaMemStore
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeltaFileMeta:
     name: str
     stats: DeltaStats
+
+    @functools.cached_property
+    def json_text(self) -> str:
+        """``to_dict`` as JSON, encoded once: the superblock lists every delta file of
+        the tablet and is saved after every flush and compaction (see ``RowSetMeta``)."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     def to_dict(self) -> dict[str, Any]:
         s = self.stats
@@ -110,7 +118,23 @@ class RowSetMeta:
     def copy(self) -> RowSetMeta:
         return RowSetMeta.from_dict(self.to_dict())
 
+    def json_text(self) -> str:
+        """``to_dict`` as JSON, with each delta file's entry encoded once (they are most
+        of a superblock, which is rewritten whole after every flush and compaction)."""
+        own = self._own_dict()
+        undo = ",".join(f.json_text for f in self.undo_files)
+        redo = ",".join(f.json_text for f in self.redo_files)
+        head = json.dumps(own, separators=(",", ":"))[:-1]  # without the closing brace
+        return f'{head},"undo_files":[{undo}],"redo_files":[{redo}]}}'
+
     def to_dict(self) -> dict[str, Any]:
+        d = self._own_dict()
+        d["undo_files"] = [f.to_dict() for f in self.undo_files]
+        d["redo_files"] = [f.to_dict() for f in self.redo_files]
+        return d
+
+    def _own_dict(self) -> dict[str, Any]:
+        """Every field but the delta file lists."""
         return {
             "id": self.id,
             "num_rows": self.num_rows,
@@ -118,8 +142,6 @@ class RowSetMeta:
             "max_key": self.max_key.hex(),
             "column_ids": self.column_ids,
             "base_bytes": self.base_bytes,
-            "undo_files": [f.to_dict() for f in self.undo_files],
-            "redo_files": [f.to_dict() for f in self.redo_files],
             "last_durable_dms_id": self.last_durable_dms_id,
             "column_files": {str(k): v for k, v in self.column_files.items()},
             "gen": self.gen,

@@ -8,13 +8,14 @@ See ``FORMAT.md``.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from kudusql.common.errors import CorruptionError, OperationalError
 from kudusql.common.schema import Schema
-from kudusql.storage.fs.meta_file import load_json, save_json
+from kudusql.storage.fs.meta_file import load_json, save_encoded
 from kudusql.storage.tablet.diskrowset import RowSetMeta
 
 # DO NOT CHANGE: on-disk.
@@ -34,9 +35,12 @@ class TabletMeta:
     history_max_age_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
+        return {**self._own_json(), "rowsets": [r.to_dict() for r in self.rowsets]}
+
+    def _own_json(self) -> dict[str, Any]:
+        """Every field but the rowsets."""
         return {
             "schema": self.schema.to_dict(),
-            "rowsets": [r.to_dict() for r in self.rowsets],
             "next_rowset_id": self.next_rowset_id,
             "last_durable_mrs_id": self.last_durable_mrs_id,
             "next_seq": self.next_seq,
@@ -56,9 +60,18 @@ class TabletMeta:
             d.get("history_max_age_s"),
         )
 
+    def json_text(self) -> str:
+        """``to_json`` encoded, with the rowsets' delta file entries encoded once each
+        (``RowSetMeta.json_text``): a save after every flush and compaction re-encoded
+        them all, ~5 ms at 170 rowsets and 1,100 REDO files."""
+        head = json.dumps(self._own_json(), separators=(",", ":"))[:-1]
+        rowsets = ",".join(r.json_text() for r in self.rowsets)
+        return f'{head},"rowsets":[{rowsets}]}}'
+
 
 def save(tablet_dir: str, meta: TabletMeta, *, sync: bool = True) -> None:
-    save_json(os.path.join(tablet_dir, META_FILE), MAGIC, VERSION, meta.to_json(), sync=sync)
+    path = os.path.join(tablet_dir, META_FILE)
+    save_encoded(path, MAGIC, VERSION, meta.json_text().encode(), sync=sync)
 
 
 def load(tablet_dir: str) -> TabletMeta:

@@ -90,11 +90,9 @@ from kudusql.storage.tablet.write_ops import (
     prepare,
 )
 from kudusql.storage.tablet.write_path import (
-    A_DELETE,
     A_IGNORED,
     A_INSERT,
-    A_REINSERT,
-    A_UPDATE,
+    MUTATES,
     Decisions,
     decide,
     row_errors,
@@ -745,7 +743,7 @@ class Tablet(WriteShortcuts):
             raise DataError(msg)
         ts = self.mvcc.start_op(timestamp)
         seq_base = self._next_seq
-        if bulk and not np.isin(d.action, (A_REINSERT, A_UPDATE, A_DELETE)).any():
+        if bulk and not MUTATES[d.action].any():
             # The superblock that publishes the rowsets also records the new sequence
             # number and timestamp, so nothing after a restart reuses them.
             self._next_seq += pb.n

@@ -27,6 +27,7 @@ from kudusql.common.errors import InternalError, ProgrammingError
 from kudusql.common.hybrid_time import to_micros
 from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.tablet.compaction_policy import (
+    PolicyMemo,
     PolicyOptions,
     RowSetInfo,
     Selection,
@@ -39,6 +40,7 @@ from kudusql.storage.tablet.compaction_worker import (
     MergeJob,
 )
 from kudusql.storage.tablet.delta import concat_deltas
+from kudusql.storage.tablet.deltamemstore import deltas_of
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
 from kudusql.storage.tablet.maintenance import (
     MaintenanceManager,
@@ -73,7 +75,7 @@ class TabletMaintainer:
         self._obsolete: list[tuple[float, list[weakref.ref[DiskRowSet]], Sequence[str]]] = []
         # The last policy run: its inputs and choice (``select_rowsets`` is a pure
         # function of them, and costs ~5 ms with ~90 rowsets).
-        self._policy_memo: tuple[list[RowSetInfo], PolicyOptions, Selection] | None = None
+        self._policy_memo = PolicyMemo()
 
     # -- compactions and history GC (the transformations are in compaction.py) ---------------
     def minor_delta_compaction(
@@ -186,10 +188,12 @@ class TabletMaintainer:
         with self.t._write_lock:
             new = [DiskRowSet(self.t.path, m, self.t.cache) for m in metas]
             late_parts = []
-            for drs, rowid_map in zip(inputs, merged.rowid_maps, strict=True):
-                late = concat_deltas(
-                    [p.deltas() for p in (drs.frozen_dms, drs.dms) if p is not None]
-                )
+            # The writes made during the merge, cut from their batches in one pass (this
+            # holds the write lock; see ``deltas_of``).
+            stores = [[p for p in (d.frozen_dms, d.dms) if p is not None] for d in inputs]
+            flat = iter(deltas_of([p for ps in stores for p in ps]))
+            for ps, drs, rowid_map in zip(stores, inputs, merged.rowid_maps, strict=True):
+                late = concat_deltas([next(flat) for _ in ps])
                 if len(late):
                     target = rowid_map[late.rowid]
                     if (target < 0).any():
@@ -359,12 +363,10 @@ class TabletMaintainer:
         opts = PolicyOptions(
             budget_mb=self.t.options.compaction_budget_mb, target_rowset_bytes=target
         )
-        memo = self._policy_memo
-        if memo is not None and memo[0] == infos and memo[1] == opts:
-            sel = memo[2]  # the manager asks at every poll; the rowsets rarely changed
-        else:
+        sel = self._policy_memo.get(infos, opts)
+        if sel is None:
             sel = select_rowsets(infos, opts)
-            self._policy_memo = (infos, opts, sel)
+            self._policy_memo.keep(infos, opts, sel)
         chosen = sorted((i for i in infos if i.id in sel.ids), key=lambda i: i.min_key)
         disjoint = all(a.max_key < b.min_key for a, b in itertools.pairwise(chosen))
         outputs = self._merge_outputs(sel.ids)
@@ -378,7 +380,8 @@ class TabletMaintainer:
     def _merge_outputs(self, ids: Sequence[int]) -> int:
         """How many rowsets merging ``ids`` writes, by the writer's own rolling rule
         (whole pages of about the target size, from the inputs' raw bytes per row)."""
-        drs = [d for d in self.t._rowsets.drs if d.id in set(ids)]
+        wanted = set(ids)
+        drs = [d for d in self.t._rowsets.drs if d.id in wanted]
         rows = sum(d.num_rows for d in drs)
         if not rows:
             return 0

@@ -43,6 +43,12 @@ from kudusql.storage.tablet.write_ops import (
 A_NONE, A_INSERT, A_REINSERT, A_UPDATE, A_DELETE, A_IGNORED = range(6)
 # Where a live key is.
 K_NONE, K_MRS, K_DRS, K_FROZEN = range(4)
+# Indexed by action: does it change a stored row (MUTATES), or any row (CHANGES)? A
+# table lookup is ~10x cheaper than ``np.isin`` on a batch of actions.
+MUTATES = np.zeros(A_IGNORED + 1, dtype=np.bool_)
+MUTATES[[A_REINSERT, A_UPDATE, A_DELETE]] = True
+CHANGES = MUTATES.copy()
+CHANGES[A_INSERT] = True
 # Batches up to this many keys find their DiskRowSets through the key-range index, one
 # key at a time; larger ones test every rowset's range vectorized.
 _SMALL_PROBE = 64
@@ -292,7 +298,7 @@ def apply(
         new_rows = pa.RecordBatch.from_arrays(cols, schema=schema.arrow_schema())
         keys = pb.keys if everything else pb.keys.take(idx)
         rs.mrs.insert(new_rows, keys, ts, seq_base + batch_rows)
-    mut = np.isin(action, (A_REINSERT, A_UPDATE, A_DELETE))
+    mut = MUTATES[action]
     if not mut.any():
         return
     # One Deltas for every mutated row, grouped by target store (a stable sort keeps
@@ -375,7 +381,7 @@ def to_log_record(
     rs: RowSets, schema: Schema, pb: PreparedBatch, d: Decisions, ts: int, seq_base: int
 ) -> DecidedBatch | None:
     """The WAL record of a decided batch (None when no row changes anything)."""
-    rows = np.flatnonzero(np.isin(d.action, (A_INSERT, A_REINSERT, A_UPDATE, A_DELETE)))
+    rows = np.flatnonzero(CHANGES[d.action])
     if not len(rows):
         return None
     tk, tr, trs = d.tkind[rows], d.trow[rows], d.trs[rows]
