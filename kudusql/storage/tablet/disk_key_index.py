@@ -172,7 +172,7 @@ class DiskKeyIndex:
         # could save costs (and keys an UPDATE or DELETE names are all present anyway),
         # so only the pairs of keys with several candidates are probed. Rowsets of a
         # sequential load overlap only where a merge skipped one: probing every pair of
-        # a batch for those few was a tenth of such a writer's time.
+        # a batch for those few was 5-10% of such a writer's time.
         several = np.bincount(spos, minlength=len(svals))[spos] > 1
         probe_at = np.flatnonzero(several)
         if len(probe_at):
