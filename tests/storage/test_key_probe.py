@@ -95,6 +95,24 @@ def test_bloom_with_shared_hashes_equals_own_hashing(
     assert np.array_equal(h1, before[0]) and np.array_equal(h2, before[1])  # not changed
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    keys=st.lists(st.binary(max_size=9), min_size=1, max_size=300),
+    data=st.data(),
+)
+def test_hashes_at_positions_equal_the_whole_batch_s(keys: list[bytes], data: Any) -> None:
+    """A few positions are hashed alone, many through the batch's hashes: the same."""
+    enc = pa.array(keys, pa.binary())
+    whole = KeyProbe(enc).hashes()
+    pos_st = st.lists(st.integers(0, len(keys) - 1), max_size=2 * len(keys))
+    pos = np.array(data.draw(pos_st), dtype=np.int64)
+    hashed = KeyProbe(enc)
+    hashed.hashes()  # this one answers from the batch's hashes
+    for probe in (KeyProbe(enc), hashed):
+        got = probe.hashes_at(pos)
+        assert np.array_equal(got[0], whole[0][pos]) and np.array_equal(got[1], whole[1][pos])
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     sets=st.lists(

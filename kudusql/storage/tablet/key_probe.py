@@ -92,3 +92,13 @@ class KeyProbe:
         if h is None:
             h = self._hashes = murmur3_x64_128(self.keys, BLOOM_SEED)
         return h
+
+    def hashes_at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``hashes()`` at ``positions`` (batch positions, repeats allowed), hashing only
+        those keys when the batch's hashes are not known yet and they are few (where a
+        few rowsets overlap, only the keys in the overlap need a bloom probe)."""
+        h = self._hashes
+        if h is None and 4 * len(positions) < len(self.keys):
+            return murmur3_x64_128(self.keys.take(positions), BLOOM_SEED)
+        h1, h2 = self.hashes()
+        return h1[positions], h2[positions]
