@@ -484,3 +484,17 @@ def test_memo_keeps_a_selection_while_sizes_move_within_the_slack() -> None:
     # UNDO bytes going ancient can veto a merge (step 4): they are part of the shape.
     aged = [*infos[:-1], rs(9, 18, 21, 8 * MIB, undo_bytes=10, ancient_undo_bytes=10)]
     assert memo.get(aged, HEIGHT_ONLY) is None
+
+
+def test_memo_searches_again_when_the_kept_selection_outgrew_the_budget() -> None:
+    opts = PolicyOptions(budget_mb=64, small_rowset_tradeoff=0.0)
+    infos = [rs(i, 0, 100, 16 * MIB) for i in range(4)]  # 64 MiB: the whole budget
+    sel = select_rowsets(infos, opts)
+    assert sel.ids == (0, 1, 2, 3)
+    memo = PolicyMemo()
+    memo.keep(infos, opts, sel)
+    assert memo.get(infos, opts) is sel
+    # Each grew by less than the slack, but together they no longer fit.
+    grown = [rs(r.id, r.min_key, r.max_key, 17 * MIB) for r in infos]
+    assert memo.get(grown, opts) is None
+    assert select_rowsets(grown, opts).ids != sel.ids

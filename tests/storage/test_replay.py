@@ -8,11 +8,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
-from kudusql.common.errors import OperationalError
+from kudusql.common.errors import CorruptionError, OperationalError
 from kudusql.storage.fs import faults
+from kudusql.storage.tablet import log_record
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support import crash_writer as cw
 
@@ -133,3 +135,25 @@ def test_runs_of_row_path_records_replay_with_their_own_timestamps(tmp_path: Any
         assert t.insert(_batch([8], 9)).errors[0].status == "AlreadyPresent"
     finally:
         t.close()
+
+
+def test_a_logged_row_with_an_unknown_action_is_corruption(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record whose checksum holds but whose action code is none the write path
+    knows (it would index its action tables out of range) fails the open clearly."""
+    path = str(tmp_path / "t")
+    t = Tablet.create(path, cw.SCHEMA, cw.OPTIONS)
+    t.insert(_batch(list(range(20)), 0))
+    real = log_record.DecidedBatch.encode
+
+    def bad_action(self: log_record.DecidedBatch) -> bytes:
+        self.action = np.full_like(self.action, 9)
+        return real(self)
+
+    monkeypatch.setattr(log_record.DecidedBatch, "encode", bad_action)
+    t.update(_batch(list(range(20)), 7))
+    monkeypatch.undo()
+    t.abandon()
+    with pytest.raises(CorruptionError, match="unknown action"):
+        Tablet.open(path, cw.OPTIONS)

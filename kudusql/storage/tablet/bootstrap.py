@@ -31,6 +31,7 @@ from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.row_write import RowLayout
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_path import (
+    A_DELETE,
     A_INSERT,
     A_REINSERT,
     K_DRS,
@@ -262,7 +263,12 @@ def _apply_record(
     trs = np.full(n, -1, dtype=np.int64)
     trow = np.full(n, -1, dtype=np.int64)
     drop_imm = np.zeros(n, dtype=bool)
-    action[rows] = db.action[keep]
+    logged = db.action[keep]
+    if len(logged) and not ((logged >= A_INSERT) & (logged <= A_DELETE)).all():
+        # A checksummed record cannot hold one unless written wrong; the write path's
+        # action tables (write_path.MUTATES) index by it.
+        raise CorruptionError("WAL", 0, "a replayed row has an unknown action code")
+    action[rows] = logged
     drop_imm[rows] = db.drop_immutable[keep]
     kind = db.kind[keep]
     on_drs = kind == KIND_DRS

@@ -203,42 +203,50 @@ def select_rowsets(
     return Selection(tuple(sorted(r.id for r in picked)), quality)
 
 
+#: What identifies a rowset to ``PolicyMemo``: id, key bounds, UNDO and ancient UNDO bytes.
+_Shape = tuple[int, bytes, bytes, int, int]
+
+
 class PolicyMemo:
     """The last selection, reused while the rowsets are the same ones (ids, key bounds,
-    UNDO bytes) and no rowset's size moved by more than ``1 / SIZE_SLACK`` of what it
-    was. The tablet asks at every maintenance poll and after every op; each delta
-    flush grows every rowset a random update touched by a few KiB, so an exact memo
-    missed nearly always, and a search costs O(rowsets^2) (~13 ms at 170 rowsets).
-    Sizes within a few percent do not change which rowsets overlap, only how much a
-    merge is worth by as much."""
+    UNDO bytes), no rowset's size moved by more than ``1 / SIZE_SLACK`` of what it
+    was, and the selection still fits the budget. The tablet asks at every maintenance
+    poll and after every op; each delta flush grows every rowset a random update
+    touched by a few KiB, so an exact memo missed nearly always, and a search costs
+    O(rowsets^2) (~13 ms at 170 rowsets). Sizes within a few percent do not change
+    which rowsets overlap, only how much a merge is worth by as much.
+
+    Threads may ask at once (the maintenance thread, a writer under back-pressure, a
+    user's compaction): what is kept is one tuple, replaced whole."""
 
     SIZE_SLACK = 16
 
     def __init__(self) -> None:
-        self._shape: list[tuple[int, bytes, bytes, int, int]] | None = None
-        self._sizes: list[int] = []
-        self._options: PolicyOptions | None = None
-        self._selection = _NOTHING
+        self._kept: tuple[list[_Shape], list[int], PolicyOptions, Selection] | None = None
 
     @staticmethod
-    def _shape_of(infos: Sequence[RowSetInfo]) -> list[tuple[int, bytes, bytes, int, int]]:
+    def _shape_of(infos: Sequence[RowSetInfo]) -> list[_Shape]:
         return [(r.id, r.min_key, r.max_key, r.undo_bytes, r.ancient_undo_bytes) for r in infos]
 
     def get(self, infos: Sequence[RowSetInfo], options: PolicyOptions) -> Selection | None:
         """The kept selection if it still holds for ``infos``, else None."""
-        if options != self._options or self._shape_of(infos) != self._shape:
+        kept = self._kept
+        if kept is None:
+            return None
+        shape, sizes, kept_options, sel = kept
+        if options != kept_options or self._shape_of(infos) != shape:
             return None
         slack = self.SIZE_SLACK
-        for r, was in zip(infos, self._sizes, strict=True):
+        for r, was in zip(infos, sizes, strict=True):
             if abs(r.size_bytes - was) * slack > was:
                 return None
-        return self._selection
+        ids = set(sel.ids)
+        if sum(_weight_mb(r.size_bytes) for r in infos if r.id in ids) > options.budget_mb:
+            return None  # grown past the budget: search again
+        return sel
 
     def keep(self, infos: Sequence[RowSetInfo], options: PolicyOptions, sel: Selection) -> None:
-        self._shape = self._shape_of(infos)
-        self._sizes = [r.size_bytes for r in infos]
-        self._options = options
-        self._selection = sel
+        self._kept = (self._shape_of(infos), [r.size_bytes for r in infos], options, sel)
 
 
 class _Problem:
