@@ -24,6 +24,15 @@ def save_json(path: str, magic: bytes, version: int, body: Any, *, sync: bool = 
     save_encoded(path, magic, version, json.dumps(body, separators=(",", ":")).encode(), sync=sync)
 
 
+def encode_with_lists(fields: dict[str, Any], lists: dict[str, list[str]]) -> str:
+    """``fields`` as a JSON object followed by ``lists``: each an array of items already
+    encoded as JSON text (a caller that re-saves mostly the same items encodes each
+    once and splices it in). ``fields`` must not be empty."""
+    head = json.dumps(fields, separators=(",", ":"))[:-1]  # without the closing brace
+    tail = "".join(f',"{k}":[{",".join(items)}]' for k, items in lists.items())
+    return head + tail + "}"
+
+
 def save_encoded(path: str, magic: bytes, version: int, data: bytes, *, sync: bool = True) -> None:
     """``save_json`` of a body the caller already encoded as UTF-8 JSON."""
     write_file_atomic(path, _HEADER.pack(magic, version, len(data), crc32(data)) + data, sync=sync)

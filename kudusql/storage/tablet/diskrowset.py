@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.storage.cfile import BlockCache, CFileReader
 from kudusql.storage.cfile.bloom import BloomFilter
+from kudusql.storage.fs.meta_file import encode_with_lists
 from kudusql.storage.tablet.delta import (
     Deltas,
     MutationType,
@@ -121,11 +122,13 @@ class RowSetMeta:
     def json_text(self) -> str:
         """``to_dict`` as JSON, with each delta file's entry encoded once (they are most
         of a superblock, which is rewritten whole after every flush and compaction)."""
-        own = self._own_dict()
-        undo = ",".join(f.json_text for f in self.undo_files)
-        redo = ",".join(f.json_text for f in self.redo_files)
-        head = json.dumps(own, separators=(",", ":"))[:-1]  # without the closing brace
-        return f'{head},"undo_files":[{undo}],"redo_files":[{redo}]}}'
+        return encode_with_lists(
+            self._own_dict(),
+            {
+                "undo_files": [f.json_text for f in self.undo_files],
+                "redo_files": [f.json_text for f in self.redo_files],
+            },
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = self._own_dict()

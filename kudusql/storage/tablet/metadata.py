@@ -8,14 +8,13 @@ See ``FORMAT.md``.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from kudusql.common.errors import CorruptionError, OperationalError
 from kudusql.common.schema import Schema
-from kudusql.storage.fs.meta_file import load_json, save_encoded
+from kudusql.storage.fs.meta_file import encode_with_lists, load_json, save_encoded
 from kudusql.storage.tablet.diskrowset import RowSetMeta
 
 # DO NOT CHANGE: on-disk.
@@ -64,9 +63,9 @@ class TabletMeta:
         """``to_json`` encoded, with the rowsets' delta file entries encoded once each
         (``RowSetMeta.json_text``): a save after every flush and compaction re-encoded
         them all, ~5 ms at 170 rowsets and 1,100 REDO files."""
-        head = json.dumps(self._own_json(), separators=(",", ":"))[:-1]
-        rowsets = ",".join(r.json_text() for r in self.rowsets)
-        return f'{head},"rowsets":[{rowsets}]}}'
+        return encode_with_lists(
+            self._own_json(), {"rowsets": [r.json_text() for r in self.rowsets]}
+        )
 
 
 def save(tablet_dir: str, meta: TabletMeta, *, sync: bool = True) -> None:

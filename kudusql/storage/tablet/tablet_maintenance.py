@@ -73,8 +73,7 @@ class TabletMaintainer:
     def __init__(self, tablet: Tablet) -> None:
         self.t = tablet
         self._obsolete: list[tuple[float, list[weakref.ref[DiskRowSet]], Sequence[str]]] = []
-        # The last policy run: its inputs and choice (``select_rowsets`` is a pure
-        # function of them, and costs ~5 ms with ~90 rowsets).
+        # The last policy run, reused while it still holds (see ``PolicyMemo``).
         self._policy_memo = PolicyMemo()
 
     # -- compactions and history GC (the transformations are in compaction.py) ---------------
