@@ -29,7 +29,7 @@ from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.cfile.bloom import BloomArena, BloomFilter, BloomFilterSet
 from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
-from kudusql.storage.tablet.deltamemstore import DeltaMemStore, deltas_of
+from kudusql.storage.tablet.deltamemstore import DeltaMemStore, append_runs, deltas_of
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 from kudusql.storage.tablet.tablet import Tablet
 
@@ -426,19 +426,33 @@ def test_deltamemstore_runs_read_like_their_slices(
         b = _batch(n, base, sets)
         base += 100
         bounds = sorted({0, n, *(c for c in cuts if c <= n)})
-        for start, stop in itertools.pairwise(bounds):
-            i = data.draw(st.integers(0, stores - 1))
-            if data.draw(st.booleans()):
-                dms[i].append_run(b, start, stop, 8 * (stop - start))
-            else:
-                dms[i].append(b.slice(start, stop))
+        runs = list(itertools.pairwise(bounds))
+        targets = [data.draw(st.integers(0, stores - 1)) for _ in runs]
+        if data.draw(st.booleans()):  # the whole batch in one call, as the write path does
+            sizes = [8 * (stop - start) for start, stop in runs]
+            starts, stops = [r[0] for r in runs], [r[1] for r in runs]
+            append_runs([dms[i] for i in targets], b, starts, stops, sizes)
+        else:
+            for (start, stop), i in zip(runs, targets, strict=True):
+                if data.draw(st.booleans()):
+                    dms[i].append_run(b, start, stop, 8 * (stop - start))
+                else:
+                    dms[i].append(b.slice(start, stop))
+        for (start, stop), i in zip(runs, targets, strict=True):
             expect[i].append(b.slice(start, stop))
         if data.draw(st.booleans()):  # a scan reads one store between batches
             i = data.draw(st.integers(0, stores - 1))
             assert _as_lists(dms[i].deltas()) == _as_lists(concat_deltas(expect[i]))
     for store, want in zip(dms, expect, strict=True):
         assert len(store) == sum(len(w) for w in want)
-        assert store.min_seq == (int(want[0].seq[0]) if want else None)
+        firsts = [w for w in want if len(w)]
+        assert store.min_seq == (int(firsts[0].seq[0]) if firsts else None)
+        assert store.min_ts == (int(firsts[0].ts[0]) if firsts else None)
+    # one store alone (a delta flush of the due stores): its share of the batches is
+    # small, so its runs are gathered batch by batch instead of from their concatenation
+    k = data.draw(st.integers(0, stores - 1))
+    (one,) = deltas_of([dms[k]])
+    assert _as_lists(one) == _as_lists(concat_deltas(expect[k]))
     got = deltas_of(dms)
     for g, store, want in zip(got, dms, expect, strict=True):
         assert _as_lists(g) == _as_lists(concat_deltas(want))
@@ -446,6 +460,26 @@ def test_deltamemstore_runs_read_like_their_slices(
     extra = _batch(3, 10_000, {1: [True, False, True]})
     dms[0].append_run(extra, 1, 3, 16)
     assert _as_lists(dms[0].deltas()) == _as_lists(concat_deltas([*expect[0], extra.slice(1, 3)]))
+
+
+def test_deltas_of_a_few_stores_gathers_their_runs_batch_by_batch() -> None:
+    """A delta flush of the due stores only reads a small share of the write batches
+    their runs come from; those runs are gathered per batch and put back in store and
+    apply order (a store read before holds one merged part, which counts as a batch)."""
+    stores = [DeltaMemStore(i) for i in range(10)]
+    expect: list[list[Deltas]] = [[] for _ in stores]
+    for j in range(20):
+        b = _batch(100, 1000 * j, {1: [i % 3 == 0 for i in range(100)], 2: [True] * 100})
+        for i, st_ in enumerate(stores):
+            start, stop = 10 * ((i + j) % 10), 10 * ((i + j) % 10) + 10
+            st_.append_run(b, start, stop, 80)
+            expect[i].append(b.slice(start, stop))
+        if j == 9:
+            stores[2].deltas()  # merged into one part
+    picked = [7, 2]  # a fifth of the events: gathered per batch
+    got = deltas_of([stores[i] for i in picked])
+    for g, i in zip(got, picked, strict=True):
+        assert _as_lists(g) == _as_lists(concat_deltas(expect[i]))
 
 
 def test_a_delta_flush_ships_each_store_without_the_whole_batch() -> None:

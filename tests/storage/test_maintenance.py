@@ -403,6 +403,74 @@ def test_undo_gc_of_many_rowsets_saves_the_superblock_once(tmp_path: Any) -> Non
         t.close()
 
 
+def test_delta_flush_takes_the_due_delta_memstores_only(tmp_path: Any) -> None:
+    """Each DeltaMemStore is scored on its own (Kudu's best-DMS score): the op is urgent
+    when one store reaches the flush size, and it flushes the stores past half of a
+    threshold, not every store of the tablet (random updates gave each rowset a REDO
+    file per flush); the others wait for their own size or age. Chosen with none due
+    (to free memory), it flushes them all."""
+    clock = Clock()
+    t = make(tmp_path, clock, flush_threshold_bytes=16 << 10, flush_threshold_s=60)
+    sec = 1_000_000
+    try:
+        bases = [1000 * i for i in range(5)]
+        for base in bases:  # five disjoint rowsets
+            t.insert(kv(list(range(base, base + 400))))
+            t.flush()
+        ids = drs_ids(t)
+        dms = {d.id: d.dms for d in t._rowsets.drs}
+
+        def flush_op() -> MaintenanceOp:
+            (o,) = [o for o in t.maintenance_ops() if o.name == "flush_deltas"]
+            return o
+
+        def redo_files() -> list[int]:
+            files = {r["id"]: r["redo_files"] for r in t.rowsets_info() if r["id"] in ids}
+            return [files[i] for i in ids]
+
+        # small stores whose sum is past the size: nothing is due
+        for base in bases:
+            t.update(kv(list(range(base, base + 100)), [7] * 100))
+        assert all(x.bytes < 8 << 10 for x in dms.values())
+        assert sum(x.bytes for x in dms.values()) >= 16 << 10
+        assert flush_op().perf_improvement == 0
+        # one store past the size: urgent, and only that store is flushed
+        t.update(kv(list(range(0, 400)), [8] * 400))
+        assert dms[ids[0]].bytes >= 16 << 10
+        o = flush_op()
+        assert o.perf_improvement >= 1
+        assert o.ram_anchored == sum(x.bytes for x in dms.values())
+        o.run()
+        assert redo_files() == [1, 0, 0, 0, 0]
+        assert flush_op().perf_improvement == 0  # the others are small and young
+        # past the age threshold the rest are due
+        clock.advance(61 * sec)
+        o = flush_op()
+        assert 0 < o.perf_improvement < 1
+        o.run()
+        assert redo_files() == [1, 1, 1, 1, 1]
+        # one store due by age takes along those past half of it, not the young ones
+        t.update(kv([1001], [9]))
+        clock.advance(31 * sec)
+        t.update(kv([2001], [9]))
+        clock.advance(35 * sec)
+        t.update(kv([3001], [9]))
+        flush_op().run()
+        assert redo_files() == [1, 2, 2, 1, 1]
+        # chosen with nothing due (memory pressure): every store
+        t.update(kv([1], [9]))
+        o = flush_op()
+        assert o.perf_improvement == 0
+        o.run()
+        assert redo_files() == [2, 2, 2, 2, 1]
+        assert all(d.dms.is_empty() for d in t._rowsets.drs)
+        got = by_key(t)
+        vals = [got[k][0] for k in (0, 1, 399, 1001, 1099, 1200, 2001, 3001, 4099)]
+        assert vals == [8, 9, 8, 9, 7, None, 9, 9, 7]
+    finally:
+        t.close()
+
+
 def test_one_minor_delta_compaction_op_covers_every_due_rowset(tmp_path: Any) -> None:
     """Random updates add a REDO file to every rowset per delta flush; one op merges the
     files of every rowset that is due (up to 16), not just the worst one."""

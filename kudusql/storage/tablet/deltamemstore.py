@@ -95,6 +95,31 @@ class DeltaMemStore:
                 self._cached = merged
 
 
+def append_runs(
+    stores: Sequence[DeltaMemStore],
+    batch: Deltas,
+    starts: Sequence[int],
+    stops: Sequence[int],
+    nbytes: Sequence[int],
+) -> None:
+    """``stores[i].append_run(batch, starts[i], stops[i], nbytes[i])`` for every i in
+    one call: a batch of random keys hands a run to every rowset's store, and three
+    nested calls per store were most of what a rowset cost the batch."""
+    ts, seq = batch.ts, batch.seq
+    for st, start, stop, n in zip(stores, starts, stops, nbytes, strict=True):
+        if stop <= start:
+            continue
+        with st._lock:
+            st._parts.append((batch, start, stop))
+            st._cached = None
+            st._version += 1
+            st.count += stop - start
+            st.bytes += n
+            if st.min_ts is None:
+                st.min_ts = int(ts[start])
+                st.min_seq = int(seq[start])
+
+
 def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
     """``[s.deltas() for s in stores]``, with the runs of all of them cut in one
     vectorized pass: a delta flush reads every store, and their runs number batches x
@@ -121,17 +146,45 @@ def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
             run_stop.append(stop)
     if not batches:
         return [Deltas() for _ in stores]
-    every = concat_deltas(batches)
-    first = np.cumsum([0] + [len(b) for b in batches])[:-1]
-    starts = first[run_batch] + np.asarray(run_start, dtype=np.int64)
-    lengths = np.asarray(run_stop, dtype=np.int64) - np.asarray(run_start, dtype=np.int64)
+    rb = np.asarray(run_batch, dtype=np.int64)
+    starts = np.asarray(run_start, dtype=np.int64)
+    lengths = np.asarray(run_stop, dtype=np.int64) - starts
+    sizes = np.array([len(b) for b in batches], dtype=np.int64)
     ends = np.cumsum(lengths)
-    idx = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
-    cut = every.take(idx)
+    if 4 * int(ends[-1]) >= int(sizes.sum()):
+        # most of the batches' events are wanted: one concatenation and one gather
+        first = np.cumsum(sizes) - sizes
+        cut = concat_deltas(batches).take(_ranges(first[rb] + starts, lengths))
+    else:
+        # a few stores of many: concatenating every batch they share with other
+        # stores costs more than a gather per batch (then one to put runs in order)
+        by_batch = np.argsort(rb, kind="stable")
+        edges = np.searchsorted(rb[by_batch], np.arange(len(batches) + 1))
+        taken = concat_deltas(
+            [
+                b.take(_ranges(starts[sel], lengths[sel]))
+                for b, sel in (
+                    (b, by_batch[edges[i] : edges[i + 1]]) for i, b in enumerate(batches)
+                )
+            ]
+        )
+        at = np.empty(len(rb), dtype=np.int64)
+        at[by_batch] = np.cumsum(lengths[by_batch]) - lengths[by_batch]
+        cut = taken.take(_ranges(at, lengths))
     run_ends = np.concatenate([[0], ends])
     store_runs = np.cumsum([0] + [len(parts) for parts, _ in snaps])
     bounds = run_ends[store_runs].tolist()
     out = cut.split(bounds[1:-1])
     for st, (_, version), merged in zip(stores, snaps, out, strict=True):
         st._keep(merged, version)
+    return out
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i] .. starts[i] + lengths[i] - 1`` of every range, in order."""
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if len(ends) else 0
+    out: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(
+        starts - (ends - lengths), lengths
+    )
     return out

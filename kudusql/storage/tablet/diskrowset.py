@@ -44,7 +44,7 @@ from kudusql.storage.tablet.delta import (
     resolve,
 )
 from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats, stats_from_dict
-from kudusql.storage.tablet.deltamemstore import DeltaMemStore
+from kudusql.storage.tablet.deltamemstore import DeltaMemStore, append_runs
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 
 
@@ -508,6 +508,18 @@ class DiskRowSet:
             self.apply_mutations(batch.slice(start, stop), True, nbytes)
         else:  # no row dies or comes back: the liveness array is not touched
             self.dms.append_run(batch, start, stop, nbytes)
+
+    @staticmethod
+    def append_update_runs(
+        rowsets: Sequence[DiskRowSet],
+        batch: Deltas,
+        starts: Sequence[int],
+        stops: Sequence[int],
+        nbytes: Sequence[int],
+    ) -> None:
+        """``apply_run(batch, starts[i], stops[i], False, nbytes[i])`` of each rowset
+        in one call, for runs of UPDATEs only (see ``deltamemstore.append_runs``)."""
+        append_runs([d.dms for d in rowsets], batch, starts, stops, nbytes)
 
     def live_count(self) -> int:
         """Rows not deleted as of now (the maintenance manager asks every rowset at

@@ -27,7 +27,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -967,24 +967,34 @@ class Tablet(WriteShortcuts):
                 )
                 self._flush_dms(d, d.freeze_dms(), save=False)
 
-    def flush_deltas(self, *, worker: CompactionWorker | None = None) -> int:
-        """Flush every non-empty DeltaMemStore to a REDO DeltaFile (encoded in
-        ``worker``'s process when given); returns how many."""
+    def flush_deltas(
+        self,
+        *,
+        worker: CompactionWorker | None = None,
+        rowset_ids: Collection[int] | None = None,
+    ) -> int:
+        """Flush the non-empty DeltaMemStores of the rowsets ``rowset_ids`` (all
+        rowsets when None) to REDO DeltaFiles, encoded in ``worker``'s process when
+        given; returns how many. A store a failed attempt left frozen is always
+        flushed."""
         try:
-            return self._flush_deltas(worker)
+            return self._flush_deltas(worker, rowset_ids)
         finally:
             self.maintainer.delete_obsolete()
 
-    def _flush_deltas(self, worker: CompactionWorker | None = None) -> int:
+    def _flush_deltas(
+        self, worker: CompactionWorker | None, rowset_ids: Collection[int] | None
+    ) -> int:
         self._check_writable()
         t0 = time.perf_counter()
+        wanted = None if rowset_ids is None else set(rowset_ids)
         with self._maint_lock:
             todo = []
             for drs in self._rowsets.drs:
                 with self._write_lock:
                     frozen = drs.frozen_dms  # left by a failed attempt
                     if frozen is None:
-                        if drs.dms.is_empty():
+                        if drs.dms.is_empty() or (wanted is not None and drs.id not in wanted):
                             continue
                         frozen = drs.freeze_dms()
                 todo.append((drs, frozen))

@@ -436,16 +436,35 @@ class TabletMaintainer:
                     "flush_mrs", path, lambda: self.t.flush(worker=worker), mem, wal, 0, score
                 )
             )
-        dms = [d.dms for d in rs.drs if not d.dms.is_empty()]
-        if dms:
-            size = sum(x.bytes for x in dms)
-            oldest = min((x.min_ts for x in dms if x.min_ts), default=None)
-            score = flush_score(size, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
+        # Each DeltaMemStore is scored on its own, as Kudu scores the best one to
+        # flush: a store is due at the flush size or age. Scored as one pool (every
+        # store flushed once their sum reached the size), random updates made every
+        # store of the tablet a REDO file each time the pool filled, so files (and the
+        # minor compactions that fold them) grew with the rowset count. The op flushes
+        # in one job every store past half of either threshold, so that stores filled
+        # alike are flushed together (a job per store as each came due was an op a
+        # second, each reading the write batches its stores share); when none is due
+        # (the op was chosen to free memory or log), all of them.
+        size, score, ripe = 0, 0.0, []
+        half_bytes, half_s = o.flush_threshold_bytes / 2, o.flush_threshold_s / 2
+        for d in rs.drs:
+            x = d.dms
+            if x.is_empty():
+                continue
+            size += x.bytes
+            age = age_s(x.min_ts)
+            score = max(
+                score, flush_score(x.bytes, age, o.flush_threshold_bytes, o.flush_threshold_s)
+            )
+            if x.bytes >= half_bytes or age >= half_s:
+                ripe.append(d.id)
+        if size:
+            only = ripe if score > 0 else None
             ops.append(
                 MaintenanceOp(
                     "flush_deltas",
                     path,
-                    lambda: self.t.flush_deltas(worker=worker),
+                    lambda: self.t.flush_deltas(worker=worker, rowset_ids=only),
                     size,
                     wal,
                     0,

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from kudusql.common.schema import Schema
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType
-from kudusql.storage.tablet.diskrowset import default_column
+from kudusql.storage.tablet.diskrowset import DiskRowSet, default_column
 from kudusql.storage.tablet.key_probe import KeyProbe
 from kudusql.storage.tablet.log_record import KIND_DRS, KIND_MRS, DecidedBatch
 from kudusql.storage.tablet.rowsets import RowSets
@@ -311,15 +311,24 @@ def apply(
     rows, key = rows[order], key[order]
     every = _build_deltas(schema, pb, rows, action, trow, drop_imm, ts, seq_base)
     cuts = np.flatnonzero(np.diff(key)) + 1
-    bounds = [0, *cuts.tolist(), len(rows)]
-    groups = key[[0, *bounds[1:-1]]].tolist()
-    liveness = bool((action[rows] != A_UPDATE).any())  # else no row dies or comes back
-    per_event = every.nbytes() / len(every)
-    for g, start, stop in zip(groups, bounds[:-1], bounds[1:], strict=True):
-        k, ri = g >> 40, (g & ((1 << 40) - 1)) - 1
-        if k == K_DRS:
-            rs.drs[ri].apply_run(every, start, stop, liveness, int(per_event * (stop - start)))
-        elif k == K_MRS:
+    starts = np.concatenate([[0], cuts])
+    stops = np.concatenate([cuts, [len(rows)]])
+    gkey = key[starts]
+    gkind, gri = gkey >> 40, (gkey & ((1 << 40) - 1)) - 1
+    nbytes = ((stops - starts) * (every.nbytes() / len(every))).astype(np.int64)
+    on_drs = gkind == K_DRS
+    if on_drs.any():
+        d_ri, d_start, d_stop, d_bytes = (a[on_drs].tolist() for a in (gri, starts, stops, nbytes))
+        if bool((action[rows] != A_UPDATE).any()):  # rows may die or come back
+            for ri, start, stop, n in zip(d_ri, d_start, d_stop, d_bytes, strict=True):
+                rs.drs[ri].apply_run(every, start, stop, True, n)
+        else:
+            drs = rs.drs
+            DiskRowSet.append_update_runs([drs[i] for i in d_ri], every, d_start, d_stop, d_bytes)
+    for k, ri, start, stop in zip(
+        *(a[~on_drs].tolist() for a in (gkind, gri, starts, stops)), strict=True
+    ):
+        if k == K_MRS:
             rs.mrs.mutate(every.slice(start, stop))
         else:
             rs.frozen[ri].mutate(every.slice(start, stop))
