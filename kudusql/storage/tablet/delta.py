@@ -153,6 +153,17 @@ class Deltas:
         return Deltas(self.rowid[order], self.ts[order], self.seq[order], self.op[order], cols)
 
 
+def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i] .. starts[i] + lengths[i] - 1`` of every range, in
+    order, in one vectorized pass (for cutting runs out of batches or pairing keys)."""
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if len(ends) else 0
+    out: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(
+        starts - (ends - lengths), lengths
+    )
+    return out
+
+
 def concat_deltas(parts: Sequence[Deltas]) -> Deltas:
     """Concatenate runs of events; the caller passes them in apply order."""
     parts = [p for p in parts if len(p)]

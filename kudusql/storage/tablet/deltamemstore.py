@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kudusql.storage.tablet.delta import Deltas, concat_deltas
+from kudusql.storage.tablet.delta import Deltas, concat_deltas, range_positions
 
 
 class DeltaMemStore:
@@ -154,37 +154,24 @@ def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
     if 4 * int(ends[-1]) >= int(sizes.sum()):
         # most of the batches' events are wanted: one concatenation and one gather
         first = np.cumsum(sizes) - sizes
-        cut = concat_deltas(batches).take(_ranges(first[rb] + starts, lengths))
+        cut = concat_deltas(batches).take(range_positions(first[rb] + starts, lengths))
     else:
         # a few stores of many: concatenating every batch they share with other
         # stores costs more than a gather per batch (then one to put runs in order)
         by_batch = np.argsort(rb, kind="stable")
         edges = np.searchsorted(rb[by_batch], np.arange(len(batches) + 1))
-        taken = concat_deltas(
-            [
-                b.take(_ranges(starts[sel], lengths[sel]))
-                for b, sel in (
-                    (b, by_batch[edges[i] : edges[i + 1]]) for i, b in enumerate(batches)
-                )
-            ]
-        )
+        pieces = []
+        for i, b in enumerate(batches):
+            sel = by_batch[edges[i] : edges[i + 1]]
+            pieces.append(b.take(range_positions(starts[sel], lengths[sel])))
+        taken = concat_deltas(pieces)
         at = np.empty(len(rb), dtype=np.int64)
         at[by_batch] = np.cumsum(lengths[by_batch]) - lengths[by_batch]
-        cut = taken.take(_ranges(at, lengths))
+        cut = taken.take(range_positions(at, lengths))
     run_ends = np.concatenate([[0], ends])
     store_runs = np.cumsum([0] + [len(parts) for parts, _ in snaps])
     bounds = run_ends[store_runs].tolist()
     out = cut.split(bounds[1:-1])
     for st, (_, version), merged in zip(stores, snaps, out, strict=True):
         st._keep(merged, version)
-    return out
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions ``starts[i] .. starts[i] + lengths[i] - 1`` of every range, in order."""
-    ends = np.cumsum(lengths)
-    total = int(ends[-1]) if len(ends) else 0
-    out: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(
-        starts - (ends - lengths), lengths
-    )
     return out

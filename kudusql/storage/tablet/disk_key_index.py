@@ -36,6 +36,7 @@ from kudusql.storage.cfile import key_array
 from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.cfile.bloom import BloomArena, BloomFilterSet
 from kudusql.storage.cfile.cfile import CFileReader
+from kudusql.storage.tablet.delta import range_positions
 from kudusql.storage.tablet.diskrowset import DiskRowSet
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 
@@ -161,8 +162,7 @@ class DiskKeyIndex:
             return _nothing()
         # Pair j: rowset which[j] (into _present) with the sorted batch key at spos[j].
         which = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-        first = np.cumsum(counts) - counts
-        spos = np.arange(total, dtype=np.int64) + np.repeat(lo - first, counts)
+        spos = range_positions(lo, counts)
         bpos = order[spos]
         keep = wanted[bpos]
         if not keep.all():

@@ -500,15 +500,6 @@ class DiskRowSet:
                 assert self._dead_any is not None
                 self._dead_any[0] = True
 
-    def apply_run(self, batch: Deltas, start: int, stop: int, liveness: bool, nbytes: int) -> None:
-        """``apply_mutations`` of the events ``[start, stop)`` of a whole write batch's
-        ``Deltas``: a run of UPDATEs only is handed to the DeltaMemStore uncut (see
-        deltamemstore.py); one that can change liveness is cut and marked now."""
-        if liveness:
-            self.apply_mutations(batch.slice(start, stop), True, nbytes)
-        else:  # no row dies or comes back: the liveness array is not touched
-            self.dms.append_run(batch, start, stop, nbytes)
-
     @staticmethod
     def append_update_runs(
         rowsets: Sequence[DiskRowSet],
@@ -517,8 +508,10 @@ class DiskRowSet:
         stops: Sequence[int],
         nbytes: Sequence[int],
     ) -> None:
-        """``apply_run(batch, starts[i], stops[i], False, nbytes[i])`` of each rowset
-        in one call, for runs of UPDATEs only (see ``deltamemstore.append_runs``)."""
+        """``apply_mutations`` of the events ``[starts[i], stops[i])`` of a whole write
+        batch's ``Deltas`` to ``rowsets[i]``, for runs of UPDATEs only (no row dies or
+        comes back, so liveness is not touched): each store keeps its run uncut (see
+        deltamemstore.py), all of them in one call (``append_runs``)."""
         append_runs([d.dms for d in rowsets], batch, starts, stops, nbytes)
 
     def live_count(self) -> int:

@@ -321,7 +321,7 @@ def apply(
         d_ri, d_start, d_stop, d_bytes = (a[on_drs].tolist() for a in (gri, starts, stops, nbytes))
         if bool((action[rows] != A_UPDATE).any()):  # rows may die or come back
             for ri, start, stop, n in zip(d_ri, d_start, d_stop, d_bytes, strict=True):
-                rs.drs[ri].apply_run(every, start, stop, True, n)
+                rs.drs[ri].apply_mutations(every.slice(start, stop), True, n)
         else:
             drs = rs.drs
             DiskRowSet.append_update_runs([drs[i] for i in d_ri], every, d_start, d_stop, d_bytes)
