@@ -20,21 +20,37 @@ per-rowset work and measure that instead of the maintenance (an earlier version 
 
 Every tenth of the run it samples rows written per second, the writer thread's CPU time
 per row, DiskRowSets, REDO and UNDO DeltaFiles, memory held and disk bytes. Reported:
-throughput of the last tenth against the first (a flat line is 1.0x; the rival column
-is the first tenth), the same for the writer's CPU per row (on this shared 2-core
-machine rows/s also moves with what else runs; CPU per row shows what a row costs the
-writer itself), the largest
-rowset and delta-file counts seen, and what the maintenance thread ran. At the end the
-row count is checked against the keys inserted. ``tests/storage/test_sustained.py``
-(slow marker) runs the same load and asserts only what is not a time: counts stay
-bounded and no row is lost.
+
+* throughput of the last tenth against the first (a flat line is 1.0x), and the same
+  for the writer's CPU per row (on this shared 2-core machine rows/s also moves with
+  what else runs; CPU per row shows what a row costs the writer itself). The first
+  tenth starts from an empty tablet, so this ratio mixes two costs: the data grown
+  (ten times the rows, updates spread over ten times the rowsets) and whatever
+  maintenance left undone;
+* so the last tenth is also run against an **equal-data rival**: in a fresh process, a
+  new tablet holding the run's keys, bulk loaded in key order (full-size,
+  non-overlapping DiskRowSets, no deltas: what a finished compaction leaves), runs the
+  same load with maintenance on for ``WARMUP_S`` and then one measured tenth. A ratio
+  near 1.0x says maintenance kept the tablet as cheap to write as its data allows;
+* the run's own tablet, reopened in a fresh process, runs the same warm-up and tenth:
+  against the rival it shows what the tablet's state (its rowsets, delta files,
+  history) costs; against the last tenth, what the run's process having aged costs;
+* the largest rowset and delta-file counts seen, and what the maintenance thread ran.
+
+At the end the row count is checked against the keys inserted.
+``tests/storage/test_sustained.py`` (slow marker) runs the same load and asserts only
+what is not a time: counts stay bounded and no row is lost.
 """
 
 from __future__ import annotations
 
 import collections
+import multiprocessing
+import shutil
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -93,6 +109,7 @@ class SustainedRun:
     rows_expected: int = 0
     rows_found: int = 0
     errors: list[str] = field(default_factory=list)
+    load: Any = None  # the run's _Load, with ``keep`` (for the equal-data rival)
 
 
 def _counts(t: Tablet) -> tuple[int, int, int, int, int]:
@@ -108,19 +125,75 @@ def _counts(t: Tablet) -> tuple[int, int, int, int, int]:
 KEY_PATTERNS = ("sequential", "random")
 
 
-def sustained(path: str, seconds: float, seed: int = 42, keys: str = "random") -> SustainedRun:
-    """Run the load for ``seconds`` on a new tablet at ``path``; ``keys`` is one of
-    ``KEY_PATTERNS`` (see the module docstring)."""
-    if keys not in KEY_PATTERNS:
-        raise ValueError(f"keys must be one of {KEY_PATTERNS}, not {keys!r}")
-    rng = np.random.default_rng(seed)
+class _Load:
+    """The load's rounds: a batch of new keys inserted, a batch of existing keys updated.
+
+    Holds what a round needs to pick keys (the keys inserted so far), so that the
+    equal-data rival can continue the same load on another tablet."""
+
+    def __init__(self, keys: str, seed: int, nkeys: int = 0, inserted: np.ndarray | None = None):
+        if keys not in KEY_PATTERNS:
+            raise ValueError(f"keys must be one of {KEY_PATTERNS}, not {keys!r}")
+        self.keys = keys
+        self.rng = np.random.default_rng(seed)
+        # random keys inserted so far: inserted[:nkeys] (sequential keys are 0..nkeys-1)
+        self.inserted = np.zeros(1 << 16, dtype=np.int64) if inserted is None else inserted
+        self.nkeys = nkeys
+        self.errors: list[str] = []
+
+    def round(self, t: Tablet) -> int:
+        """Write one round to ``t``; returns the rows written."""
+        rng = self.rng
+        if self.keys == "random":
+            new = np.unique(rng.integers(0, 1 << 62, BATCH, dtype=np.int64))
+        else:
+            new = np.arange(self.nkeys, self.nkeys + BATCH, dtype=np.int64)
+        res = t.insert(
+            pa.table(
+                {
+                    "k": new,
+                    "a": rng.integers(0, 1000, len(new)),
+                    "b": rng.random(len(new)),
+                    "s": pa.array([f"v{x % 9973}" for x in new.tolist()]),
+                }
+            )
+        )
+        nkeys = self.nkeys
+        if self.keys == "random":
+            if nkeys + len(new) > len(self.inserted):  # doubling: the harness stays O(batch)
+                self.inserted = np.concatenate([self.inserted, np.zeros_like(self.inserted)])
+            self.inserted[nkeys : nkeys + len(new)] = new
+        self.nkeys = nkeys = nkeys + len(new)
+        self.errors.extend(str(e) for e in res.errors[:3])
+        # Sequential keys are 0 .. nkeys-1: drawn directly, with no array of every
+        # key inserted (gathering from it, and doubling it, grew with the data and
+        # was counted against the tablet: ~0.4 ms a round after 300 s).
+        picks = rng.integers(0, nkeys, BATCH)
+        upd = np.unique(self.inserted[picks] if self.keys == "random" else picks)
+        t.update(pa.table({"k": upd, "a": rng.integers(0, 1000, len(upd))}))
+        return len(new) + len(upd)
+
+    def distinct_keys(self) -> np.ndarray:
+        """The keys in the tablet, sorted (random keys only: sequential are 0..nkeys-1)."""
+        return np.unique(self.inserted[: self.nkeys])
+
+
+def _manager() -> MaintenanceManager:
     # history: every op of the run, not the manager's default last 1,000
-    mm = MaintenanceManager(memory_limit_bytes=256 << 20, poll_interval_s=0.1, history=1 << 20)
+    return MaintenanceManager(memory_limit_bytes=256 << 20, poll_interval_s=0.1, history=1 << 20)
+
+
+def sustained(
+    path: str, seconds: float, seed: int = 42, keys: str = "random", keep: bool = False
+) -> SustainedRun:
+    """Run the load for ``seconds`` on a new tablet at ``path``; ``keys`` is one of
+    ``KEY_PATTERNS`` (see the module docstring). With ``keep`` the run's ``_Load`` is
+    left in ``SustainedRun.load`` (for the equal-data rival)."""
+    load = _Load(keys, seed)
+    mm = _manager()
     t = Tablet.create(path, SCHEMA, OPTIONS)
     t.attach(mm)
     out = SustainedRun()
-    inserted = np.zeros(1 << 16, dtype=np.int64)  # random keys inserted so far: [:nkeys]
-    nkeys = 0
     start = time.monotonic()
     next_sample, written_since, last = seconds / SAMPLES, 0, start
     cpu_last = time.thread_time()
@@ -151,44 +224,132 @@ def sustained(path: str, seconds: float, seed: int = 42, keys: str = "random") -
                 next_sample += seconds / SAMPLES
                 if now >= seconds:
                     break
-            if keys == "random":
-                new = np.unique(rng.integers(0, 1 << 62, BATCH, dtype=np.int64))
-            else:
-                new = np.arange(nkeys, nkeys + BATCH, dtype=np.int64)
-            res = t.insert(
-                pa.table(
-                    {
-                        "k": new,
-                        "a": rng.integers(0, 1000, len(new)),
-                        "b": rng.random(len(new)),
-                        "s": pa.array([f"v{x % 9973}" for x in new.tolist()]),
-                    }
-                )
-            )
-            if keys == "random":
-                if nkeys + len(new) > len(inserted):  # doubling: the harness stays O(batch)
-                    inserted = np.concatenate([inserted, np.zeros_like(inserted)])
-                inserted[nkeys : nkeys + len(new)] = new
-            nkeys += len(new)
-            out.errors.extend(str(e) for e in res.errors[:3])
-            # Sequential keys are 0 .. nkeys-1: drawn directly, with no array of every
-            # key inserted (gathering from it, and doubling it, grew with the data and
-            # was counted against the tablet: ~0.4 ms a round after 300 s).
-            picks = rng.integers(0, nkeys, BATCH)
-            upd = np.unique(inserted[picks] if keys == "random" else picks)
-            t.update(pa.table({"k": upd, "a": rng.integers(0, 1000, len(upd))}))
-            written_since += len(new) + len(upd)
+            written_since += load.round(t)
     finally:
         mm.stop()
+    out.errors = load.errors
     out.ops = dict(collections.Counter(r.op for r in mm.history()))
     for rec in mm.history():
         out.op_seconds[rec.op] = round(out.op_seconds.get(rec.op, 0.0) + rec.duration_s, 1)
     # sequential keys are distinct by construction (a sort of hundreds of millions of
     # keys took minutes and gigabytes)
-    out.rows_expected = nkeys if keys == "sequential" else len(np.unique(inserted[:nkeys]))
+    out.rows_expected = load.nkeys if keys == "sequential" else len(load.distinct_keys())
     out.rows_found = t.count_rows()
     t.close()
+    if keep:
+        out.load = load
     return out
+
+
+# The rival's tablet is bulk loaded in sorted chunks of this many rows (~2.7M rows/s).
+_BUILD_CHUNK = 4_000_000
+
+
+def _build_equal_data(path: str, load: _Load, keys_file: str | None) -> Tablet:
+    """A fresh tablet holding the run's keys, written in key order as full-size
+    non-overlapping DiskRowSets with no deltas: the layout a finished compaction
+    gives, without the run's history."""
+    t = Tablet.create(path, SCHEMA, OPTIONS)
+    keys = np.load(keys_file) if keys_file is not None else None
+    n = load.nkeys if keys is None else len(keys)
+    vocab = pa.array([f"v{i}" for i in range(9973)])
+    rng = np.random.default_rng(7)
+    for lo in range(0, n, _BUILD_CHUNK):
+        hi = min(n, lo + _BUILD_CHUNK)
+        k = np.arange(lo, hi, dtype=np.int64) if keys is None else keys[lo:hi]
+        res = t.insert(
+            pa.table(
+                {
+                    "k": k,
+                    "a": rng.integers(0, 1000, hi - lo),
+                    "b": rng.random(hi - lo),
+                    "s": vocab.take(pa.array(k % 9973)),
+                }
+            )
+        )
+        if res.errors:
+            raise RuntimeError(f"equal-data build: {res.errors[:3]}")
+    return t
+
+
+def _fresh_process_load(
+    path: str,
+    keys: str,
+    seed: int,
+    nkeys: int,
+    keys_file: str | None,
+    seconds: float,
+    build: bool,
+) -> dict[str, float]:
+    """In a fresh process: open the tablet at ``path`` (with ``build``, first build the
+    equal-data tablet there), then go on with the same load with maintenance on,
+    ``WARMUP_S`` unmeasured then ``seconds`` measured."""
+    inserted = None
+    if keys_file is not None:
+        inserted = np.load(keys_file)
+        # room to append the new keys, as the run's own array had
+        inserted = np.concatenate([inserted, np.zeros(len(inserted), dtype=np.int64)])
+    load = _Load(keys, seed + 1, nkeys, inserted)
+    t0 = time.monotonic()
+    t = _build_equal_data(path, load, keys_file) if build else Tablet.open(path, OPTIONS)
+    open_s = time.monotonic() - t0
+    rowsets, redo = _counts(t)[:2]
+    mm = _manager()
+    t.attach(mm)
+    try:
+        end = time.monotonic() + WARMUP_S
+        while time.monotonic() < end:
+            load.round(t)
+        written, t0, c0 = 0, time.monotonic(), time.thread_time()
+        end = t0 + seconds
+        while time.monotonic() < end:
+            written += load.round(t)
+        wall, cpu = time.monotonic() - t0, time.thread_time() - c0
+    finally:
+        mm.stop()
+    t.close()
+    if load.errors:
+        raise RuntimeError(f"load in a fresh process: {load.errors[:3]}")
+    return {
+        "rows_per_s": written / wall,
+        "writer_cpu_us_per_row": cpu * 1e6 / max(1, written),
+        "rowsets": rowsets,
+        "redo_files": redo,
+        "open_s": open_s,  # building the equal-data tablet, or opening the run's
+    }
+
+
+# Each fresh-process load runs this long before its measured tenth, so that it measures
+# the load's steady state (MemRowSet and DeltaMemStores filled, flushes and delta
+# compactions running) rather than an empty memory.
+WARMUP_S = 20.0
+
+
+def fresh_process_loads(
+    wd: Path, run_path: str, r: SustainedRun, keys: str, seed: int, seconds: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """For a run kept with ``keep=True`` whose tablet is at ``run_path``, go on with the
+    same load for ``seconds`` in a fresh (spawned) interpreter twice: on the run's own
+    tablet reopened, then on the equal-data rival (built at the run's tablet's place).
+    The first tells the tablet's state from the run's process having aged; the second
+    the tablet's state from its data."""
+    load = r.load
+    assert load is not None
+    keys_file, nkeys = None, load.nkeys
+    if keys == "random":
+        keys_file = str(wd / "keys.npy")
+        distinct = load.distinct_keys()
+        np.save(keys_file, distinct)
+        nkeys = len(distinct)
+    ctx = multiprocessing.get_context("spawn")
+    args = (keys, seed, nkeys, keys_file, seconds)
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        reopened = pool.submit(_fresh_process_load, run_path, *args, False).result()
+    shutil.rmtree(run_path)  # the rival's tablet takes its place on disk
+    path = str(fresh_dir(wd, f"rival-{keys}"))
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        rival = pool.submit(_fresh_process_load, path, *args, True).result()
+    return reopened, rival
 
 
 def run(cfg: Config) -> Result:
@@ -202,14 +363,46 @@ def run(cfg: Config) -> Result:
         with workdir(cfg, NAME) as wd:
             path = str(fresh_dir(wd, f"tablet-{keys}"))
             log(f"sustained load, {keys} keys, for {seconds:g} s")
-            r = sustained(path, seconds, cfg.seed, keys)
-        _report(res, keys, r)
+            r = sustained(path, seconds, cfg.seed, keys, keep=True)
+            log(f"{keys} keys: the run's tablet reopened, then the equal-data rival")
+            reopened, rival = fresh_process_loads(wd, path, r, keys, cfg.seed, seconds / SAMPLES)
+        _report(res, keys, r, reopened, rival)
     return res
 
 
-def _report(res: Result, keys: str, r: SustainedRun) -> None:
+def _report(
+    res: Result,
+    keys: str,
+    r: SustainedRun,
+    reopened: dict[str, float],
+    rival: dict[str, float],
+) -> None:
     first, lastp = r.samples[0], r.samples[-1]
     k = f"{keys} keys: "
+    res.add(
+        k + "throughput, last tenth vs equal-data rival",
+        lastp.rows_per_s,
+        rival["rows_per_s"],
+        unit="rows/s",
+    )
+    res.add(
+        k + "writer CPU per row, last tenth vs equal-data rival",
+        lastp.writer_cpu_us_per_row,
+        rival["writer_cpu_us_per_row"],
+        unit="us",
+    )
+    res.add(
+        k + "throughput, run's tablet reopened vs equal-data rival",
+        reopened["rows_per_s"],
+        rival["rows_per_s"],
+        unit="rows/s",
+    )
+    res.add(
+        k + "writer CPU per row, run's tablet reopened vs equal-data rival",
+        reopened["writer_cpu_us_per_row"],
+        rival["writer_cpu_us_per_row"],
+        unit="us",
+    )
     res.add(k + "throughput, last tenth", lastp.rows_per_s, first.rows_per_s, unit="rows/s")
     res.add(k + "throughput ratio last/first", lastp.rows_per_s / first.rows_per_s, 1.0, unit="x")
     res.add(
@@ -230,6 +423,8 @@ def _report(res: Result, keys: str, r: SustainedRun) -> None:
     res.add(k + "rows lost", r.rows_expected - r.rows_found, None, unit="", goal=Goal(max_value=1))
     res.info[f"{keys}_samples"] = [s.__dict__ for s in r.samples]
     res.info[f"{keys}_maintenance_ops"] = r.ops
+    res.info[f"{keys}_equal_data_rival"] = rival
+    res.info[f"{keys}_reopened"] = reopened
     res.notes.append(
         f"{keys} keys, samples (s, rows/s, writer CPU us/row, rowsets, redo, undo, most "
         "redo of a rowset, MiB mem, MiB disk, MiB raw): "

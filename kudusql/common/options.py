@@ -34,6 +34,10 @@ class TabletOptions:
     flush_threshold_s: float = 120.0
     #: I/O budget of one merging compaction, in MiB (tablet_compaction_budget_mb).
     compaction_budget_mb: float = 256.0
+    #: A merge of rowsets worth it only because they are small (no lower height) waits
+    #: until its inputs make a full rowset (``rowset_target_bytes``) or are this many
+    #: (at least 2; see compaction_policy.py).
+    compaction_small_rowset_merge_inputs: int = 8
     #: Minor delta compaction score = REDO files / this (capped at 1).
     minor_compaction_max_files: int = 1000
     #: The maintenance manager offers a minor delta compaction of a rowset once it has
@@ -73,6 +77,13 @@ class TabletOptions:
     #: after this long, so a read-only process that loaded an older state can still read
     #: them (and, in this process, only once no running scan holds them).
     file_grace_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.compaction_small_rowset_merge_inputs < 2:
+            raise ProgrammingError(
+                "compaction_small_rowset_merge_inputs must be at least 2, got "
+                f"{self.compaction_small_rowset_merge_inputs}"
+            )
 
     def with_(self, **kw: Any) -> TabletOptions:
         names = {f.name for f in fields(self)}

@@ -66,6 +66,11 @@ def test_unknown_option() -> None:
         kudusql.connect(":memory:", nope=1)
 
 
+def test_bad_option_value() -> None:
+    with pytest.raises(kudusql.ProgrammingError, match="at least 2"):
+        kudusql.connect(":memory:", compaction_small_rowset_merge_inputs=1)
+
+
 def test_params_types_and_fetch(conn: kudusql.Connection) -> None:
     cur = conn.cursor()
     rows = [

@@ -12,7 +12,11 @@ from kudusql.common.errors import ProgrammingError
 
 @pytest.fixture
 def conn() -> Iterator[kudusql.Connection]:
-    c = kudusql.connect(":memory:", maintenance=False, sync=False)
+    # Two small flushes merge at once (by default a merge of small disjoint rowsets waits
+    # for eight of them or a full rowset's bytes).
+    c = kudusql.connect(
+        ":memory:", maintenance=False, sync=False, compaction_small_rowset_merge_inputs=2
+    )
     c.execute(
         "CREATE TABLE t (id BIGINT PRIMARY KEY, v STRING) PARTITION BY HASH (id) PARTITIONS 2"
     )

@@ -312,6 +312,32 @@ def test_policy_leaves_disjoint_rowsets_alone(tmp_path: Any) -> None:
     t.close()
 
 
+def test_small_disjoint_flushes_wait_for_enough_of_them(tmp_path: Any) -> None:
+    """Sequential small flushes: the small-rowset term alone would merge each one into its
+    growing neighbour; the policy waits until there are eight of them (the target size,
+    32 MiB, is far away here), then merges them in one go."""
+    t = make(tmp_path)
+    for b in range(8):
+        if b:
+            assert t.compact() == 0, b
+        t.insert(kv(list(range(b * 10, b * 10 + 10)), list(range(10))))
+        t.flush()
+    expect = rows(t)
+    assert t.compact() == 8
+    assert len(drs_ids(t)) == 1
+    assert rows(t) == expect
+    t.close()
+    # The count is a tablet option.
+    t = Tablet.create(str(tmp_path / "two"), KV, OPTS.with_(compaction_small_rowset_merge_inputs=2))
+    for b in range(2):
+        t.insert(kv(list(range(b * 10, b * 10 + 10)), list(range(10))))
+        t.flush()
+    assert t.compact() == 2
+    t.close()
+    with pytest.raises(ProgrammingError, match="at least 2"):
+        OPTS.with_(compaction_small_rowset_merge_inputs=1)
+
+
 def test_mutations_during_a_merge_move_to_the_outputs(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

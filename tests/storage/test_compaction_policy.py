@@ -7,6 +7,7 @@ import itertools
 import math
 import os
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -26,6 +27,9 @@ TARGET = PolicyOptions().target_rowset_bytes
 NOTHING = Selection((), 0.0)
 # Kudu's tests of the height-based part switch the small-rowset term off.
 HEIGHT_ONLY = PolicyOptions(small_rowset_tradeoff=0.0)
+# Kudu's small-rowset term with no wait for a full rowset (module docstring, step 4): any
+# two rowsets the term makes worth merging are merged.
+EAGER = PolicyOptions(small_rowset_merge_inputs=2)
 
 
 def k(i: int) -> bytes:
@@ -100,7 +104,7 @@ def test_single_key_rowsets_have_no_width() -> None:
     assert average_height(points) == 0.0
     assert select_rowsets(points) == NOTHING
     # Point rowsets inside a range add nothing to the height; the small-rowset term alone
-    # makes merging them into the range worthwhile.
+    # makes merging them into the range worthwhile (nine inputs: enough not to wait).
     infos = [rs(0, 0, 10), *(rs(i, i, i) for i in range(1, 9))]
     assert average_height(infos) == 1.0
     got = select_rowsets(infos)
@@ -118,6 +122,8 @@ def test_single_key_rowsets_have_no_width() -> None:
         lambda: PolicyOptions(budget_mb=0),
         lambda: PolicyOptions(target_rowset_bytes=0),
         lambda: PolicyOptions(small_rowset_tradeoff=-0.1),
+        lambda: PolicyOptions(small_rowset_merge_inputs=1),
+        lambda: PolicyOptions(small_rowset_merge_inputs=0),
     ],
 )
 def test_bad_input_is_rejected(make: Callable[[], object]) -> None:
@@ -270,7 +276,8 @@ def test_huge_rowsets_and_budget() -> None:
 def test_small_adjacent_rowsets_merge() -> None:
     # Disjoint 1 MiB rowsets side by side never reduce the height, but each is worth
     # 0.009 x (1 - 1/32) for the rowset it saves: the policy merges a contiguous run as big
-    # as the budget, paying the 1.003 tax on the span because the values exceed it.
+    # as the budget, paying the 1.003 tax on the span because the values exceed it (64
+    # inputs: enough not to wait for a full rowset).
     infos = [rs(i, i, i + 1) for i in range(100)]
     got = select_rowsets(infos, PolicyOptions(budget_mb=64))
     assert len(got.ids) == 64
@@ -283,15 +290,18 @@ def test_small_adjacent_rowsets_merge() -> None:
 
 @pytest.mark.parametrize("divisor", [32, 16, 8, 4, 2, 1])
 def test_small_rowset_tradeoff_factor(divisor: int) -> None:
-    # [A-B][B-C], each 1/divisor of the target: worth merging only if the result is well
-    # below the target size.
+    # [A-B][B-C], each 1/divisor of the target: Kudu's term makes them worth merging only
+    # if the result is well below the target size.
     size = TARGET / divisor
-    got = select_rowsets([rs(0, b"A", b"B", size), rs(1, b"B", b"C", size)])
+    infos = [rs(0, b"A", b"B", size), rs(1, b"B", b"C", size)]
+    got = select_rowsets(infos, EAGER)
     if divisor > 2:
         assert got.ids == (0, 1)
         assert got.quality == pytest.approx(2 * 0.009 * (1 - 1 / divisor) - 0.003)
     else:
         assert got == NOTHING
+    # By default two rowsets short of a full one wait for more (see the sequential tail).
+    assert select_rowsets(infos) == NOTHING
 
 
 def test_small_rowset_quality_falls_as_rowsets_grow() -> None:
@@ -299,13 +309,17 @@ def test_small_rowset_quality_falls_as_rowsets_grow() -> None:
     for divisor in (32, 16, 8, 4):
         size = TARGET / divisor
         infos = [rs(0, b"A", b"B", size), rs(1, b"B", b"C", size)]
-        qualities.append(select_rowsets(infos).quality)
+        qualities.append(select_rowsets(infos, EAGER).quality)
     assert qualities == sorted(qualities, reverse=True)
-    # A target's worth split three ways is worth merging.
-    third = [rs(i, bytes([65 + i]), bytes([66 + i]), TARGET / 3) for i in range(3)]
+    # A target's worth split three ways is worth merging: it makes a full rowset.
+    third = [rs(i, bytes([65 + i]), bytes([66 + i]), -(-TARGET // 3)) for i in range(3)]
     got = select_rowsets(third)
     assert got.ids == (0, 1, 2)
     assert got.quality > 0.01
+    # Three quarters of one (three rowsets, 24 MiB) wait for the fourth.
+    quarters = [rs(i, bytes([65 + i]), bytes([66 + i]), TARGET // 4) for i in range(3)]
+    assert select_rowsets(quarters) == NOTHING
+    assert select_rowsets(quarters, EAGER).ids == (0, 1, 2)
 
 
 @pytest.mark.parametrize("count", [2, 10, 50, 100])
@@ -314,6 +328,113 @@ def test_nearly_full_rowsets_are_left_alone(count: int) -> None:
     size = TARGET * (1 - 1 / 99)
     infos = [rs(i, i, i + 1, size) for i in range(count)]
     assert select_rowsets(infos, PolicyOptions(budget_mb=1_000_000)) == NOTHING
+
+
+# --- small-rowset merges wait for a full rowset ------------------------------------------
+
+
+def sequential_tail(pieces: int, piece_mib: int) -> list[RowSetInfo]:
+    """A full-ish 28 MiB rowset, then ``pieces`` flushes of ``piece_mib`` MiB that each
+    continue the key range where the last one ended (a sequential insert load)."""
+    tail = [rs(1 + j, 28_001 + 1000 * j, 29_000 + 1000 * j, piece_mib * MIB) for j in range(pieces)]
+    return [rs(0, 0, 28_000, 28 * MIB), *tail]
+
+
+@pytest.mark.parametrize(("piece_mib", "full"), [(4, 8), (8, 4)])
+def test_sequential_tail_waits_for_a_full_rowset(piece_mib: int, full: int) -> None:
+    # Kudu's term alone makes any two of the pieces worth merging, so each new flush would
+    # be merged into its growing neighbour (4+4, 8+4, ... 28+4). The pieces wait until they
+    # make a full rowset (32 MiB: eight of 4 MiB, four of 8 MiB), then merge in one go.
+    # The 28 MiB rowset gains too little from the term to be worth widening the span.
+    for pieces in range(1, full):
+        infos = sequential_tail(pieces, piece_mib)
+        assert select_rowsets(infos) == NOTHING, pieces
+        if pieces >= 2:
+            assert select_rowsets(infos, EAGER).ids == tuple(range(1, pieces + 1))
+    got = select_rowsets(sequential_tail(full, piece_mib))
+    assert got.ids == tuple(range(1, full + 1))
+    assert got.quality > 0.01
+    # The byte rule alone lets them through, however many inputs the count rule wants.
+    wait_long = PolicyOptions(small_rowset_merge_inputs=100)
+    assert select_rowsets(sequential_tail(full - 1, piece_mib), wait_long) == NOTHING
+    assert select_rowsets(sequential_tail(full, piece_mib), wait_long).ids == got.ids
+
+
+def rewritten_by_a_sequential_load(opts: PolicyOptions, flushes: int) -> float:
+    """Flush 4 MiB rowsets with consecutive key ranges, compacting whatever the policy
+    selects after each flush (outputs roll at the target size); return the bytes the
+    compactions rewrote per byte flushed."""
+    rowsets: list[RowSetInfo] = []
+    ids = itertools.count()
+    rewritten = 0
+    for f in range(flushes):
+        rowsets.append(rs(next(ids), 1000 * f, 1000 * f + 999, 4 * MIB))
+        while (sel := select_rowsets(rowsets, opts)).ids:
+            chosen = [r for r in rowsets if r.id in sel.ids]
+            rowsets = [r for r in rowsets if r.id not in sel.ids]
+            size = sum(r.size_bytes for r in chosen)
+            rewritten += size
+            lo = int.from_bytes(min(r.min_key for r in chosen), "big")
+            hi = int.from_bytes(max(r.max_key for r in chosen), "big")
+            outputs = -(-size // TARGET)
+            for o in range(outputs):  # equal shares of the keys and bytes
+                start = lo + (hi - lo + 1) * o // outputs
+                end = lo + (hi - lo + 1) * (o + 1) // outputs - 1
+                rowsets.append(rs(next(ids), start, end, size / outputs))
+    return rewritten / (flushes * 4 * MIB)
+
+
+def test_sequential_load_rewrites_each_byte_once() -> None:
+    # The rewrite amplification the wait removes: Kudu's term alone rewrites the tail
+    # again and again as it grows towards the target.
+    assert rewritten_by_a_sequential_load(PolicyOptions(), 64) == 1.0
+    assert rewritten_by_a_sequential_load(EAGER, 64) > 3.0
+
+
+@pytest.mark.parametrize(("count", "merges"), [(7, False), (8, True), (20, True)])
+def test_many_tiny_rowsets_merge_by_count(count: int, merges: bool) -> None:
+    # A slowly filled table: 1 MiB flushes side by side would take 32 to make a full
+    # rowset; eight are enough (small_rowset_merge_inputs).
+    infos = [rs(i, 2 * i, 2 * i + 1) for i in range(count)]
+    got = select_rowsets(infos)
+    assert got.ids == (tuple(range(count)) if merges else ())
+    assert select_rowsets(infos, EAGER).ids == tuple(range(count))
+    # The count is configurable.
+    assert select_rowsets(infos, PolicyOptions(small_rowset_merge_inputs=count)).ids == tuple(
+        range(count)
+    )
+    assert select_rowsets(infos, PolicyOptions(small_rowset_merge_inputs=count + 1)) == NOTHING
+
+
+def test_a_waiting_small_rowset_merge_does_not_hide_a_height_driven_one() -> None:
+    # Six 1 MiB rowsets side by side on [0, 60), and two 32 MiB rowsets on [1000, 3000)
+    # that share 5% of their ranges. The budget holds the pair or the pieces, not both; by
+    # Kudu's objective the pieces' term (6 x 0.0087) beats the pair's height gain (0.046),
+    # but the pieces wait, so the pair is chosen, valued by its height gain alone.
+    pieces = [rs(i, 10 * i, 10 * i + 9) for i in range(6)]
+    pair = [rs(10, 1000, 2000, 32 * MIB), rs(11, 1950, 2950, 32 * MIB)]
+    opts = PolicyOptions(budget_mb=64)
+    assert select_rowsets([*pieces, *pair], replace(opts, small_rowset_merge_inputs=2)).ids == (
+        tuple(range(6))
+    )
+    got = select_rowsets([*pieces, *pair], opts)
+    assert got.ids == (10, 11)
+    height_only = select_rowsets([*pieces, *pair], replace(opts, small_rowset_tradeoff=0.0))
+    assert got == height_only
+    assert got.quality > 0.04
+    # Without the pair, the pieces wait and nothing runs.
+    assert select_rowsets(pieces, opts) == NOTHING
+    # The ancient-UNDO rule applies to what is finally chosen.
+    aged = [rs(10, 1000, 2000, 32 * MIB, undo_bytes=10, ancient_undo_bytes=10), pair[1]]
+    assert select_rowsets([*pieces, *aged], opts) == NOTHING
+
+
+def test_small_rowsets_in_a_height_driven_merge_do_not_wait() -> None:
+    # Two small overlapping rowsets lower the height: they merge at once, whatever size.
+    infos = [rs(0, 0, 100, 2 * MIB), rs(1, 50, 150, 2 * MIB)]
+    got = select_rowsets(infos)
+    assert got.ids == (0, 1)
+    assert got.quality > 0.01
 
 
 # --- the ancient-UNDO rule ---------------------------------------------------------------
@@ -391,6 +512,7 @@ def layouts(draw: st.DrawFn) -> tuple[list[RowSetInfo], PolicyOptions]:
     opts = PolicyOptions(
         budget_mb=draw(st.sampled_from([1, 8, 32, 64, 256])),
         small_rowset_tradeoff=draw(st.sampled_from([0.0, 0.009])),
+        small_rowset_merge_inputs=draw(st.sampled_from([2, 3, 8])),
     )
     return infos, opts
 
@@ -418,28 +540,50 @@ def test_selection_properties(case: tuple[list[RowSetInfo], PolicyOptions]) -> N
     widths = oracle_widths(infos)
     assert height == pytest.approx(sum(hi - lo for lo, hi in widths.values()), abs=1e-9)
 
-    # Within the 5% the exact pass allows of the best subset, found by brute force.
-    def objective(ids: tuple[int, ...]) -> float:
-        value = sum(widths[i][1] - widths[i][0] + bonus(by_id[i], opts) for i in ids)
-        span = max(widths[i][1] for i in ids) - min(widths[i][0] for i in ids)
-        return value - span if value <= span else value - 1.003 * span
+    def span(ids: tuple[int, ...]) -> float:
+        return max(widths[i][1] for i in ids) - min(widths[i][0] for i in ids)
 
-    best = max(
-        (
-            objective(ids)
-            for m in range(2, len(infos) + 1)
-            for ids in itertools.combinations(sorted(by_id), m)
-            if sum(weight(by_id[i]) for i in ids) <= opts.budget_mb
-        ),
-        default=0.0,
-    )
-    best = max(best, 0.0)  # compacting nothing is always an option
+    def objective(ids: tuple[int, ...], o: PolicyOptions = opts) -> float:
+        value = sum(widths[i][1] - widths[i][0] + bonus(by_id[i], o) for i in ids)
+        return value - span(ids) if value <= span(ids) else value - 1.003 * span(ids)
+
+    def height_gain(ids: tuple[int, ...]) -> float:
+        return sum(widths[i][1] - widths[i][0] for i in ids) - span(ids)
+
+    def due(ids: tuple[int, ...], slack: float) -> bool:
+        """Whether a merge of ``ids`` may run now (step 4), with ``slack`` on the height
+        gain's side of the comparison."""
+        return (
+            height_gain(ids) > opts.minimum_improvement + slack
+            or sum(by_id[i].size_bytes for i in ids) >= opts.target_rowset_bytes
+            or len(ids) >= opts.small_rowset_merge_inputs
+        )
+
+    # Within the 5% the exact pass allows of the best subset, found by brute force: of all
+    # subsets, if every one near the best may run now; of the subsets by their height gain
+    # alone (the search without the small-rowset term) in any case.
+    subsets = [
+        ids
+        for m in range(2, len(infos) + 1)
+        for ids in itertools.combinations(sorted(by_id), m)
+        if sum(weight(by_id[i]) for i in ids) <= opts.budget_mb
+    ]
+    # Compacting nothing is always an option.
+    best = max([objective(ids) for ids in subsets], default=0.0)
+    best = max(best, 0.0)
+    height_only = replace(opts, small_rowset_tradeoff=0.0)
+    best_by_height = max([objective(ids, height_only) for ids in subsets], default=0.0)
+    best_by_height = max(best_by_height, 0.0)
     assert got.quality <= best + 1e-9
-    if best > 1.05 * opts.minimum_improvement:
+    near_best = [ids for ids in subsets if objective(ids) >= best / 1.05 - 1e-9]
+    if best > 1.05 * opts.minimum_improvement and all(due(ids, 1e-9) for ids in near_best):
         assert got.quality >= best / 1.05 - 1e-9
+    if best_by_height > 1.05 * opts.minimum_improvement:
+        assert got.quality >= best_by_height / 1.05 - 1e-9
     if not got.ids:
         return
     assert got.quality <= objective(got.ids) + 1e-9
+    assert due(got.ids, -1e-9)
 
     # With the data left where it was, the merge lowers the height by at least the quality,
     # less what the small-rowset term paid for fewer rowsets.

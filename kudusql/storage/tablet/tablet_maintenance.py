@@ -358,9 +358,11 @@ class TabletMaintainer:
             for d in self.t._rowsets.drs
             if d.num_rows
         ]
-        target = self.t.options.rowset_target_bytes
+        o = self.t.options
         opts = PolicyOptions(
-            budget_mb=self.t.options.compaction_budget_mb, target_rowset_bytes=target
+            budget_mb=o.compaction_budget_mb,
+            target_rowset_bytes=o.rowset_target_bytes,
+            small_rowset_merge_inputs=o.compaction_small_rowset_merge_inputs,
         )
         sel = self._policy_memo.get(infos, opts)
         if sel is None:
