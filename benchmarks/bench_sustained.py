@@ -99,6 +99,8 @@ class Sample:
     # the writer thread's CPU time per row written in this tenth (the harness's own
     # batch making included): unlike rows/s, not lowered by other load on the machine
     writer_cpu_us_per_row: float = 0.0
+    # how many DiskRowSets cover a key, on average (Kudu's average_diskrowset_height)
+    average_height: float = 0.0
 
 
 @dataclass
@@ -218,6 +220,7 @@ def sustained(
                         st["disk_bytes"],
                         raw,
                         cpu_per_row,
+                        st["average_rowset_height"],
                     )
                 )
                 written_since, last, cpu_last = 0, time.monotonic(), time.thread_time()
@@ -427,12 +430,12 @@ def _report(
     res.info[f"{keys}_reopened"] = reopened
     res.notes.append(
         f"{keys} keys, samples (s, rows/s, writer CPU us/row, rowsets, redo, undo, most "
-        "redo of a rowset, MiB mem, MiB disk, MiB raw): "
+        "redo of a rowset, MiB mem, MiB disk, MiB raw, average height): "
         + "; ".join(
             f"{s.at_s:.0f} {s.rows_per_s:.0f} {s.writer_cpu_us_per_row:.2f} {s.rowsets} "
             f"{s.redo_files} {s.undo_files} {s.redo_files_per_rowset} "
             f"{s.memory_bytes / 2**20:.1f} {s.disk_bytes / 2**20:.1f} "
-            f"{s.raw_bytes / 2**20:.1f}"
+            f"{s.raw_bytes / 2**20:.1f} {s.average_height:.2f}"
             for s in r.samples
         )
     )

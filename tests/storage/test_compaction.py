@@ -312,6 +312,24 @@ def test_policy_leaves_disjoint_rowsets_alone(tmp_path: Any) -> None:
     t.close()
 
 
+def test_stats_report_the_average_rowset_height(tmp_path: Any) -> None:
+    """Kudu's average_diskrowset_height: 1 for rowsets side by side, the number of
+    rowsets when each covers the whole key range, back to 1 after they are merged."""
+    t = make(tmp_path)
+    assert t.stats()["average_rowset_height"] == 0.0  # no data on disk
+    for b in range(3):
+        t.insert(kv(list(range(b * 10, b * 10 + 10)), list(range(10))))
+        t.flush()
+    assert t.stats()["average_rowset_height"] == pytest.approx(1.0)
+    for b in range(3):  # each new rowset spans every key written so far
+        t.insert(kv([-1 - b, 15 + b, 1000 + b], [0, 0, 0]))
+        t.flush()
+    assert t.stats()["average_rowset_height"] > 2.0
+    assert t.compact() >= 2
+    assert t.stats()["average_rowset_height"] == pytest.approx(1.0)
+    t.close()
+
+
 def test_small_disjoint_flushes_wait_for_enough_of_them(tmp_path: Any) -> None:
     """Sequential small flushes: the small-rowset term alone would merge each one into its
     growing neighbour; the policy waits until there are eight of them (the target size,

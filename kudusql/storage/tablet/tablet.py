@@ -1139,6 +1139,7 @@ class Tablet(WriteShortcuts):
             "deltamemstore_bytes": sum(d.dms.bytes for d in rs.drs),
             "deltamemstore_events": sum(len(d.dms) for d in rs.drs),
             "diskrowsets": len(rs.drs),
+            "average_rowset_height": self.maintainer.average_height(),
             "disk_bytes": sum(d.meta.base_bytes + delta_bytes(d.meta) for d in rs.drs),
             "wal_bytes": self.wal_size(),
             "ancient_history_mark": ahm,

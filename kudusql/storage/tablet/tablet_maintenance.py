@@ -31,6 +31,7 @@ from kudusql.storage.tablet.compaction_policy import (
     PolicyOptions,
     RowSetInfo,
     Selection,
+    average_height,
     select_rowsets,
 )
 from kudusql.storage.tablet.compaction_worker import (
@@ -345,8 +346,9 @@ class TabletMaintainer:
     def _policy_selection(self) -> tuple[int, ...]:
         return self._policy(self.t.ancient_history_mark()).ids
 
-    def _policy(self, ahm: int) -> Selection:
-        infos = [
+    def _rowset_infos(self, ahm: int) -> list[RowSetInfo]:
+        """What the compaction policy knows of each non-empty DiskRowSet."""
+        return [
             RowSetInfo(
                 d.id,
                 d.meta.size_for_policy,
@@ -358,6 +360,14 @@ class TabletMaintainer:
             for d in self.t._rowsets.drs
             if d.num_rows
         ]
+
+    def average_height(self) -> float:
+        """Kudu's ``average_diskrowset_height``: how many DiskRowSets cover a key, on
+        average over the data-weighted key space (1.0 when none overlap)."""
+        return average_height(self._rowset_infos(self.t.ancient_history_mark()))
+
+    def _policy(self, ahm: int) -> Selection:
+        infos = self._rowset_infos(ahm)
         o = self.t.options
         opts = PolicyOptions(
             budget_mb=o.compaction_budget_mb,
