@@ -111,7 +111,7 @@ class SustainedRun:
     rows_expected: int = 0
     rows_found: int = 0
     errors: list[str] = field(default_factory=list)
-    load: Any = None  # the run's _Load, with ``keep`` (for the equal-data rival)
+    load: _Load | None = None  # the run's load, with ``keep`` (for the fresh-process loads)
 
 
 def _counts(t: Tablet) -> tuple[int, int, int, int, int]:
