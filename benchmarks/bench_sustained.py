@@ -125,6 +125,21 @@ def _counts(t: Tablet) -> tuple[int, int, int, int, int]:
 
 
 KEY_PATTERNS = ("sequential", "random")
+# The string column's values: key mod 9973, as "v<n>" (taken, not formatted per row).
+_VOCAB = pa.array([f"v{i}" for i in range(9973)])
+
+
+def _rows(k: np.ndarray, rng: np.random.Generator) -> pa.Table:
+    """New rows for keys ``k``."""
+    n = len(k)
+    return pa.table(
+        {
+            "k": k,
+            "a": rng.integers(0, 1000, n),
+            "b": rng.random(n),
+            "s": _VOCAB.take(pa.array(k % len(_VOCAB))),
+        }
+    )
 
 
 class _Load:
@@ -150,16 +165,7 @@ class _Load:
             new = np.unique(rng.integers(0, 1 << 62, BATCH, dtype=np.int64))
         else:
             new = np.arange(self.nkeys, self.nkeys + BATCH, dtype=np.int64)
-        res = t.insert(
-            pa.table(
-                {
-                    "k": new,
-                    "a": rng.integers(0, 1000, len(new)),
-                    "b": rng.random(len(new)),
-                    "s": pa.array([f"v{x % 9973}" for x in new.tolist()]),
-                }
-            )
-        )
+        res = t.insert(_rows(new, rng))
         nkeys = self.nkeys
         if self.keys == "random":
             if nkeys + len(new) > len(self.inserted):  # doubling: the harness stays O(batch)
@@ -248,28 +254,17 @@ def sustained(
 _BUILD_CHUNK = 4_000_000
 
 
-def _build_equal_data(path: str, load: _Load, keys_file: str | None) -> Tablet:
-    """A fresh tablet holding the run's keys, written in key order as full-size
-    non-overlapping DiskRowSets with no deltas: the layout a finished compaction
-    gives, without the run's history."""
+def _build_equal_data(path: str, load: _Load) -> Tablet:
+    """A fresh tablet holding ``load``'s keys (random ones: ``load.inserted[:nkeys]``,
+    sorted), written in key order as full-size non-overlapping DiskRowSets with no
+    deltas: the layout a finished compaction gives, without the run's history."""
     t = Tablet.create(path, SCHEMA, OPTIONS)
-    keys = np.load(keys_file) if keys_file is not None else None
-    n = load.nkeys if keys is None else len(keys)
-    vocab = pa.array([f"v{i}" for i in range(9973)])
     rng = np.random.default_rng(7)
-    for lo in range(0, n, _BUILD_CHUNK):
-        hi = min(n, lo + _BUILD_CHUNK)
-        k = np.arange(lo, hi, dtype=np.int64) if keys is None else keys[lo:hi]
-        res = t.insert(
-            pa.table(
-                {
-                    "k": k,
-                    "a": rng.integers(0, 1000, hi - lo),
-                    "b": rng.random(hi - lo),
-                    "s": vocab.take(pa.array(k % 9973)),
-                }
-            )
-        )
+    for lo in range(0, load.nkeys, _BUILD_CHUNK):
+        hi = min(load.nkeys, lo + _BUILD_CHUNK)
+        seq = load.keys == "sequential"
+        k = np.arange(lo, hi, dtype=np.int64) if seq else load.inserted[lo:hi]
+        res = t.insert(_rows(k, rng))
         if res.errors:
             raise RuntimeError(f"equal-data build: {res.errors[:3]}")
     return t
@@ -289,12 +284,12 @@ def _fresh_process_load(
     ``WARMUP_S`` unmeasured then ``seconds`` measured."""
     inserted = None
     if keys_file is not None:
-        inserted = np.load(keys_file)
+        inserted = np.load(keys_file)  # distinct, sorted (the build relies on it)
         # room to append the new keys, as the run's own array had
         inserted = np.concatenate([inserted, np.zeros(len(inserted), dtype=np.int64)])
     load = _Load(keys, seed + 1, nkeys, inserted)
     t0 = time.monotonic()
-    t = _build_equal_data(path, load, keys_file) if build else Tablet.open(path, OPTIONS)
+    t = _build_equal_data(path, load) if build else Tablet.open(path, OPTIONS)
     open_s = time.monotonic() - t0
     rowsets, redo = _counts(t)[:2]
     mm = _manager()
