@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import pickle
+import threading
 from typing import Any
 
 import hypothesis.strategies as st
@@ -29,7 +30,12 @@ from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.cfile.bloom import BloomArena, BloomFilter, BloomFilterSet
 from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
-from kudusql.storage.tablet.deltamemstore import DeltaMemStore, append_runs, deltas_of
+from kudusql.storage.tablet.deltamemstore import (
+    DeltaMemStore,
+    PendingRuns,
+    append_runs,
+    deltas_of,
+)
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 from kudusql.storage.tablet.tablet import Tablet
 
@@ -460,6 +466,126 @@ def test_deltamemstore_runs_read_like_their_slices(
     extra = _batch(3, 10_000, {1: [True, False, True]})
     dms[0].append_run(extra, 1, 3, 16)
     assert _as_lists(dms[0].deltas()) == _as_lists(concat_deltas([*expect[0], extra.slice(1, 3)]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["pending", "direct", "run", "read", "count", "of"]),
+            st.integers(0, 12),
+            st.lists(st.integers(0, 12), max_size=3),
+        ),
+        max_size=12,
+    ),
+    stores=st.integers(1, 4),
+    data=st.data(),
+)
+def test_pending_runs_read_like_runs_appended_at_once(
+    steps: list[tuple[str, int, list[int]]], stores: int, data: Any
+) -> None:
+    """Batches handed to a tablet's ``PendingRuns`` (the write path), mixed with
+    appends made directly to one store (a batch that deletes rows) and with reads of
+    any kind in between, read back exactly as if every run had been appended to its
+    store at once, in the same order; the bytes charged are the stores' settled bytes
+    plus the pending bytes, with nothing counted twice or lost."""
+    pending = PendingRuns()
+    dms = [DeltaMemStore(i, pending) for i in range(stores)]
+    expect: list[list[Deltas]] = [[] for _ in dms]
+    charged = 0
+    base = 0
+    for kind, n, cuts in steps:
+        i = data.draw(st.integers(0, stores - 1))
+        if kind in ("read", "count", "of"):
+            if kind == "read":
+                assert _as_lists(dms[i].deltas()) == _as_lists(concat_deltas(expect[i]))
+            elif kind == "count":
+                assert len(dms[i]) == sum(len(w) for w in expect[i])
+            else:
+                got = deltas_of(dms)
+                for g, want in zip(got, expect, strict=True):
+                    assert _as_lists(g) == _as_lists(concat_deltas(want))
+            assert pending.bytes == 0  # every read took the pending runs in
+            continue
+        b = _batch(n, base, {1: [j % 2 == 0 for j in range(n)], 2: [j % 3 == 0 for j in range(n)]})
+        base += 100
+        if kind == "direct":
+            dms[i].append(b, 8 * n)
+            expect[i].append(b)
+            charged += 8 * n if n else 0
+            continue
+        if kind == "run":
+            start = min(cuts, default=0)
+            dms[i].append_run(b, start, n, 8 * (n - start) if n > start else 0)
+            if n > start:
+                expect[i].append(b.slice(start, n))
+                charged += 8 * (n - start)
+            continue
+        bounds = sorted({0, n, *(c for c in cuts if c <= n)})
+        runs = list(itertools.pairwise(bounds))
+        targets = data.draw(st.permutations(range(stores)))[: len(runs)]
+        runs = runs[: len(targets)]  # a batch gives each store at most one run
+        if not runs:
+            continue
+        sizes = np.array([8 * (stop - start) for start, stop in runs], dtype=np.int64)
+        pending.add(
+            [dms[t] for t in targets],
+            b,
+            np.array([r[0] for r in runs], dtype=np.int64),
+            np.array([r[1] for r in runs], dtype=np.int64),
+            sizes,
+        )
+        charged += int(sizes.sum())
+        for (start, stop), t in zip(runs, targets, strict=True):
+            expect[t].append(b.slice(start, stop))
+    assert sum(d.settled_bytes for d in dms) + pending.bytes == charged
+    for store, want in zip(dms, expect, strict=True):
+        firsts = [w for w in want if len(w)]
+        assert store.min_seq == (int(firsts[0].seq[0]) if firsts else None)
+        assert store.min_ts == (int(firsts[0].ts[0]) if firsts else None)
+        assert store.bytes == sum(8 * len(w) for w in want)
+        assert _as_lists(store.deltas()) == _as_lists(concat_deltas(want))
+    assert pending.bytes == 0
+
+
+def test_a_reader_never_misses_a_pending_batch_added_before_it() -> None:
+    """A reader on another thread, racing the writer's ``add``s and other readers'
+    settles, sees every batch added before its read began, in order, and no gap."""
+    pending = PendingRuns()
+    dms = [DeltaMemStore(i, pending) for i in range(3)]
+    added = [0]  # batches added so far (written after each add)
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def reader(k: int) -> None:
+        while not stop.is_set():
+            before = added[0]
+            seq = dms[k].deltas().seq.tolist()
+            batches = [s // 100 for s in seq[:: 2]]  # each batch gives each store 2 events
+            if batches != list(range(len(batches))) or len(batches) < before:
+                errors.append(f"store {k}: {len(batches)} batches seen, {before} added")
+                return
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in (0, 1, 2, 0)]
+    for t in threads:
+        t.start()
+    try:
+        for j in range(400):
+            b = _batch(6, 100 * j, {1: [True] * 6})
+            pending.add(
+                dms,
+                b,
+                np.array([0, 2, 4], dtype=np.int64),
+                np.array([2, 4, 6], dtype=np.int64),
+                np.array([16, 16, 16], dtype=np.int64),
+            )
+            added[0] = j + 1
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[:3]
+    assert [len(d) for d in dms] == [800, 800, 800]
 
 
 def test_deltas_of_a_few_stores_gathers_their_runs_batch_by_batch() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from kudusql.common.errors import OperationalError
 from kudusql.storage.tablet.maintenance import (
+    GROWTH_PER_INPUT_BYTE,
     MaintenanceManager,
     MaintenanceOp,
     choose,
@@ -208,6 +209,42 @@ def test_memory_limit_back_pressure_with_the_thread(tmp_path: Any) -> None:
         t.close()
     finally:
         mm.stop()
+
+
+def test_throttle_sums_memory_again_only_once_writes_may_have_used_half_the_headroom(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Summing memory looks at every rowset; a write that brings a known number of
+    bytes is charged ``GROWTH_PER_INPUT_BYTE`` times them against half the headroom
+    the last sum found, and the sum is skipped until that credit is spent."""
+    sums: list[int] = []
+    real = MaintenanceManager.memory_bytes
+
+    def counted(self: MaintenanceManager) -> int:
+        sums.append(1)
+        return real(self)
+
+    monkeypatch.setattr(MaintenanceManager, "memory_bytes", counted)
+    batch = rows_batch(0, 100)
+    limit = 64 << 20
+    mm = MaintenanceManager(memory_limit_bytes=limit, enabled=False)
+    t = make(tmp_path)
+    t.attach(mm)
+    writes = 40
+    for b in range(writes):
+        t.insert(rows_batch(b * 100, 100))
+    # one sum: 40 writes are charged well under half the 64 MiB of headroom
+    assert writes * batch.nbytes * GROWTH_PER_INPUT_BYTE < limit // 4
+    assert len(sums) == 1
+    # with headroom for two writes' charge, every write sums again
+    mm.memory_limit_bytes = mm.memory_bytes() + 2 * batch.nbytes * GROWTH_PER_INPUT_BYTE
+    mm.throttle()
+    sums.clear()
+    for b in range(writes, writes + 8):
+        t.insert(rows_batch(b * 100, 100))
+    assert len(sums) >= 8
+    assert t.count_rows() == (writes + 8) * 100
+    t.close()
 
 
 def test_writes_fail_clearly_when_flushes_cannot_keep_up(

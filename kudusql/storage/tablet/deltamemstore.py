@@ -10,6 +10,16 @@ its run ``[start, stop)`` of it (``append_run``): the store keeps the reference 
 the run out when it is first read (``deltas``), so appending costs the same for any
 number of events and columns. Until then the batch's arrays are shared by the stores
 it touched, and each is charged its share of their size.
+
+Even one run per store is a Python round per store per batch: with ~200 rowsets, 8% of
+a sustained writer's time (issue 4). So the write path hands a batch of UPDATEs to the
+tablet's ``PendingRuns`` instead, once; the first reader of any of the tablet's stores
+(a scan, a delta flush, the maintenance manager's scoring, a write that must keep its
+order) ``settle``s them: every pending batch is concatenated, the runs gathered in
+store order in one ``take``, and each store given one part. The per-store Python round
+is then paid once per settle (the maintenance manager polls every 100 ms: tens of
+batches), not once per batch. Every read of a store settles first, so a reader never
+misses a batch the write path applied before it.
 """
 
 from __future__ import annotations
@@ -25,17 +35,51 @@ from kudusql.storage.tablet.delta import Deltas, concat_deltas, range_positions
 class DeltaMemStore:
     """Mutations of one DiskRowSet's rows since its last delta flush."""
 
-    def __init__(self, dms_id: int) -> None:
+    def __init__(self, dms_id: int, pending: PendingRuns | None = None) -> None:
         self.id = dms_id
+        #: The tablet's runs not handed over yet (None: every append comes directly).
+        self.pending = pending
         self._lock = threading.Lock()
         #: Appended runs in order: whole ``Deltas``, or (batch, start, stop) not cut yet.
         self._parts: list[Deltas | tuple[Deltas, int, int]] = []
         self._cached: Deltas | None = None
         self._version = 0  # bumped by every append; a merge is kept only if unchanged
-        self.count = 0
-        self.bytes = 0
-        self.min_ts: int | None = None
-        self.min_seq: int | None = None
+        self._count = 0
+        self._bytes = 0
+        self._min_ts: int | None = None
+        self._min_seq: int | None = None
+
+    def _settle(self) -> None:
+        """Take in the tablet's pending runs (see the module docstring)."""
+        p = self.pending
+        if p is not None and p._entries:
+            p.settle()
+
+    @property
+    def count(self) -> int:
+        self._settle()
+        return self._count
+
+    @property
+    def bytes(self) -> int:
+        self._settle()
+        return self._bytes
+
+    @property
+    def settled_bytes(self) -> int:
+        """``bytes`` without settling: memory accounting, asked before every write,
+        adds ``PendingRuns.bytes`` itself."""
+        return self._bytes
+
+    @property
+    def min_ts(self) -> int | None:
+        self._settle()
+        return self._min_ts
+
+    @property
+    def min_seq(self) -> int | None:
+        self._settle()
+        return self._min_seq
 
     def __len__(self) -> int:
         return self.count
@@ -44,16 +88,18 @@ class DeltaMemStore:
         return self.count == 0
 
     def append(self, deltas: Deltas, nbytes: int | None = None) -> None:
-        """Add events (called under the tablet's write lock). ``nbytes``, when given,
-        is charged instead of ``deltas.nbytes()`` (the write path apportions one
-        batch's size over the stores it touches)."""
+        """Add events (called under the tablet's write lock), after any pending runs.
+        ``nbytes``, when given, is charged instead of ``deltas.nbytes()`` (the write
+        path apportions one batch's size over the stores it touches)."""
         if len(deltas):
+            self._settle()
             self._add(deltas, deltas, 0, len(deltas), deltas.nbytes() if nbytes is None else nbytes)
 
     def append_run(self, batch: Deltas, start: int, stop: int, nbytes: int) -> None:
         """Add the events ``[start, stop)`` of ``batch`` without cutting them out yet;
         ``nbytes`` is this run's share of the batch's size."""
         if stop > start:
+            self._settle()
             self._add((batch, start, stop), batch, start, stop, nbytes)
 
     def _add(
@@ -63,14 +109,15 @@ class DeltaMemStore:
             self._parts.append(part)
             self._cached = None
             self._version += 1
-            self.count += stop - start
-            self.bytes += nbytes
-            if self.min_ts is None:
-                self.min_ts = int(of.ts[start])
-                self.min_seq = int(of.seq[start])
+            self._count += stop - start
+            self._bytes += nbytes
+            if self._min_ts is None:
+                self._min_ts = int(of.ts[start])
+                self._min_seq = int(of.seq[start])
 
     def deltas(self) -> Deltas:
         """Everything appended so far, in apply order."""
+        self._settle()
         c = self._cached
         if c is not None:
             return c
@@ -105,6 +152,19 @@ def append_runs(
     """``stores[i].append_run(batch, starts[i], stops[i], nbytes[i])`` for every i in
     one call: a batch of random keys hands a run to every rowset's store, and three
     nested calls per store were most of what a rowset cost the batch."""
+    for st in {id(s.pending): s for s in stores if s.pending is not None}.values():
+        st._settle()
+    _hand_over(stores, batch, starts, stops, nbytes)
+
+
+def _hand_over(
+    stores: Sequence[DeltaMemStore],
+    batch: Deltas,
+    starts: Sequence[int],
+    stops: Sequence[int],
+    nbytes: Sequence[int],
+) -> None:
+    """``append_runs`` without settling first (``PendingRuns.settle`` is the caller)."""
     ts, seq = batch.ts, batch.seq
     for st, start, stop, n in zip(stores, starts, stops, nbytes, strict=True):
         if stop <= start:
@@ -113,11 +173,84 @@ def append_runs(
             st._parts.append((batch, start, stop))
             st._cached = None
             st._version += 1
-            st.count += stop - start
-            st.bytes += n
-            if st.min_ts is None:
-                st.min_ts = int(ts[start])
-                st.min_seq = int(seq[start])
+            st._count += stop - start
+            st._bytes += n
+            if st._min_ts is None:
+                st._min_ts = int(ts[start])
+                st._min_seq = int(seq[start])
+
+
+class PendingRuns:
+    """One tablet's write batches handed to its DeltaMemStores and not taken in yet
+    (see the module docstring). ``add`` is called under the tablet's write lock, so
+    batches arrive in apply order; ``settle`` hands them over in that order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: Per batch: its stores, the batch, and per store its run and share of bytes.
+        self._entries: list[tuple[list[DeltaMemStore], Deltas, np.ndarray, np.ndarray, np.ndarray]]
+        self._entries = []
+        #: The pending runs' share of memory (memory accounting adds it without settling).
+        self.bytes = 0
+
+    def add(
+        self,
+        stores: list[DeltaMemStore],
+        batch: Deltas,
+        starts: np.ndarray,
+        stops: np.ndarray,
+        nbytes: np.ndarray,
+    ) -> None:
+        """``append_runs(stores, batch, starts, stops, nbytes)``, deferred."""
+        with self._lock:
+            self._entries.append((stores, batch, starts, stops, nbytes))
+            self.bytes += int(nbytes.sum())
+
+    def settle(self) -> None:
+        """Hand every pending run to its store. Holds the lock until done, so that a
+        reader that finds runs pending waits for them; if gathering fails, nothing was
+        handed over and the runs stay pending."""
+        with self._lock:
+            entries = self._entries
+            if not entries:
+                return
+            if len(entries) == 1:
+                stores, batch, starts, stops, nbytes = entries[0]
+                _hand_over(stores, batch, starts.tolist(), stops.tolist(), nbytes.tolist())
+            else:
+                _hand_over_many(entries)
+            self._entries = []
+            self.bytes = 0
+
+
+def _hand_over_many(
+    entries: list[tuple[list[DeltaMemStore], Deltas, np.ndarray, np.ndarray, np.ndarray]],
+) -> None:
+    """Many batches' runs to their stores, one part per store: every batch
+    concatenated, the runs ordered by store (stable: each store's runs stay in apply
+    order) and gathered in one ``take``, then cut at the stores' boundaries."""
+    stores = [s for e in entries for s in e[0]]
+    sizes = np.array([len(e[1]) for e in entries], dtype=np.int64)
+    per_entry = np.array([len(e[0]) for e in entries], dtype=np.int64)
+    base = np.repeat(np.cumsum(sizes) - sizes, per_entry)
+    starts = np.concatenate([e[2] for e in entries]).astype(np.int64, copy=False)
+    lengths = np.concatenate([e[3] for e in entries]).astype(np.int64, copy=False) - starts
+    nbytes = np.concatenate([e[4] for e in entries]).astype(np.int64, copy=False)
+    nonempty = np.flatnonzero(lengths > 0)
+    if not len(nonempty):
+        return
+    ident = np.fromiter((id(s) for s in stores), dtype=np.int64, count=len(stores))[nonempty]
+    _, first, inv = np.unique(ident, return_index=True, return_inverse=True)
+    order = np.argsort(inv, kind="stable")
+    runs = nonempty[order]
+    cut = concat_deltas([e[1] for e in entries]).take(
+        range_positions(base[runs] + starts[runs], lengths[runs])
+    )
+    events = np.bincount(inv, weights=lengths[nonempty]).astype(np.int64)
+    shares = np.bincount(inv, weights=nbytes[nonempty]).astype(np.int64)
+    parts = cut.split(np.cumsum(events)[:-1].tolist())
+    for at, part, n in zip(nonempty[first].tolist(), parts, shares.tolist(), strict=True):
+        stores[at]._add(part, part, 0, len(part), n)
 
 
 def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
@@ -125,6 +258,8 @@ def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
     vectorized pass: a delta flush reads every store, and their runs number batches x
     rowsets touched, too many to cut one by one (each cut is a few numpy calls per
     column). Costs a Python append per run and numpy work per event of the batches."""
+    for st in stores:
+        st._settle()
     snaps: list[tuple[list[Deltas | tuple[Deltas, int, int]], int]] = []
     for st in stores:
         with st._lock:

@@ -44,7 +44,7 @@ from kudusql.storage.tablet.delta import (
     resolve,
 )
 from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats, stats_from_dict
-from kudusql.storage.tablet.deltamemstore import DeltaMemStore, append_runs
+from kudusql.storage.tablet.deltamemstore import DeltaMemStore, PendingRuns, append_runs
 from kudusql.storage.tablet.key_probe import BLOOM_SEED, KeyProbe
 
 
@@ -184,7 +184,16 @@ class DiskRowSet:
     # Probes of at most this many keys go one key at a time (bloom, then the key index).
     _FEW_KEYS = 8
 
-    def __init__(self, tablet_dir: str, meta: RowSetMeta, cache: BlockCache | None) -> None:
+    def __init__(
+        self,
+        tablet_dir: str,
+        meta: RowSetMeta,
+        cache: BlockCache | None,
+        pending: PendingRuns | None = None,
+    ) -> None:
+        """``pending``: the tablet's ``PendingRuns``, through which the write path
+        hands batches to this rowset's DeltaMemStores (None: a read-only copy, such as
+        a compaction worker's)."""
         self.meta = meta
         self.id = meta.id
         self.tablet_dir = tablet_dir
@@ -197,7 +206,7 @@ class DiskRowSet:
         self._bloom: BloomFilter | None = None
         self._undo = [DeltaFileReaderLazy(self.dir, f) for f in meta.undo_files]
         self._redo = [DeltaFileReaderLazy(self.dir, f) for f in meta.redo_files]
-        self.dms = DeltaMemStore(meta.last_durable_dms_id + 1)
+        self.dms = DeltaMemStore(meta.last_durable_dms_id + 1, pending)
         self.frozen_dms: DeltaMemStore | None = None
         self._dead: np.ndarray | None = None
         # One flag, shared like ``_dead`` (by ``derive``): has any row been deleted?
@@ -504,15 +513,20 @@ class DiskRowSet:
     def append_update_runs(
         rowsets: Sequence[DiskRowSet],
         batch: Deltas,
-        starts: Sequence[int],
-        stops: Sequence[int],
-        nbytes: Sequence[int],
+        starts: np.ndarray,
+        stops: np.ndarray,
+        nbytes: np.ndarray,
     ) -> None:
         """``apply_mutations`` of the events ``[starts[i], stops[i])`` of a whole write
         batch's ``Deltas`` to ``rowsets[i]``, for runs of UPDATEs only (no row dies or
-        comes back, so liveness is not touched): each store keeps its run uncut (see
-        deltamemstore.py), all of them in one call (``append_runs``)."""
-        append_runs([d.dms for d in rowsets], batch, starts, stops, nbytes)
+        comes back, so liveness is not touched): handed to the tablet's ``PendingRuns``
+        in one call (see deltamemstore.py), or to the stores directly without one."""
+        stores = [d.dms for d in rowsets]
+        pending = stores[0].pending if stores else None
+        if pending is not None:
+            pending.add(stores, batch, starts, stops, nbytes)
+        else:
+            append_runs(stores, batch, starts.tolist(), stops.tolist(), nbytes.tolist())
 
     def live_count(self) -> int:
         """Rows not deleted as of now (the maintenance manager asks every rowset at
@@ -525,7 +539,7 @@ class DiskRowSet:
         """The same rowset after a compaction or GC rewrote some of its files: a new
         object (scans that captured this one keep reading its files) that shares the
         in-memory stores, so writes made through either are seen by both."""
-        new = DiskRowSet(self.tablet_dir, meta, self.cache)
+        new = DiskRowSet(self.tablet_dir, meta, self.cache, self.dms.pending)
         new.dms, new.frozen_dms = self.dms, self.frozen_dms
         new._dead_any, new._dead = self._dead_any, self._dead
         new._key_reader, new._bloom = self._key_reader, self._bloom
@@ -557,7 +571,7 @@ class DiskRowSet:
     def freeze_dms(self) -> DeltaMemStore:
         frozen = self.dms
         self.frozen_dms = frozen
-        self.dms = DeltaMemStore(frozen.id + 1)
+        self.dms = DeltaMemStore(frozen.id + 1, frozen.pending)
         self._resolved_latest = None
         return frozen
 

@@ -56,7 +56,7 @@ from kudusql.storage.tablet.bulk_load import undo_for_inserts, write_bulk_rowset
 from kudusql.storage.tablet.compaction_worker import CompactionWorker, DeltaFilesJob, FlushJob
 from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
-from kudusql.storage.tablet.deltamemstore import deltas_of
+from kudusql.storage.tablet.deltamemstore import PendingRuns, deltas_of
 from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
 from kudusql.storage.tablet.key_bounds import key_bounds
 from kudusql.storage.tablet.log_record import KIND_MRS, encode_rows
@@ -173,7 +173,10 @@ class Tablet(WriteShortcuts):
         self._next_mrs_id = meta.last_durable_mrs_id + 1
         if not self.read_only:
             self._remove_orphans()
-        drs = tuple(DiskRowSet(self.path, m, self.cache) for m in meta.rowsets)
+        # Runs of write batches not yet handed to the DeltaMemStores (deltamemstore.py);
+        # a reload starts with new stores, so with no runs pending.
+        self._pending = PendingRuns()
+        drs = tuple(DiskRowSet(self.path, m, self.cache, self._pending) for m in meta.rowsets)
         self._rowsets = RowSets(self._new_mrs(), (), drs)
         wal_dir = os.path.join(self.path, WAL_DIR)
         t0 = time.perf_counter()
@@ -373,7 +376,7 @@ class Tablet(WriteShortcuts):
         ``bulk_rows`` rows (default: the ``bulk_load_rows`` option) is written straight
         to DiskRowSets instead.
         """
-        self._admit_write()
+        self._admit_write(data.nbytes)
         threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
         n = data.num_rows
         if 0 < n <= SMALL_WRITE_ROWS and n < threshold and op_column is None and op is not None:
@@ -466,14 +469,15 @@ class Tablet(WriteShortcuts):
         self._admit_write()
         return True
 
-    def _admit_write(self) -> None:
-        """What every write checks first: writable and open; then back-pressure."""
+    def _admit_write(self, incoming: int | None = None) -> None:
+        """What every write checks first: writable and open; then back-pressure
+        (``incoming``: the batch's Arrow size, when known; see ``throttle``)."""
         if self.read_only:
             raise OperationalError(f"tablet {self.path} is open read-only")
         if self._closed:
             raise ProgrammingError(f"tablet {self.path} is closed")
         if self.maintenance is not None:
-            self.maintenance.throttle()
+            self.maintenance.throttle(incoming)
 
     def _arrow_to_rows(
         self, data: pa.Table | pa.RecordBatch
@@ -807,7 +811,7 @@ class Tablet(WriteShortcuts):
             meta.next_rowset_id = first_id
             raise
         rs = self._rowsets
-        new = tuple(DiskRowSet(self.path, m, self.cache) for m in metas)
+        new = tuple(DiskRowSet(self.path, m, self.cache, self._pending) for m in metas)
         self._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
 
     def is_empty(self) -> bool:
@@ -874,7 +878,7 @@ class Tablet(WriteShortcuts):
                 self.mvcc.abort_op(ts)
                 raise
             rs = self._rowsets
-            new = tuple(DiskRowSet(self.path, m, self.cache) for m in metas)
+            new = tuple(DiskRowSet(self.path, m, self.cache, self._pending) for m in metas)
             self._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
         self.mvcc.finish_op(ts)
         return total
@@ -921,7 +925,7 @@ class Tablet(WriteShortcuts):
             fr = worker.run(job) if worker is not None else job.run(self._pool)
             metas = fr.metas
             with self._write_lock:
-                new = [DiskRowSet(self.path, m, self.cache) for m in metas]
+                new = [DiskRowSet(self.path, m, self.cache, self._pending) for m in metas]
                 # Mutations that reached the frozen MemRowSet during the flush move to the
                 # new rowsets, and are written out at once: their WAL records name the
                 # frozen MemRowSet, which is durable from the moment the superblock says so.

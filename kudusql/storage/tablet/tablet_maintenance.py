@@ -186,7 +186,7 @@ class TabletMaintainer:
         merged = worker.run(job) if worker is not None else job.run(inputs, self.t._pool)
         metas, first_id = merged.metas, job.first_id
         with self.t._write_lock:
-            new = [DiskRowSet(self.t.path, m, self.t.cache) for m in metas]
+            new = [DiskRowSet(self.t.path, m, self.t.cache, self.t._pending) for m in metas]
             late_parts = []
             # The writes made during the merge, cut from their batches in one pass (this
             # holds the write lock; see ``deltas_of``).
@@ -419,10 +419,10 @@ class TabletMaintainer:
     def memory_bytes(self) -> int:
         """Memory held by the MemRowSets and DeltaMemStores."""
         rs = self.t._rowsets
-        n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
-        for d in rs.drs:
+        n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen) + self.t._pending.bytes
+        for d in rs.drs:  # settled bytes: asked before every write, this must not settle
             frozen = d.frozen_dms  # read once: a delta flush may clear it meanwhile
-            n += d.dms.bytes + (frozen.bytes if frozen is not None else 0)
+            n += d.dms.settled_bytes + (frozen.settled_bytes if frozen is not None else 0)
         return n
 
     def maintenance_ops(self) -> list[MaintenanceOp]:

@@ -318,13 +318,17 @@ def apply(
     nbytes = ((stops - starts) * (every.nbytes() / len(every))).astype(np.int64)
     on_drs = gkind == K_DRS
     if on_drs.any():
-        d_ri, d_start, d_stop, d_bytes = (a[on_drs].tolist() for a in (gri, starts, stops, nbytes))
+        d_ri, d_start, d_stop, d_bytes = (a[on_drs] for a in (gri, starts, stops, nbytes))
         if bool((action[rows] != A_UPDATE).any()):  # rows may die or come back
-            for ri, start, stop, n in zip(d_ri, d_start, d_stop, d_bytes, strict=True):
+            for ri, start, stop, n in zip(
+                *(a.tolist() for a in (d_ri, d_start, d_stop, d_bytes)), strict=True
+            ):
                 rs.drs[ri].apply_mutations(every.slice(start, stop), True, n)
         else:
             drs = rs.drs
-            DiskRowSet.append_update_runs([drs[i] for i in d_ri], every, d_start, d_stop, d_bytes)
+            DiskRowSet.append_update_runs(
+                [drs[i] for i in d_ri.tolist()], every, d_start, d_stop, d_bytes
+            )
     for k, ri, start, stop in zip(
         *(a[~on_drs].tolist() for a in (gkind, gri, starts, stops)), strict=True
     ):
