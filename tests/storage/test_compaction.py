@@ -23,6 +23,8 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.storage.tablet import compaction, metadata
+from kudusql.storage.tablet.deltamemstore import DeltaMemStore
+from kudusql.storage.tablet.diskrowset import DiskRowSet
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support.tablets import pause_at, rows, schema
 
@@ -218,6 +220,67 @@ def test_snapshot_before_ahm_fails_and_undo_gc_reclaims_it(tmp_path: Any) -> Non
     assert t.rowsets_info()[1]["undo_files"] == 0
     assert by_key(t) == latest
     assert on_disk(t) == listed(t)
+    t.close()
+
+
+def test_compactions_do_not_read_undo_files_wholly_older_than_the_ahm(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge or major delta compaction drops UNDO events older than the ancient
+    history mark, so it does not read the UNDO files all of whose events are."""
+    clock = Clock()
+    t = make(tmp_path, clock)
+    t.insert(kv(list(range(50)), list(range(50))))
+    t.flush()
+    t.update(kv(list(range(0, 50, 2)), [7] * 25))
+    t.flush_deltas()
+    t.major_delta_compaction(drs_ids(t)[0])  # REDOs become UNDOs
+    (drs,) = t._rowsets.drs
+    newest = max(f.stats.max_ts for f in drs.meta.undo_files)
+    assert len(drs.undo_file_deltas(newest)) == len(drs.undo_file_deltas()) > 0
+    assert len(drs.undo_file_deltas(newest + 1)) == 0
+    clock.advance(2 * HOUR_US)
+    t.insert(kv(list(range(50, 60)), list(range(10))))
+    t.flush()
+    asked: list[int] = []
+    real = DiskRowSet.undo_file_deltas
+
+    def spy(self: DiskRowSet, since: int = 0) -> Any:
+        asked.append(since)
+        return real(self, since)
+
+    monkeypatch.setattr(DiskRowSet, "undo_file_deltas", spy)
+    before = by_key(t)
+    t.compact(drs_ids(t))
+    ahm = t.ancient_history_mark()
+    assert asked and all(newest < since <= ahm for since in asked)
+    assert by_key(t) == before
+    t.close()
+
+
+def test_a_write_landing_while_durable_seq_reads_the_stores_is_not_durable(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``durable_seq`` runs without the write lock (WAL GC after a delta flush): a
+    write that lands while it reads the stores must not count as durable, or its WAL
+    segment could be deleted while the write is only in memory."""
+    t = make(tmp_path)
+    t.insert(kv(list(range(10)), list(range(10))))
+    t.flush()  # everything durable; one DiskRowSet with an empty DeltaMemStore
+    seq = t._next_seq
+    real = DeltaMemStore.min_seq
+    landed: list[int] = []
+
+    def write_meanwhile(self: DeltaMemStore) -> int | None:
+        if not landed:
+            landed.append(1)
+            t.insert(kv([100], [1]))  # takes sequence number ``seq``, in memory only
+        return real.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    monkeypatch.setattr(DeltaMemStore, "min_seq", property(write_meanwhile))
+    assert t.durable_seq() < seq
+    monkeypatch.undo()
+    assert landed and t.durable_seq() == seq - 1
     t.close()
 
 

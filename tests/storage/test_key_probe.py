@@ -28,6 +28,7 @@ from kudusql.common.types import DataType
 from kudusql.storage.cfile import key_array
 from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.cfile.bloom import BloomArena, BloomFilter, BloomFilterSet
+from kudusql.storage.tablet import deltamemstore as dms_mod
 from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
 from kudusql.storage.tablet.deltamemstore import (
@@ -548,6 +549,41 @@ def test_pending_runs_read_like_runs_appended_at_once(
     assert pending.bytes == 0
 
 
+def test_pending_runs_settle_by_themselves_past_a_backlog_and_one_by_one_without_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tablet nobody reads settles its pending runs every ``MAX_PENDING_BATCHES``
+    batches; and when gathering many batches at once runs out of memory, they are
+    handed over one by one instead, each exactly once."""
+    pending = PendingRuns()
+    dms = [DeltaMemStore(i, pending) for i in range(3)]
+
+    def add(j: int) -> None:
+        pending.add(
+            dms,
+            _batch(6, 100 * j, {1: [True] * 6}),
+            np.array([0, 2, 4], dtype=np.int64),
+            np.array([2, 4, 6], dtype=np.int64),
+            np.array([16, 16, 16], dtype=np.int64),
+        )
+
+    for j in range(dms_mod.MAX_PENDING_BATCHES):
+        add(j)
+    assert not pending._entries and pending.bytes == 0
+    assert [d.settled_bytes for d in dms] == [16 * dms_mod.MAX_PENDING_BATCHES] * 3
+
+    def no_memory(*_: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(dms_mod, "_gather", no_memory)
+    for j in range(64, 70):
+        add(j)
+    assert [len(d) for d in dms] == [140, 140, 140]
+    for k, d in enumerate(dms):
+        assert d.deltas().seq.tolist() == [100 * j + 2 * k + i for j in range(70) for i in (0, 1)]
+    assert pending.bytes == 0 and [d.bytes for d in dms] == [16 * 70] * 3
+
+
 def test_a_reader_never_misses_a_pending_batch_added_before_it() -> None:
     """A reader on another thread, racing the writer's ``add``s and other readers'
     settles, sees every batch added before its read began, in order, and no gap."""
@@ -561,7 +597,7 @@ def test_a_reader_never_misses_a_pending_batch_added_before_it() -> None:
         while not stop.is_set():
             before = added[0]
             seq = dms[k].deltas().seq.tolist()
-            batches = [s // 100 for s in seq[:: 2]]  # each batch gives each store 2 events
+            batches = [s // 100 for s in seq[::2]]  # each batch gives each store 2 events
             if batches != list(range(len(batches))) or len(batches) < before:
                 errors.append(f"store {k}: {len(batches)} batches seen, {before} added")
                 return

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from kudusql.common.errors import OperationalError
+from kudusql.storage.tablet import maintenance
 from kudusql.storage.tablet.maintenance import (
-    GROWTH_PER_INPUT_BYTE,
     MaintenanceManager,
     MaintenanceOp,
     choose,
@@ -211,12 +211,13 @@ def test_memory_limit_back_pressure_with_the_thread(tmp_path: Any) -> None:
         mm.stop()
 
 
-def test_throttle_sums_memory_again_only_once_writes_may_have_used_half_the_headroom(
+def test_throttle_sums_memory_again_only_once_writes_may_have_spent_half_the_headroom(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Summing memory looks at every rowset; a write that brings a known number of
-    bytes is charged ``GROWTH_PER_INPUT_BYTE`` times them against half the headroom
-    the last sum found, and the sum is skipped until that credit is spent."""
+    """Summing memory looks at every rowset; a sum under the limit grants half the
+    headroom as credit, each write charges what it added to the memory stores (exactly
+    what the next sum sees), and the sum is skipped while credit remains and for at
+    most ``CREDIT_S``."""
     sums: list[int] = []
     real = MaintenanceManager.memory_bytes
 
@@ -225,25 +226,38 @@ def test_throttle_sums_memory_again_only_once_writes_may_have_used_half_the_head
         return real(self)
 
     monkeypatch.setattr(MaintenanceManager, "memory_bytes", counted)
-    batch = rows_batch(0, 100)
-    limit = 64 << 20
-    mm = MaintenanceManager(memory_limit_bytes=limit, enabled=False)
+    monkeypatch.setattr(maintenance, "CREDIT_S", 3600.0)
+    mm = MaintenanceManager(memory_limit_bytes=64 << 20, enabled=False)
     t = make(tmp_path)
     t.attach(mm)
-    writes = 40
-    for b in range(writes):
+    for b in range(40):
         t.insert(rows_batch(b * 100, 100))
-    # one sum: 40 writes are charged well under half the 64 MiB of headroom
-    assert writes * batch.nbytes * GROWTH_PER_INPUT_BYTE < limit // 4
-    assert len(sums) == 1
-    # with headroom for two writes' charge, every write sums again
-    mm.memory_limit_bytes = mm.memory_bytes() + 2 * batch.nbytes * GROWTH_PER_INPUT_BYTE
+    assert len(sums) == 1  # 40 writes spend far less than 32 MiB
+    # what writes charge is what memory grew by: inserts into the MemRowSet, then
+    # updates of flushed rows (DeltaMemStores, through the pending runs)
+    t.flush()
+    for table in (rows_batch(4000, 100), kv(list(range(0, 4000, 7)), [5] * 572)):
+        before, spent = real(mm), mm._spent
+        t.upsert(table)
+        assert mm._spent - spent == real(mm) - before > 0
+    # with credit for one write, every write sums again
+    one = real(mm)
+    t.insert(rows_batch(5000, 100))
+    grown = real(mm) - one
+    mm.memory_limit_bytes = real(mm) + 2 * grown
     mm.throttle()
     sums.clear()
-    for b in range(writes, writes + 8):
+    for b in range(51, 59):
         t.insert(rows_batch(b * 100, 100))
     assert len(sums) >= 8
-    assert t.count_rows() == (writes + 8) * 100
+    # and the credit lasts at most CREDIT_S
+    monkeypatch.setattr(maintenance, "CREDIT_S", 0.0)
+    mm.memory_limit_bytes = 64 << 20
+    sums.clear()
+    for b in range(60, 64):
+        t.insert(rows_batch(b * 100, 100))
+    assert len(sums) == 4
+    assert t.count_rows() == 5400
     t.close()
 
 

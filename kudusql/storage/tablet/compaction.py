@@ -146,8 +146,9 @@ def rebase(base_values: dict[int, pa.Array[Any]], undo: Deltas, redo: Deltas, ah
     latest = resolve(hist, _NEVER, undo=False)
     cols = {cid: apply_to_column(v, 0, latest, cid)[0] for cid, v in base_values.items()}
     new_undo = undo_of_history(base_values, np.full(n, -1, dtype=np.int64), hist)
-    merged = concat_deltas([undo, new_undo]).sorted_by_seq()
-    return Rebased(cols, drop_ancient(merged, ahm), final)
+    # ancient events dropped before the sort, which then has fewer to order
+    merged = drop_ancient(concat_deltas([undo, new_undo]), ahm).sorted_by_seq()
+    return Rebased(cols, merged, final)
 
 
 # -- merging compaction --------------------------------------------------------------------------
@@ -286,7 +287,7 @@ def merge_rowsets(inputs: Sequence[MergeInput], key_ids: Sequence[int], ahm: int
         if len(f):
             f = f.select(is_newest[f.rowid + offsets[i]])
             redo_parts.append(mapped(f, i))
-    undo = drop_ancient(concat_deltas(undo_parts).sorted_by_seq(), ahm)
+    undo = drop_ancient(concat_deltas(undo_parts), ahm).sorted_by_seq()
     redo = concat_deltas(redo_parts).sorted_by_seq()
     maps = [target[offsets[i] : offsets[i + 1]].copy() for i in range(len(inputs))]
     return MergeOutput(

@@ -93,7 +93,7 @@ class MergeJob:
             else [DiskRowSet(self.tablet_dir, m, None) for m in self.inputs]
         )
         merged = merge_rowsets(
-            [merge_input(d, schema) for d in inputs],
+            [merge_input(d, schema, self.ahm) for d in inputs],
             [c.id for c in schema.key_columns],
             self.ahm,
         )
@@ -122,14 +122,15 @@ class MergeResult:
     rows_dropped: int
 
 
-def merge_input(drs: DiskRowSet, schema: Schema) -> MergeInput:
-    """Everything a merge needs of one rowset: every column, keys, UNDO and REDO events."""
+def merge_input(drs: DiskRowSet, schema: Schema, ahm: int = 0) -> MergeInput:
+    """Everything a merge needs of one rowset: every column, keys, UNDO and REDO events
+    (UNDO files wholly older than ``ahm`` are not read: the merge would drop them)."""
     n = drs.num_rows
     ids = [c.id for c in schema.columns]
     return MergeInput(
         drs.key_reader().read_all().combine_chunks(),
         {c.id: drs.read_column_range(c, 0, n) for c in schema.columns},
-        only_columns(drs.undo_file_deltas(), ids),
+        only_columns(drs.undo_file_deltas(ahm), ids),
         only_columns(drs.redo_file_deltas(), ids),
     )
 
@@ -165,7 +166,7 @@ class DeltaCompactionJob:
         schema = self.schema
         ids = [c.id for c in schema.columns]
         redo = only_columns(drs.redo_file_deltas(), ids)
-        undo = only_columns(drs.undo_file_deltas(), ids)
+        undo = only_columns(drs.undo_file_deltas(self.ahm), ids)
         hist, _ = split_final_deletes(redo)
         nonkey = schema.columns[schema.num_key_columns :]
         if (hist.op != MutationType.UPDATE).any():  # a DELETE undone needs every column

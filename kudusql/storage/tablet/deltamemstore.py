@@ -201,34 +201,56 @@ class PendingRuns:
         stops: np.ndarray,
         nbytes: np.ndarray,
     ) -> None:
-        """``append_runs(stores, batch, starts, stops, nbytes)``, deferred."""
+        """``append_runs(stores, batch, starts, stops, nbytes)``, deferred. Every
+        store must have this ``PendingRuns`` (its reads settle this one)."""
+        assert all(s.pending is self for s in stores), "a store of another tablet load"
         with self._lock:
             self._entries.append((stores, batch, starts, stops, nbytes))
             self.bytes += int(nbytes.sum())
+            if len(self._entries) >= MAX_PENDING_BATCHES:
+                self._settle_locked()
 
     def settle(self) -> None:
         """Hand every pending run to its store. Holds the lock until done, so that a
-        reader that finds runs pending waits for them; if gathering fails, nothing was
-        handed over and the runs stay pending."""
+        reader that finds runs pending waits for them."""
         with self._lock:
-            entries = self._entries
-            if not entries:
+            self._settle_locked()
+
+    def _settle_locked(self) -> None:
+        entries = self._entries
+        if len(entries) > 1:
+            try:
+                plan = _gather(entries)
+            except MemoryError:  # the batches one by one below need no large temporaries
+                plan = None
+            if plan is not None:
+                for store, part, n in plan:
+                    store._add(part, part, 0, len(part), n)
+                self._entries = []
+                self.bytes = 0
                 return
-            if len(entries) == 1:
-                stores, batch, starts, stops, nbytes = entries[0]
+        done = 0
+        try:  # a batch handed over leaves the list at once: a retry never repeats it
+            for stores, batch, starts, stops, nbytes in entries:
                 _hand_over(stores, batch, starts.tolist(), stops.tolist(), nbytes.tolist())
-            else:
-                _hand_over_many(entries)
-            self._entries = []
-            self.bytes = 0
+                done += 1
+                self.bytes -= int(nbytes.sum())
+        finally:
+            del entries[:done]
 
 
-def _hand_over_many(
+#: A ``PendingRuns`` holding this many batches settles on the next ``add``, so a
+#: tablet nobody reads does not gather an unbounded backlog in one go.
+MAX_PENDING_BATCHES = 64
+
+
+def _gather(
     entries: list[tuple[list[DeltaMemStore], Deltas, np.ndarray, np.ndarray, np.ndarray]],
-) -> None:
-    """Many batches' runs to their stores, one part per store: every batch
-    concatenated, the runs ordered by store (stable: each store's runs stay in apply
-    order) and gathered in one ``take``, then cut at the stores' boundaries."""
+) -> list[tuple[DeltaMemStore, Deltas, int]]:
+    """Many batches' runs as one part per store (store, part, bytes), touching no
+    store: every batch concatenated, the runs ordered by store (stable: each store's
+    runs stay in apply order) and gathered in one ``take``, then cut at the stores'
+    boundaries."""
     stores = [s for e in entries for s in e[0]]
     sizes = np.array([len(e[1]) for e in entries], dtype=np.int64)
     per_entry = np.array([len(e[0]) for e in entries], dtype=np.int64)
@@ -238,7 +260,7 @@ def _hand_over_many(
     nbytes = np.concatenate([e[4] for e in entries]).astype(np.int64, copy=False)
     nonempty = np.flatnonzero(lengths > 0)
     if not len(nonempty):
-        return
+        return []
     ident = np.fromiter((id(s) for s in stores), dtype=np.int64, count=len(stores))[nonempty]
     _, first, inv = np.unique(ident, return_index=True, return_inverse=True)
     order = np.argsort(inv, kind="stable")
@@ -249,8 +271,10 @@ def _hand_over_many(
     events = np.bincount(inv, weights=lengths[nonempty]).astype(np.int64)
     shares = np.bincount(inv, weights=nbytes[nonempty]).astype(np.int64)
     parts = cut.split(np.cumsum(events)[:-1].tolist())
-    for at, part, n in zip(nonempty[first].tolist(), parts, shares.tolist(), strict=True):
-        stores[at]._add(part, part, 0, len(part), n)
+    return [
+        (stores[at], part, n)
+        for at, part, n in zip(nonempty[first].tolist(), parts, shares.tolist(), strict=True)
+    ]
 
 
 def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:

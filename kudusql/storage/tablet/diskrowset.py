@@ -556,8 +556,11 @@ class DiskRowSet:
         """The events of the REDO DeltaFiles (not the DeltaMemStores), in apply order."""
         return concat_deltas([f.deltas() for f in self._redo])
 
-    def undo_file_deltas(self) -> Deltas:
-        return concat_deltas([f.deltas() for f in self._undo])
+    def undo_file_deltas(self, since: int = 0) -> Deltas:
+        """The events of the UNDO DeltaFiles, skipping files whose events are all older
+        than ``since`` (a compaction passes the ancient history mark: it would drop
+        them, and reading them was a good part of a merge's work)."""
+        return concat_deltas([f.deltas() for f in self._undo if f.meta.stats.max_ts >= since])
 
     def last_change_ts(self) -> int:
         """Timestamp of the newest REDO event (0 if none): when the rowset last changed."""

@@ -44,11 +44,8 @@ from kudusql.storage.tablet.compaction_worker import CompactionWorker
 
 log = logging.getLogger(__name__)
 
-#: What ``throttle`` charges per byte of a write's Arrow input: a generous bound on
-#: the memory it adds (a MemRowSet row also holds its encoded key and MVCC fields, a
-#: DeltaMemStore event its rowid, timestamp and sequence; an 8-byte UPDATE cell costs
-#: ~3x its input, a narrow INSERT row ~4x).
-GROWTH_PER_INPUT_BYTE = 8
+#: At most this long (seconds), a sum of memory stands in for the next (``throttle``).
+CREDIT_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -169,8 +166,12 @@ class MaintenanceManager:
         self._lock = threading.Lock()
         self._wake = threading.Condition()
         self._records: deque[MaintenanceRecord] = deque(maxlen=history)
-        # Bytes writes may still bring before ``throttle`` sums memory again.
+        # What writes may still add before ``throttle`` sums memory again, until when;
+        # and every byte writes reported (``charge``).
         self._credit = 0
+        self._credit_until = 0.0
+        self._credit_limit = memory_limit_bytes  # the limit the credit was granted under
+        self._spent = 0
         self._credit_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -191,6 +192,8 @@ class MaintenanceManager:
         with self._lock:
             if source not in self._sources:
                 self._sources.append(source)
+        with self._credit_lock:
+            self._credit = 0  # its memory was not in the last sum
 
     def unregister(self, source: MaintenanceSource) -> None:
         with self._lock:
@@ -284,26 +287,36 @@ class MaintenanceManager:
         return list(self._records)
 
     # -- back-pressure ----------------------------------------------------------------------------
-    def throttle(self, incoming: int | None = None) -> None:
+    def throttle(self) -> None:
         """Called before each write: wait while memory is above the limit.
 
-        Summing the tablets' memory looks at every rowset of every tablet, too much to
-        do before every write of a tablet with hundreds of rowsets (2-3% of a
-        sustained writer's time). A write that says how many bytes it brings
-        (``incoming``: its Arrow size) is charged ``GROWTH_PER_INPUT_BYTE`` times that
-        against a credit of half the headroom the last sum found, and the sum is
-        skipped while credit remains: memory cannot pass the limit unnoticed unless a
-        write grows memory by more than that factor of its input."""
-        if incoming is not None:
-            with self._credit_lock:
-                self._credit -= incoming * GROWTH_PER_INPUT_BYTE
-                if self._credit > 0:
-                    return
+        Summing memory looks at every rowset of every tablet: too much to do before
+        every write of a tablet with hundreds of rowsets (2-3% of a sustained writer's
+        time). So a sum that finds memory under the limit grants half the headroom as
+        credit; writes report what they added to the memory stores (``charge``), and
+        the next writes skip the sum while credit remains, for at most ``CREDIT_S``
+        and under the same limit.
+        As without the credit, memory passes the limit by at most what the writes
+        admitted at once add."""
+        limit = self.memory_limit_bytes
+        with self._credit_lock:
+            if (
+                self._credit > 0
+                and time.monotonic() < self._credit_until
+                and limit == self._credit_limit
+            ):
+                return
+            spent = self._spent
         used = self.memory_bytes()
-        if used <= self.memory_limit_bytes:
+        if used <= limit:
             with self._credit_lock:
-                self._credit = (self.memory_limit_bytes - used) // 2
+                # writes that landed while memory was summed spend the new credit too
+                self._credit = (limit - used) // 2 - (self._spent - spent)
+                self._credit_until = time.monotonic() + CREDIT_S
+                self._credit_limit = limit
             return
+        with self._credit_lock:
+            self._credit = 0
         deadline = time.monotonic() + self.write_wait_s
         while self.memory_bytes() > self.memory_limit_bytes:
             if not self.enabled or self._thread is None:
@@ -318,3 +331,10 @@ class MaintenanceManager:
                     f"memory limit of {self.memory_limit_bytes} bytes exceeded for "
                     f"{self.write_wait_s:g} s: flushes are not keeping up"
                 )
+
+    def charge(self, nbytes: int) -> None:
+        """A write added ``nbytes`` to the memory stores: spent from the credit
+        ``throttle`` grants."""
+        with self._credit_lock:
+            self._spent += nbytes
+            self._credit -= nbytes

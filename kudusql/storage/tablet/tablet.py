@@ -376,7 +376,7 @@ class Tablet(WriteShortcuts):
         ``bulk_rows`` rows (default: the ``bulk_load_rows`` option) is written straight
         to DiskRowSets instead.
         """
-        self._admit_write(data.nbytes)
+        self._admit_write()
         threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
         n = data.num_rows
         if 0 < n <= SMALL_WRITE_ROWS and n < threshold and op_column is None and op is not None:
@@ -469,15 +469,20 @@ class Tablet(WriteShortcuts):
         self._admit_write()
         return True
 
-    def _admit_write(self, incoming: int | None = None) -> None:
-        """What every write checks first: writable and open; then back-pressure
-        (``incoming``: the batch's Arrow size, when known; see ``throttle``)."""
+    def _admit_write(self) -> None:
+        """What every write checks first: writable and open; then back-pressure."""
         if self.read_only:
             raise OperationalError(f"tablet {self.path} is open read-only")
         if self._closed:
             raise ProgrammingError(f"tablet {self.path} is closed")
         if self.maintenance is not None:
-            self.maintenance.throttle(incoming)
+            self.maintenance.throttle()
+
+    def _charge(self, nbytes: int) -> None:
+        """Tell back-pressure what a write added to the memory stores (``throttle``)."""
+        m = self.maintenance
+        if m is not None:
+            m.charge(nbytes)
 
     def _arrow_to_rows(
         self, data: pa.Table | pa.RecordBatch
@@ -620,6 +625,7 @@ class Tablet(WriteShortcuts):
                     self._failed = "applying a logged batch failed"
                     self.mvcc.abort_op(ts)
                     raise
+                self._charge(nbytes)
             self._next_seq += n
             if ts > self.meta.max_ts:
                 self.meta.max_ts = ts
@@ -651,12 +657,14 @@ class Tablet(WriteShortcuts):
                 self.mvcc.abort_op(ts)
                 self._failed = "write-ahead log append failed"
                 raise
+            nbytes = lay.nbytes(values, key)
             try:
-                mrs.insert_row(lay.full(values), key, ts, seq, lay.nbytes(values, key))
+                mrs.insert_row(lay.full(values), key, ts, seq, nbytes)
             except BaseException:
                 self._failed = "applying a logged batch failed"
                 self.mvcc.abort_op(ts)
                 raise
+            self._charge(nbytes)
             self._next_seq = seq + 1
             if ts > self.meta.max_ts:
                 self.meta.max_ts = ts
@@ -772,11 +780,12 @@ class Tablet(WriteShortcuts):
             self._failed = "write-ahead log append failed"
             raise
         try:
-            apply_decisions(rs, self.schema, pb, d, ts, seq_base)
+            grown = apply_decisions(rs, self.schema, pb, d, ts, seq_base)
         except BaseException:
             self._failed = "applying a logged batch failed"
             self.mvcc.abort_op(ts)
             raise
+        self._charge(grown)
         self._next_seq += pb.n
         self.meta.max_ts = max(self.meta.max_ts, ts)
         ignored = int(np.count_nonzero(d.action == A_IGNORED))
@@ -1050,6 +1059,9 @@ class Tablet(WriteShortcuts):
 
     def durable_seq(self) -> int:
         """Every logged event with a sequence number <= this is in a durable file."""
+        # Read before the stores (no lock is held): a write that lands while they are
+        # read has a sequence number >= this, so it is never counted durable.
+        next_seq = self._next_seq
         rs = self._rowsets
         firsts = [m.min_seq for m in (rs.mrs, *rs.frozen) if m.min_seq is not None]
         firsts.extend(
@@ -1058,7 +1070,7 @@ class Tablet(WriteShortcuts):
             for dms in (d.frozen_dms, d.dms)
             if dms is not None and dms.min_seq is not None
         )
-        return (min(firsts) if firsts else self._next_seq) - 1
+        return min(firsts, default=next_seq) - 1
 
     def _gc_log(self) -> None:
         """Delete WAL segments whose records have all been durable for the grace period

@@ -420,9 +420,11 @@ class TabletMaintainer:
         """Memory held by the MemRowSets and DeltaMemStores."""
         rs = self.t._rowsets
         n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen) + self.t._pending.bytes
-        for d in rs.drs:  # settled bytes: asked before every write, this must not settle
+        for d in rs.drs:  # settled bytes: this must not settle (see ``throttle``)
+            # the live store first: a freeze in between counts one store twice, not none
+            live = d.dms
             frozen = d.frozen_dms  # read once: a delta flush may clear it meanwhile
-            n += d.dms.settled_bytes + (frozen.settled_bytes if frozen is not None else 0)
+            n += live.settled_bytes + (frozen.settled_bytes if frozen is not None else 0)
         return n
 
     def maintenance_ops(self) -> list[MaintenanceOp]:

@@ -280,11 +280,13 @@ def apply(
     d: Decisions,
     ts: int,
     seq_base: int,
-) -> None:
-    """Apply decided rows to the in-memory stores (under the tablet's write lock)."""
+) -> int:
+    """Apply decided rows to the in-memory stores (under the tablet's write lock);
+    returns the bytes they grew by (charged to back-pressure: ``throttle``)."""
     pb = batch
     action, tkind, trs, trow, drop_imm = d.action, d.tkind, d.trs, d.trow, d.drop_imm
     batch_rows = d.new_rows
+    mrs_before = rs.mrs.bytes
     if len(batch_rows):
         everything = len(batch_rows) == pb.n and bool(np.all(batch_rows == np.arange(pb.n)))
         idx = batch_rows
@@ -300,7 +302,7 @@ def apply(
         rs.mrs.insert(new_rows, keys, ts, seq_base + batch_rows)
     mut = MUTATES[action]
     if not mut.any():
-        return
+        return rs.mrs.bytes - mrs_before
     # One Deltas for every mutated row, grouped by target store (a stable sort keeps
     # each store's events in apply order); each store gets its run of it: a batch of
     # random keys touches every rowset, so per-store work must stay small (a
@@ -317,6 +319,7 @@ def apply(
     gkind, gri = gkey >> 40, (gkey & ((1 << 40) - 1)) - 1
     nbytes = ((stops - starts) * (every.nbytes() / len(every))).astype(np.int64)
     on_drs = gkind == K_DRS
+    grown = int(nbytes[on_drs].sum())
     if on_drs.any():
         d_ri, d_start, d_stop, d_bytes = (a[on_drs] for a in (gri, starts, stops, nbytes))
         if bool((action[rows] != A_UPDATE).any()):  # rows may die or come back
@@ -335,7 +338,11 @@ def apply(
         if k == K_MRS:
             rs.mrs.mutate(every.slice(start, stop))
         else:
-            rs.frozen[ri].mutate(every.slice(start, stop))
+            fm = rs.frozen[ri]
+            before = fm.bytes
+            fm.mutate(every.slice(start, stop))
+            grown += fm.bytes - before
+    return grown + rs.mrs.bytes - mrs_before
 
 
 def _build_deltas(
