@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kudusql.storage.tablet import compaction_policy
 from kudusql.storage.tablet.compaction_policy import (
     PolicyMemo,
     PolicyOptions,
@@ -603,6 +604,39 @@ def test_selection_properties(case: tuple[list[RowSetInfo], PolicyOptions]) -> N
         assert average_height(merged(infos, got.ids)) <= height + 1e-9
 
 
+@st.composite
+def wide_layouts(draw: st.DrawFn) -> tuple[list[RowSetInfo], PolicyOptions]:
+    """Up to 40 rowsets, mostly disjoint runs (a sequential load) with some overlap."""
+    n = draw(st.integers(2, 40))
+    infos, at = [], 0
+    for i in range(n):
+        at += draw(st.integers(-30, 40))
+        length = draw(st.integers(0, 60))
+        size = draw(st.sampled_from([1, 4, 16, 32, 40])) * MIB
+        infos.append(RowSetInfo(i, size, k(max(0, at)), k(max(0, at) + length)))
+    opts = PolicyOptions(
+        budget_mb=draw(st.sampled_from([8, 64, 256])),
+        small_rowset_tradeoff=draw(st.sampled_from([0.0, 0.009])),
+    )
+    return infos, opts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(layouts(), wide_layouts()))
+def test_giving_up_hopeless_spans_changes_no_selection(
+    case: tuple[list[RowSetInfo], PolicyOptions],
+) -> None:
+    """The search stops widening a span once even the fractional knapsack of every
+    rowset could not beat the best found (``_Problem._hopeless``): the selection, and
+    its quality, are exactly those of the search that widens every span."""
+    infos, opts = case
+    got = select_rowsets(infos, opts)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compaction_policy._Problem, "_hopeless", lambda self, span: False)
+        full = select_rowsets(infos, opts)
+    assert got == full
+
+
 # --- the tablet's memo of the last selection ---------------------------------------------
 
 
@@ -625,9 +659,14 @@ def test_memo_keeps_a_selection_while_sizes_move_within_the_slack() -> None:
     assert memo.get(moved, HEIGHT_ONLY) is None
     assert memo.get([*infos, rs(10, 0, 1)], HEIGHT_ONLY) is None
     assert memo.get(infos, PolicyOptions()) is None
-    # UNDO bytes going ancient can veto a merge (step 4): they are part of the shape.
+    # UNDO bytes going ancient veto a merge (step 4) without a new search: every delta
+    # compaction and UNDO GC changes them, so the kept search holds and the rule is
+    # applied to it each time.
     aged = [*infos[:-1], rs(9, 18, 21, 8 * MIB, undo_bytes=10, ancient_undo_bytes=10)]
-    assert memo.get(aged, HEIGHT_ONLY) is None
+    assert memo.get(aged, HEIGHT_ONLY) is sel
+    assert 9 in sel.ids
+    assert memo.select(aged, HEIGHT_ONLY) == select_rowsets(aged, HEIGHT_ONLY) == NOTHING
+    assert memo.select(infos, HEIGHT_ONLY) is sel
 
 
 def test_memo_searches_again_when_the_kept_selection_outgrew_the_budget() -> None:

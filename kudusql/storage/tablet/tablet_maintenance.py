@@ -32,7 +32,6 @@ from kudusql.storage.tablet.compaction_policy import (
     RowSetInfo,
     Selection,
     average_height,
-    select_rowsets,
 )
 from kudusql.storage.tablet.compaction_worker import (
     CompactionWorker,
@@ -374,10 +373,7 @@ class TabletMaintainer:
             target_rowset_bytes=o.rowset_target_bytes,
             small_rowset_merge_inputs=o.compaction_small_rowset_merge_inputs,
         )
-        sel = self._policy_memo.get(infos, opts)
-        if sel is None:
-            sel = select_rowsets(infos, opts)
-            self._policy_memo.keep(infos, opts, sel)
+        sel = self._policy_memo.select(infos, opts)
         chosen = sorted((i for i in infos if i.id in sel.ids), key=lambda i: i.min_key)
         disjoint = all(a.max_key < b.min_key for a, b in itertools.pairwise(chosen))
         outputs = self._merge_outputs(sel.ids)
