@@ -21,7 +21,9 @@ cover it), so the policy minimises the average height over a data-weighted key s
    is not below A's in ascending max-key order, and solve a knapsack over those that lie
    inside. Pass 1 uses the greedy fractional knapsack for lower and upper bounds; pass 2
    runs an exact 0/1 dynamic programme (capacity: the budget in MiB) only for the A whose
-   upper bound beats the best so far by more than 5%.
+   upper bound beats the best so far by more than 5%. Both passes stop widening a span
+   once it is wider than the fractional knapsack of every rowset (no choice is worth
+   more) less the best found: no wider span can win, so the choice is the same.
 4. Compact nothing if the best objective is at most ``minimum_improvement``. Small-rowset
    merges wait for a full rowset: a choice whose *height gain* alone (its widths minus its
    span) is at most ``minimum_improvement`` is worth it only for the small-rowset term, and
