@@ -148,23 +148,16 @@ def append_runs(
     starts: Sequence[int],
     stops: Sequence[int],
     nbytes: Sequence[int],
+    *,
+    settle: bool = True,
 ) -> None:
     """``stores[i].append_run(batch, starts[i], stops[i], nbytes[i])`` for every i in
     one call: a batch of random keys hands a run to every rowset's store, and three
-    nested calls per store were most of what a rowset cost the batch."""
-    for st in {id(s.pending): s for s in stores if s.pending is not None}.values():
-        st._settle()
-    _hand_over(stores, batch, starts, stops, nbytes)
-
-
-def _hand_over(
-    stores: Sequence[DeltaMemStore],
-    batch: Deltas,
-    starts: Sequence[int],
-    stops: Sequence[int],
-    nbytes: Sequence[int],
-) -> None:
-    """``append_runs`` without settling first (``PendingRuns.settle`` is the caller)."""
+    nested calls per store were most of what a rowset cost the batch. ``settle=False``:
+    the caller is ``PendingRuns`` settling (the stores' pending runs go first)."""
+    if settle:
+        for st in {id(s.pending): s for s in stores if s.pending is not None}.values():
+            st._settle()
     ts, seq = batch.ts, batch.seq
     for st, start, stop, n in zip(stores, starts, stops, nbytes, strict=True):
         if stop <= start:
@@ -232,7 +225,9 @@ class PendingRuns:
         done = 0
         try:  # a batch handed over leaves the list at once: a retry never repeats it
             for stores, batch, starts, stops, nbytes in entries:
-                _hand_over(stores, batch, starts.tolist(), stops.tolist(), nbytes.tolist())
+                append_runs(
+                    stores, batch, starts.tolist(), stops.tolist(), nbytes.tolist(), settle=False
+                )
                 done += 1
                 self.bytes -= int(nbytes.sum())
         finally:
