@@ -449,6 +449,49 @@ def test_mutations_during_a_merge_move_to_the_outputs(
     t.close()
 
 
+def test_a_reload_after_a_failed_write_waits_for_a_running_merge(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails in the WAL leaves the tablet to reload itself from disk at the
+    next write. A merge running meanwhile must publish first: reloaded under it, the
+    tablet would list the merge's inputs beside its outputs (every key twice) and
+    retire the inputs' files while the reloaded rowsets still read them."""
+    from kudusql.common.errors import OperationalError
+    from kudusql.storage.fs import faults
+    from kudusql.storage.tablet import compaction_worker as tablet_mod
+
+    t = make(tmp_path)
+    t.insert(kv(list(range(0, 20, 2)), list(range(10))))
+    t.flush()
+    t.insert(kv(list(range(1, 20, 2)), list(range(10))))
+    t.flush()
+    entered, release = pause_at(monkeypatch, tablet_mod, "write_rowsets")
+    merge = threading.Thread(target=t.compact, args=(drs_ids(t),))
+    merge.start()
+    assert entered.wait(10)
+    faults.inject("write", path_contains="wal", err=28)
+    try:
+        with pytest.raises(OperationalError):
+            t.insert(kv([100], [1]))
+    finally:
+        faults.clear()
+    writer = threading.Thread(target=t.insert, args=(kv([101], [2]),))
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive()  # the reload waits for the merge
+    release.set()
+    merge.join(10)
+    writer.join(10)
+    assert not merge.is_alive() and not writer.is_alive()
+    expected = {k: (k // 2, None) for k in range(20)} | {101: (2, None)}
+    assert len(drs_ids(t)) == 1 and by_key(t) == expected
+    assert t.scan().read_all().num_rows == 21  # no key listed twice
+    t.close()
+    t = Tablet.open(t.path, OPTS)
+    assert by_key(t) == expected and on_disk(t) == listed(t)
+    t.close()
+
+
 # -- concurrency: the bank-transfer invariant ----------------------------------------------------
 def test_bank_transfers_under_concurrent_compactions(tmp_path: Any) -> None:
     """Two writers move money between accounts (and move accounts to new keys: a delete

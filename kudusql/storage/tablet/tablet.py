@@ -396,12 +396,8 @@ class Tablet(WriteShortcuts):
         bulk = pb.n >= threshold and bool(
             np.all((ops == WriteOp.INSERT) | (ops == WriteOp.INSERT_IGNORE))
         )
-        with contextlib.ExitStack() as locks:
-            if bulk:  # writes rowsets: serialize with flushes (same lock order as flush)
-                locks.enter_context(self._maint_lock)
-            locks.enter_context(self._write_lock)
-            if self._failed is not None:
-                self._recover()
+        # A bulk write makes rowsets: it serializes with flushes (same lock order as flush).
+        with self._healthy(maint=bulk):
             result, ticket = self._write_locked(pb, atomic, timestamp, bulk)
         return self._finish_write(result, ticket)
 
@@ -555,10 +551,7 @@ class Tablet(WriteShortcuts):
                 keys.append(k)
             if len(set(keys)) != n:
                 return None  # a repeated key: decided in rounds by the batch path
-        with self._write_lock:
-            if self._failed is not None:
-                self._recover()
-                lay = self._layout(names)
+        with self._healthy():
             if lay.schema is not self.schema:
                 return None  # altered meanwhile
             rs = self._rowsets
@@ -693,9 +686,7 @@ class Tablet(WriteShortcuts):
         if op_column is not None:
             data = data.drop_columns([op_column])
         pb = prepare(self.schema, data, ops, self._pool)
-        with self._write_lock:
-            if self._failed is not None:
-                self._recover()
+        with self._healthy():
             d = decide(self._rowsets, self.schema, pb)
         return row_errors(self.schema, pb, d.err)
 
@@ -892,8 +883,32 @@ class Tablet(WriteShortcuts):
         self.mvcc.finish_op(ts)
         return total
 
+    @contextlib.contextmanager
+    def _healthy(self, *, maint: bool = False) -> Iterator[None]:
+        """Hold the write lock (and the maintenance lock first when ``maint``) on a tablet
+        that has not failed, reloading it from disk first if it had.
+
+        The reload holds the maintenance lock too: a flush or compaction still running
+        must publish onto the rowsets it read, not onto the reloaded ones, where its
+        inputs would stay listed beside its outputs. The maintenance lock is taken before
+        the write lock, never while holding it, so a tablet that fails between the reload
+        and the write lock goes round again."""
+        while True:
+            if self._failed is not None:
+                with self._maint_lock, self._write_lock:
+                    if self._failed is not None:
+                        self._recover()
+            with contextlib.ExitStack() as locks:
+                if maint:
+                    locks.enter_context(self._maint_lock)
+                locks.enter_context(self._write_lock)
+                if self._failed is None:
+                    yield
+                    return
+
     def _recover(self) -> None:
-        """Rebuild the tablet from disk after a failure (as a restart would)."""
+        """Rebuild the tablet from disk after a failure (as a restart would); the caller
+        holds the maintenance and write locks (``_healthy``)."""
         log.warning("tablet %s: reloading from disk after: %s", self.path, self._failed)
         if self._log is not None:
             with contextlib.suppress(OperationalError):

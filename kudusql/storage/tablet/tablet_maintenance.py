@@ -300,6 +300,11 @@ class TabletMaintainer:
         A rowset that keeps its id takes the place of the one it replaces."""
         rs = self.t._rowsets
         gone = {id(d) for d in remove}
+        if not gone <= {id(d) for d in rs.drs}:
+            # Only a reload from disk under this op could do that (``Tablet._healthy``
+            # waits for the maintenance lock); publishing would list the inputs twice.
+            ids = [d.id for d in remove]
+            raise InternalError(f"tablet {self.t.path}: rowsets {ids} changed under this operation")
         same_id = {d.id: d for d in add}
         drs: list[DiskRowSet] = []
         for d in rs.drs:
