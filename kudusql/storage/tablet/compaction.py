@@ -41,6 +41,7 @@ from kudusql.storage.tablet.delta import (
     MutationType,
     apply_to_column,
     concat_deltas,
+    last_per_row,
     last_setter_before,
     resolve,
 )
@@ -58,9 +59,7 @@ def split_final_deletes(redo: Deltas) -> tuple[Deltas, Deltas]:
     if not liveness.any():
         return redo, Deltas()
     lidx = np.flatnonzero(liveness)
-    rev = redo.rowid[lidx][::-1]
-    _, first_in_rev = np.unique(rev, return_index=True)
-    last_idx = lidx[len(lidx) - 1 - first_in_rev]
+    last_idx = lidx[last_per_row(redo.rowid[lidx])[1]]
     final = np.zeros(len(redo), dtype=bool)
     final[last_idx[redo.op[last_idx] == MutationType.DELETE]] = True
     if not final.any():
@@ -90,27 +89,73 @@ def undo_of_history(
             np.uint8(MutationType.DELETE),
         ),
     ).astype(np.uint8)
-    is_delete = np.flatnonzero(hist.op == MutationType.DELETE)
-    rows = np.arange(len(base_seq), dtype=np.int64)
+    m = len(hist)
+    is_delete = hist.op == MutationType.DELETE
+    groups = _row_groups(hist, base_seq)
     cols: dict[int, ColumnDelta] = {}
     for cid, base_col in base_values.items():
         cd = hist.cols.get(cid)
-        # Setters of this column: the base, then the events that set it.
-        if cd is not None:
-            s_rows = np.concatenate([rows, hist.rowid[cd.pos]])
-            s_seq = np.concatenate([base_seq, hist.seq[cd.pos]])
-            s_vals = pa.concat_arrays([base_col, cd.values.cast(base_col.type)])
-            upd_pos = cd.pos[hist.op[cd.pos] == MutationType.UPDATE]
-        else:
-            s_rows, s_seq, s_vals = rows, base_seq, base_col
-            upd_pos = np.zeros(0, dtype=np.int64)
         # Queries: UPDATEs that set the column (old value) and every DELETE (whole row).
-        q_pos = np.union1d(upd_pos, is_delete) if len(is_delete) else upd_pos
+        query = is_delete.copy()
+        if cd is not None:
+            query[cd.pos[hist.op[cd.pos] == MutationType.UPDATE]] = True
+        q_pos = np.flatnonzero(query)
         if not len(q_pos):
             continue
-        idx = last_setter_before(s_rows, s_seq, hist.rowid[q_pos], hist.seq[q_pos])
+        if cd is None:  # only the base ever set it
+            cols[cid] = ColumnDelta(q_pos, base_col.take(hist.rowid[q_pos]))
+            continue
+        # Setters of this column: the base (value i = row i), then the events that set it.
+        s_vals = pa.concat_arrays([base_col, cd.values.cast(base_col.type)])
+        if groups is None:
+            rows = np.arange(len(base_seq), dtype=np.int64)
+            idx = last_setter_before(
+                np.concatenate([rows, hist.rowid[cd.pos]]),
+                np.concatenate([base_seq, hist.seq[cd.pos]]),
+                hist.rowid[q_pos],
+                hist.seq[q_pos],
+            )
+        else:
+            order, inverse, row_start = groups
+            marks = np.full(m, -1, dtype=np.int64)
+            setters = inverse[cd.pos]
+            marks[setters] = setters
+            filled = np.maximum.accumulate(marks)
+            qs = inverse[q_pos]
+            prev = np.where(qs > 0, filled[np.maximum(qs - 1, 0)], -1)
+            prev = np.where(prev >= row_start[qs], prev, -1)  # a setter of the same row
+            event = order[np.maximum(prev, 0)]
+            idx = np.where(
+                prev >= 0, len(base_seq) + np.searchsorted(cd.pos, event), hist.rowid[q_pos]
+            )
         cols[cid] = ColumnDelta(q_pos, s_vals.take(idx))
     return Deltas(hist.rowid, hist.ts, hist.seq, undo_op, cols)
+
+
+def _row_groups(
+    hist: Deltas, base_seq: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``hist``'s events grouped by row, apply order kept within a row: (order, the
+    position of each event in that order, the position where each event's row starts).
+    The last setter of a row before an event is then the last setter before it in this
+    order, if it is in the same row, else the base: one stable sort for every column,
+    not a sort of base and events per column (a merge's rebase spent a fifth of its time
+    there). None unless the events of a row follow its base in strictly ascending seq;
+    ``last_setter_before`` then decides."""
+    order = np.argsort(hist.rowid, kind="stable")
+    r, q = hist.rowid[order], hist.seq[order]
+    m = len(order)
+    new_row = np.ones(m, dtype=bool)
+    np.not_equal(r[1:], r[:-1], out=new_row[1:])
+    if (~new_row[1:] & (q[1:] <= q[:-1])).any():
+        return None
+    if (q[new_row] <= base_seq[r[new_row]]).any():
+        return None
+    pos = np.arange(m, dtype=np.int64)
+    row_start = np.maximum.accumulate(np.where(new_row, pos, 0))
+    inverse = np.empty(m, dtype=np.int64)
+    inverse[order] = pos
+    return order, inverse, row_start
 
 
 def drop_ancient(undo: Deltas, ahm: int) -> Deltas:

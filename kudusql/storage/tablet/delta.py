@@ -215,7 +215,7 @@ def resolve(deltas: Deltas, snapshot: int, *, undo: bool) -> Resolved:
     if not applies.any():
         return Resolved()
     d = deltas.select(applies)
-    pick = _first_per_row if undo else _last_per_row
+    pick = first_per_row if undo else last_per_row
     liveness = d.op != MutationType.UPDATE
     if liveness.any():
         lidx = np.flatnonzero(liveness)
@@ -227,19 +227,59 @@ def resolve(deltas: Deltas, snapshot: int, *, undo: bool) -> Resolved:
     for cid, cd in d.cols.items():
         rows, sel = pick(d.rowid[cd.pos])
         cols[cid] = (rows, cd.values.take(pa.array(sel)))
-    return Resolved(live_rowids, live, cols, np.unique(d.rowid))
+    return Resolved(live_rowids, live, cols, unique_rowids(d.rowid))
 
 
-def _last_per_row(rowid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+# Rowids are dense (a rowset's rows, a MemRowSet's slots): while the span of the rowids
+# is at most this many times their count, one pass over an array as long as the span
+# (a scatter) replaces a sort. A merge's rebase resolving 2M events of a 1M-row rowset:
+# np.unique with return_index 0.29 s, the scatter 0.013 s.
+_SCATTER_SPAN_PER_EVENT = 16
+
+
+def _span(rowid: np.ndarray) -> int:
+    """The span to scatter ``rowid`` over (max + 1), or 0 when a sort is cheaper."""
+    if not len(rowid):
+        return 0
+    lo, hi = int(rowid.min()), int(rowid.max())
+    span = hi + 1
+    return span if lo >= 0 and span <= _SCATTER_SPAN_PER_EVENT * len(rowid) + 1024 else 0
+
+
+def unique_rowids(rowid: np.ndarray) -> np.ndarray:
+    """``np.unique(rowid)``, by a scatter when the rowids are dense."""
+    span = _span(rowid)
+    if not span:
+        return np.unique(rowid)
+    seen = np.zeros(span, dtype=bool)
+    seen[rowid] = True
+    return np.flatnonzero(seen).astype(rowid.dtype, copy=False)
+
+
+def last_per_row(rowid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique rowids and, for each, the index of its last occurrence."""
-    rev = rowid[::-1]
-    rows, idx = np.unique(rev, return_index=True)
-    return rows, (len(rowid) - 1 - idx).astype(np.int64)
+    span = _span(rowid)
+    if not span:
+        rev = rowid[::-1]
+        rows, idx = np.unique(rev, return_index=True)
+        return rows, (len(rowid) - 1 - idx).astype(np.int64)
+    last = np.full(span, -1, dtype=np.int64)
+    np.maximum.at(last, rowid, np.arange(len(rowid), dtype=np.int64))
+    rows = np.flatnonzero(last >= 0)
+    return rows.astype(rowid.dtype, copy=False), last[rows]
 
 
-def _first_per_row(rowid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    rows, idx = np.unique(rowid, return_index=True)
-    return rows, idx.astype(np.int64)
+def first_per_row(rowid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique rowids and, for each, the index of its first occurrence."""
+    span = _span(rowid)
+    if not span:
+        rows, idx = np.unique(rowid, return_index=True)
+        return rows, idx.astype(np.int64)
+    n = len(rowid)
+    first = np.full(span, n, dtype=np.int64)
+    np.minimum.at(first, rowid, np.arange(n, dtype=np.int64))
+    rows = np.flatnonzero(first < n)
+    return rows.astype(rowid.dtype, copy=False), first[rows]
 
 
 def apply_to_column(

@@ -41,6 +41,7 @@ from kudusql.storage.tablet.delta import (
     Resolved,
     apply_to_column,
     concat_deltas,
+    last_per_row,
     resolve,
 )
 from kudusql.storage.tablet.deltafile import DeltaFileReader, DeltaStats, stats_from_dict
@@ -615,10 +616,8 @@ def _mark_dead(dead: np.ndarray, d: Deltas) -> bool:
     ev = d.op != _UPDATE
     if not ev.any():
         return False
-    rows = d.rowid[ev][::-1]
-    ops = d.op[ev][::-1]
-    uniq, idx = np.unique(rows, return_index=True)
-    deleted = ops[idx] == _DELETE
+    uniq, idx = last_per_row(d.rowid[ev])
+    deleted = d.op[ev][idx] == _DELETE
     dead[uniq] = deleted
     return bool(deleted.any())
 

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.storage.cfile import key_array
 from kudusql.storage.cfile.encodings import var_parts
-from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas
+from kudusql.storage.tablet.delta import Deltas, MutationType, concat_deltas, last_per_row
 
 
 @dataclass
@@ -248,12 +248,10 @@ class MemRowSet:
             return
         live_ev = deltas.op != MutationType.UPDATE
         if live_ev.any():
-            # Events are in apply order; a plain assignment keeps the last one per slot
-            # only if applied in order, so do it through the resolved last events.
-            slots = deltas.rowid[live_ev][::-1]
-            ops = deltas.op[live_ev][::-1]
-            uniq, idx = np.unique(slots, return_index=True)
-            self._alive[uniq] = ops[idx] == MutationType.REINSERT
+            # Events are in apply order; numpy does not promise which of repeated indices
+            # an assignment keeps, so assign the last event of each slot only.
+            uniq, idx = last_per_row(deltas.rowid[live_ev])
+            self._alive[uniq] = deltas.op[live_ev][idx] == MutationType.REINSERT
         with self._lock:
             self._mutations.append(deltas)
             self._view = None
