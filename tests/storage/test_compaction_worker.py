@@ -203,6 +203,29 @@ def test_a_worker_dead_between_jobs_is_replaced_quietly(tmp_path: Any) -> None:
         t.close()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_child_keeps_freed_memory_unless_the_parent_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker's allocators keep memory between jobs (see ``_CHILD_ALLOCATOR_ENV``);
+    a setting in the parent's environment wins."""
+    from kudusql.storage.tablet.compaction_worker import _CHILD_ALLOCATOR_ENV
+
+    monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "0")
+    w = CompactionWorker()
+    try:
+        w._start()
+        with open(f"/proc/{w.pid}/environ", "rb") as f:
+            env = dict(
+                item.decode().split("=", 1) for item in f.read().split(b"\0") if b"=" in item
+            )
+    finally:
+        w.close()
+    assert env["MIMALLOC_PURGE_DELAY"] == "0"
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+        assert env[name] == _CHILD_ALLOCATOR_ENV[name] == str(1 << 30)
+
+
 PARENT = """
 import sys, time
 from kudusql.storage.tablet import compaction_worker

@@ -68,6 +68,21 @@ from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowse
 
 _LEN = struct.Struct("<Q")
 
+# The child's allocators keep the memory a job freed for the next job, instead of handing
+# it back to the kernel at once and faulting it in again. A merge allocates and frees
+# arrays of hundreds of MiB; with the defaults (glibc maps each large numpy array anew,
+# mimalloc returns Arrow's freed pages at once) a merge of nine 15 MiB rowsets took 8k-18k
+# page faults and 0.3-1.3 s of system time on top of 1.6 s of user time on this machine's
+# VM; with these, no page fault once warm and 0.1 s (the sustained load's worker spent a
+# quarter of its CPU in the kernel before). What is kept stays bounded: glibc returns free
+# heap above 1 GiB, mimalloc returns freed pages after 10 s without use. A variable set
+# in the parent's environment wins.
+_CHILD_ALLOCATOR_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+    "MIMALLOC_PURGE_DELAY": "10000",
+}
+
 
 @dataclass
 class MergeJob:
@@ -366,6 +381,8 @@ class CompactionWorker:
         root = os.path.dirname(os.path.dirname(package))  # where kudusql imports from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH", "")) if x)
+        for name, value in _CHILD_ALLOCATOR_ENV.items():
+            env.setdefault(name, value)
         p = subprocess.Popen(
             [sys.executable, "-m", __name__, str(os.getpid())],
             stdin=subprocess.PIPE,
