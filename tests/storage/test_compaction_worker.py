@@ -207,10 +207,12 @@ def test_a_worker_dead_between_jobs_is_replaced_quietly(tmp_path: Any) -> None:
 def test_the_child_keeps_freed_memory_unless_the_parent_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The worker's allocators keep memory between jobs (see ``_CHILD_ALLOCATOR_ENV``);
-    a setting in the parent's environment wins."""
-    from kudusql.storage.tablet.compaction_worker import _CHILD_ALLOCATOR_ENV
+    """The worker's allocators keep memory between jobs (``child_allocator_env``); a
+    setting in the parent's environment wins."""
+    from kudusql.storage.tablet import compaction_worker as cw
 
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "0")
     w = CompactionWorker()
     try:
@@ -222,8 +224,33 @@ def test_the_child_keeps_freed_memory_unless_the_parent_says_otherwise(
     finally:
         w.close()
     assert env["MIMALLOC_PURGE_DELAY"] == "0"
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-        assert env[name] == _CHILD_ALLOCATOR_ENV[name] == str(1 << 30)
+    glibc = {k: env.get(k) for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
+    if cw._glibc_at_least(2, 35):
+        assert glibc == {
+            "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
+            "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+        }
+    else:  # a trim threshold alone would freeze the mmap threshold low
+        assert glibc == {"MALLOC_MMAP_THRESHOLD_": None, "MALLOC_TRIM_THRESHOLD_": None}
+
+
+def test_glibc_versions_are_compared_as_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kudusql.storage.tablet import compaction_worker as cw
+
+    for text, expected in (
+        ("glibc 2.35", True),
+        ("glibc 2.100", True),
+        ("glibc 3.0", True),
+        ("glibc 2.9", False),
+        ("glibc 2.34", False),
+        ("musl 1.2", False),
+        ("", False),
+    ):
+        monkeypatch.setattr(cw.os, "confstr", lambda _name, t=text: t)
+        assert cw._glibc_at_least(2, 35) is expected, text
+    monkeypatch.setattr(cw.os, "confstr", lambda _name: "glibc 2.30")
+    assert "MALLOC_TRIM_THRESHOLD_" not in cw.child_allocator_env()
+    assert cw.child_allocator_env()["MIMALLOC_PURGE_DELAY"] == "10000"
 
 
 PARENT = """

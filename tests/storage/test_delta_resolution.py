@@ -124,3 +124,32 @@ def test_undo_of_history_carries_each_previous_value(
     got = {} if cd is None else dict(zip(cd.pos.tolist(), cd.values.to_pylist(), strict=True))
     assert got == expected
     assert undo.rowid.tolist() == hist.rowid.tolist()
+
+
+def test_row_grouping_is_used_only_where_apply_order_is_seq_order() -> None:
+    """The shared grouping stands for "the last setter with a smaller seq" only where a
+    row's events follow its base in strictly ascending seq; elsewhere the general
+    search decides (and ``test_undo_of_history_carries_each_previous_value`` checks both
+    against the model)."""
+    base_seq = np.array([-1, -1, 5], dtype=np.int64)
+
+    def groups(rowid: list[int], seq: list[int]) -> Any:
+        n = len(rowid)
+        hist = Deltas(
+            np.array(rowid, dtype=np.int64),
+            np.array(seq, dtype=np.uint64),
+            np.array(seq, dtype=np.int64),
+            np.full(n, int(MutationType.UPDATE), dtype=np.uint8),
+            {},
+        )
+        return compaction._row_groups(hist, base_seq)
+
+    got = groups([1, 0, 1, 0], [1, 2, 3, 4])
+    assert got is not None
+    order, inverse, row_start = got
+    assert order.tolist() == [1, 3, 0, 2]  # row 0's events, then row 1's, apply order kept
+    assert inverse.tolist() == [2, 0, 3, 1] and row_start.tolist() == [0, 0, 2, 2]
+    assert groups([0, 0], [3, 3]) is None  # a tie within a row
+    assert groups([1, 0, 1], [4, 2, 3]) is None  # a row's seqs going down
+    assert groups([2, 1], [5, 6]) is None  # row 2's event not after its base (seq 5)
+    assert groups([2, 1], [6, 7]) is not None

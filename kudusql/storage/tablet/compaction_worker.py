@@ -69,19 +69,42 @@ from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowse
 _LEN = struct.Struct("<Q")
 
 # The child's allocators keep the memory a job freed for the next job, instead of handing
-# it back to the kernel at once and faulting it in again. A merge allocates and frees
-# arrays of hundreds of MiB; with the defaults (glibc maps each large numpy array anew,
-# mimalloc returns Arrow's freed pages at once) a merge of nine 15 MiB rowsets took 8k-18k
-# page faults and 0.3-1.3 s of system time on top of 1.6 s of user time on this machine's
-# VM; with these, no page fault once warm and 0.1 s (the sustained load's worker spent a
-# quarter of its CPU in the kernel before). What is kept stays bounded: glibc returns free
-# heap above 1 GiB, mimalloc returns freed pages after 10 s without use. A variable set
-# in the parent's environment wins.
-_CHILD_ALLOCATOR_ENV = {
-    "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
-    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
-    "MIMALLOC_PURGE_DELAY": "10000",
-}
+# it back to the kernel and faulting it in again. A merge allocates and frees arrays of
+# hundreds of MiB. With the defaults, glibc maps each numpy array above its (adaptive)
+# mmap threshold anew and mimalloc purges Arrow's freed pages after 1 s; a merge of nine
+# 15 MiB rowsets then took 8k-18k page faults and 0.3-1.3 s of system time besides 1.6 s
+# of user time on this machine's VM. With these settings it took no page fault once
+# warm and 0.1 s. The sustained load's worker had spent a fifth to a quarter of its CPU
+# time in the kernel.
+# What is kept is bounded by the child's peak use, which is the largest job's working
+# set: glibc trims the top of its heap beyond 1 GiB free, and mimalloc purges pages
+# unused for 10 s at its next call. glibc honours an mmap threshold this high only from
+# 2.35 on (older versions cap it at 32 MiB and reject more). There a trim threshold
+# alone would freeze the mmap threshold at 128 KiB, which is worse than the default, so
+# the glibc settings are made only on 2.35 and later. A variable set in the parent's
+# environment wins.
+_MIMALLOC_ENV = {"MIMALLOC_PURGE_DELAY": "10000"}
+_GLIBC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+
+
+def _glibc_at_least(major: int, minor: int) -> bool:
+    try:
+        version = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
+    except (ValueError, OSError):
+        return False
+    parts = version.split()
+    if len(parts) != 2 or parts[0] != "glibc":
+        return False
+    try:
+        got = tuple(int(x) for x in parts[1].split(".")[:2])
+    except ValueError:
+        return False
+    return got >= (major, minor)
+
+
+def child_allocator_env() -> dict[str, str]:
+    """The allocator settings the worker child gets (see above)."""
+    return {**_MIMALLOC_ENV, **(_GLIBC_ENV if _glibc_at_least(2, 35) else {})}
 
 
 @dataclass
@@ -381,7 +404,7 @@ class CompactionWorker:
         root = os.path.dirname(os.path.dirname(package))  # where kudusql imports from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH", "")) if x)
-        for name, value in _CHILD_ALLOCATOR_ENV.items():
+        for name, value in child_allocator_env().items():
             env.setdefault(name, value)
         p = subprocess.Popen(
             [sys.executable, "-m", __name__, str(os.getpid())],

@@ -233,8 +233,9 @@ def resolve(deltas: Deltas, snapshot: int, *, undo: bool) -> Resolved:
 # Rowids are dense (a rowset's rows, a MemRowSet's slots): while the span of the rowids
 # is at most this many times their count, one pass over an array as long as the span
 # (a scatter) replaces a sort. A merge's rebase resolving 2M events of a 1M-row rowset:
-# np.unique with return_index 0.29 s, the scatter 0.013 s.
-_SCATTER_SPAN_PER_EVENT = 16
+# np.unique with return_index 0.29 s, the scatter 0.013 s. The scratch array then takes
+# at most 32 bytes per event (8 per span slot), about what the sort's temporaries take.
+_SCATTER_SPAN_PER_EVENT = 4
 
 
 def _span(rowid: np.ndarray) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +141,12 @@ def _write_one(
             (f"c{c.id}.cfile", rows.column(i), c.type.arrow_type(), c.encoding, c.compression)
         )
     if pool is not None:
-        sizes = list(pool.map(lambda j: write_column(*j), jobs))
+        futures = [pool.submit(write_column, *j) for j in jobs]
+        # Every column's writer has stopped before an error propagates: one still
+        # writing would race the retry, which removes this directory and makes it anew
+        # (a late writer's abort could unlink the retry's file of the same name).
+        wait(futures)
+        sizes = [f.result() for f in futures]
     else:
         sizes = [write_column(*j) for j in jobs]
     bloom = BloomFilter.build(keys, opts.bloom_fp_rate)

@@ -553,7 +553,7 @@ class Tablet(WriteShortcuts):
                 return None  # a repeated key: decided in rounds by the batch path
         with self._healthy():
             if lay.schema is not self.schema:
-                return None  # altered meanwhile
+                return None  # altered or reloaded meanwhile
             rs = self._rowsets
             mrs = rs.mrs
             inserts: list[int] = []
@@ -829,7 +829,7 @@ class Tablet(WriteShortcuts):
         id; one superblock swap publishes them all. A crash before the swap leaves
         orphaned directories, removed on the next open."""
         self._check_writable()
-        with self._maint_lock, self._write_lock:
+        with self._healthy(maint=True):
             if not self.is_empty():
                 raise IntegrityError(
                     f"tablet {self.path} received rows after the staged rowsets were "
@@ -885,17 +885,19 @@ class Tablet(WriteShortcuts):
 
     @contextlib.contextmanager
     def _healthy(self, *, maint: bool = False) -> Iterator[None]:
-        """Hold the write lock (and the maintenance lock first when ``maint``) on a tablet
-        that has not failed, reloading it from disk first if it had.
+        """Hold the write lock (and the maintenance lock first when ``maint``) on an open
+        tablet that has not failed, reloading it from disk first if it had.
 
-        The reload holds the maintenance lock too: a flush or compaction still running
-        must publish onto the rowsets it read, not onto the reloaded ones, where its
-        inputs would stay listed beside its outputs. The maintenance lock is taken before
-        the write lock, never while holding it, so a tablet that fails between the reload
-        and the write lock goes round again."""
+        The reload holds the maintenance lock too: it waits for a flush or compaction
+        still running, which refuses to publish onto a failed tablet (``check_healthy``)
+        and leaves its outputs unlisted, so the reloaded rowsets are the superblock's and
+        the log's. The maintenance lock is taken before the write lock, never while
+        holding it alone (a caller holding only the write lock must not come here), so
+        a tablet that fails again between the reload and the write lock goes round."""
         while True:
             if self._failed is not None:
                 with self._maint_lock, self._write_lock:
+                    self._check_open()  # closed while this waited
                     if self._failed is not None:
                         self._recover()
             with contextlib.ExitStack() as locks:
@@ -903,8 +905,20 @@ class Tablet(WriteShortcuts):
                     locks.enter_context(self._maint_lock)
                 locks.enter_context(self._write_lock)
                 if self._failed is None:
+                    self._check_open()
                     yield
                     return
+
+    def check_healthy(self) -> None:
+        """Raise if the tablet has failed: its memory may hold part of a batch, or a
+        batch whose log record is not known to be durable. Flushes and compactions call
+        this before they publish, so that nothing of it becomes durable; the reload at
+        the next write rebuilds the memory from the superblock and the log."""
+        if self._failed is not None:
+            raise OperationalError(
+                f"tablet {self.path} has failed ({self._failed}); it reloads from disk at "
+                "the next write, and maintenance publishes nothing until then"
+            )
 
     def _recover(self) -> None:
         """Rebuild the tablet from disk after a failure (as a restart would); the caller
@@ -949,6 +963,7 @@ class Tablet(WriteShortcuts):
             fr = worker.run(job) if worker is not None else job.run(self._pool)
             metas = fr.metas
             with self._write_lock:
+                self.check_healthy()  # the outputs stay unlisted: the reload removes them
                 new = [DiskRowSet(self.path, m, self.cache, self._pending) for m in metas]
                 # Mutations that reached the frozen MemRowSet during the flush move to the
                 # new rowsets, and are written out at once: their WAL records name the
@@ -1054,6 +1069,7 @@ class Tablet(WriteShortcuts):
         stats = worker.run(job) if worker is not None else job.run()
         installed: list[tuple[DiskRowSet, str, int, Any]] = []
         with self._write_lock:
+            self.check_healthy()  # the files stay unlisted: the reload removes them
             try:
                 for (drs, frozen, name), st in zip(named, stats, strict=True):
                     previous = drs.meta.last_durable_dms_id
@@ -1069,6 +1085,9 @@ class Tablet(WriteShortcuts):
     def _check_writable(self) -> None:
         if self.read_only:
             raise OperationalError(f"tablet {self.path} is open read-only")
+        self._check_open()
+
+    def _check_open(self) -> None:
         if self._closed:
             raise ProgrammingError(f"tablet {self.path} is closed")
 

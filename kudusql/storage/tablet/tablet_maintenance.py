@@ -185,6 +185,7 @@ class TabletMaintainer:
         merged = worker.run(job) if worker is not None else job.run(inputs, self.t._pool)
         metas, first_id = merged.metas, job.first_id
         with self.t._write_lock:
+            self.t.check_healthy()  # before moving late mutations; the outputs stay unlisted
             new = [DiskRowSet(self.t.path, m, self.t.cache, self.t._pending) for m in metas]
             late_parts = []
             # The writes made during the merge, cut from their batches in one pass (this
@@ -298,6 +299,7 @@ class TabletMaintainer:
     ) -> None:
         """Replace rowsets in the superblock and the served set (under the write lock).
         A rowset that keeps its id takes the place of the one it replaces."""
+        self.t.check_healthy()
         rs = self.t._rowsets
         gone = {id(d) for d in remove}
         if not gone <= {id(d) for d in rs.drs}:
