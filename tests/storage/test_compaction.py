@@ -449,6 +449,20 @@ def test_mutations_during_a_merge_move_to_the_outputs(
     t.close()
 
 
+def fail_a_write(t: Tablet, key: int) -> None:
+    """Insert ``key`` with the WAL's next write failing (no space): the tablet is left
+    failed, to reload itself from disk at the next write."""
+    from kudusql.common.errors import OperationalError
+    from kudusql.storage.fs import faults
+
+    faults.inject("write", path_contains="wal", err=28)
+    try:
+        with pytest.raises(OperationalError):
+            t.insert(kv([key], [1]))
+    finally:
+        faults.clear()
+
+
 @pytest.mark.parametrize("op", ["merge", "flush", "flush_deltas"])
 def test_maintenance_running_when_a_write_fails_publishes_nothing(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, op: str
@@ -457,8 +471,6 @@ def test_maintenance_running_when_a_write_fails_publishes_nothing(
     the log does not. A flush or compaction running meanwhile must not publish (that
     would make that memory durable, and a merge's inputs would be listed beside its
     outputs after the reload); the next write waits for it, then reloads from disk."""
-    from kudusql.common.errors import OperationalError
-    from kudusql.storage.fs import faults
     from kudusql.storage.tablet import compaction_worker
 
     t = make(tmp_path)
@@ -489,12 +501,7 @@ def test_maintenance_running_when_a_write_fails_publishes_nothing(
     maintenance = threading.Thread(target=run)
     maintenance.start()
     assert entered.wait(10)
-    faults.inject("write", path_contains="wal", err=28)
-    try:
-        with pytest.raises(OperationalError):
-            t.insert(kv([100], [1]))
-    finally:
-        faults.clear()
+    fail_a_write(t, 100)
     writer = threading.Thread(target=t.insert, args=(kv([101], [2]),))
     writer.start()
     writer.join(0.5)
@@ -516,17 +523,10 @@ def test_maintenance_running_when_a_write_fails_publishes_nothing(
 def test_a_tablet_closed_while_a_write_waited_to_reload_it_stays_closed(tmp_path: Any) -> None:
     """A write waiting for the maintenance lock to reload a failed tablet must not
     reload it once it has been closed meanwhile (the directory is no longer its own)."""
-    from kudusql.common.errors import OperationalError
-    from kudusql.storage.fs import faults
 
     t = make(tmp_path)
     t.insert(kv([1], [1]))
-    faults.inject("write", path_contains="wal", err=28)
-    try:
-        with pytest.raises(OperationalError):
-            t.insert(kv([2], [2]))
-    finally:
-        faults.clear()
+    fail_a_write(t, 2)
     errors: list[BaseException] = []
 
     def write() -> None:
