@@ -467,10 +467,7 @@ class Tablet(WriteShortcuts):
 
     def _admit_write(self) -> None:
         """What every write checks first: writable and open; then back-pressure."""
-        if self.read_only:
-            raise OperationalError(f"tablet {self.path} is open read-only")
-        if self._closed:
-            raise ProgrammingError(f"tablet {self.path} is closed")
+        self._check_writable()
         if self.maintenance is not None:
             self.maintenance.throttle()
 
