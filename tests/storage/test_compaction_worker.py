@@ -203,6 +203,26 @@ def test_a_worker_dead_between_jobs_is_replaced_quietly(tmp_path: Any) -> None:
         t.close()
 
 
+def _environ_after_exec(w: CompactionWorker) -> dict[str, str]:
+    """The worker child's environment from ``/proc``. Popen returns once exec has closed
+    the child's close-on-exec pipe, which the kernel does before it lays out the new
+    command line and environment (together): read too soon, the files are empty or
+    still the parent's. The command line naming the worker's module tells they are
+    there."""
+    deadline = time.monotonic() + 10
+    while b"compaction_worker" not in _proc_file(w, "cmdline"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the worker child never showed its command line: {w.pid}")
+        time.sleep(0.01)
+    raw = _proc_file(w, "environ")
+    return dict(item.decode().split("=", 1) for item in raw.split(b"\0") if b"=" in item)
+
+
+def _proc_file(w: CompactionWorker, name: str) -> bytes:
+    with open(f"/proc/{w.pid}/{name}", "rb") as f:
+        return f.read()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_the_child_keeps_freed_memory_unless_the_parent_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
@@ -217,10 +237,7 @@ def test_the_child_keeps_freed_memory_unless_the_parent_says_otherwise(
     w = CompactionWorker()
     try:
         w._start()
-        with open(f"/proc/{w.pid}/environ", "rb") as f:
-            env = dict(
-                item.decode().split("=", 1) for item in f.read().split(b"\0") if b"=" in item
-            )
+        env = _environ_after_exec(w)
     finally:
         w.close()
     assert env["MIMALLOC_PURGE_DELAY"] == "0"

@@ -27,7 +27,13 @@ from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.cfile import key_array
 from kudusql.storage.cfile.arena import Arena
-from kudusql.storage.cfile.bloom import BloomArena, BloomFilter, BloomFilterSet
+from kudusql.storage.cfile.bloom import (
+    BLOOM_CLASSIC,
+    BLOOM_WORD,
+    BloomArena,
+    BloomFilter,
+    BloomFilterSet,
+)
 from kudusql.storage.tablet import deltamemstore as dms_mod
 from kudusql.storage.tablet import disk_key_index, write_path
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType, concat_deltas
@@ -88,11 +94,12 @@ def test_in_range_of_a_huge_mixed_width_batch_compares_every_key(
     members=st.lists(st.binary(max_size=12), max_size=300),
     others=st.lists(st.binary(max_size=12), min_size=1, max_size=3000),
     fp=st.sampled_from([0.3, 0.01, 0.001]),
+    version=st.sampled_from([BLOOM_WORD, BLOOM_CLASSIC]),
 )
 def test_bloom_with_shared_hashes_equals_own_hashing(
-    members: list[bytes], others: list[bytes], fp: float
+    members: list[bytes], others: list[bytes], fp: float, version: int
 ) -> None:
-    bf = BloomFilter.build(pa.array(members, pa.binary()), fp)
+    bf = BloomFilter.build(pa.array(members, pa.binary()), fp, version)
     probes = pa.array(members + others, pa.binary())
     h1, h2 = murmur3_x64_128(probes, BLOOM_SEED)
     before = (h1.copy(), h2.copy())
@@ -107,7 +114,7 @@ def test_bloom_with_shared_hashes_equals_own_hashing(
     keys=st.lists(st.binary(max_size=9), min_size=1, max_size=300),
     data=st.data(),
 )
-def test_hashes_at_positions_equal_the_whole_batch_s(keys: list[bytes], data: Any) -> None:
+def test_pair_hashes_equal_the_whole_batch_s(keys: list[bytes], data: Any) -> None:
     """A few positions are hashed alone, many through the batch's hashes: the same."""
     enc = pa.array(keys, pa.binary())
     whole = KeyProbe(enc).hashes()
@@ -116,15 +123,19 @@ def test_hashes_at_positions_equal_the_whole_batch_s(keys: list[bytes], data: An
     hashed = KeyProbe(enc)
     hashed.hashes()  # this one answers from the batch's hashes
     for probe in (KeyProbe(enc), hashed):
-        got = probe.hashes_at(pos)
-        assert np.array_equal(got[0], whole[0][pos]) and np.array_equal(got[1], whole[1][pos])
+        h1, h2, key = probe.pair_hashes(pos)
+        if key is not None:
+            h1, h2 = h1[key], h2[key]
+        assert np.array_equal(h1, whole[0][pos]) and np.array_equal(h2, whole[1][pos])
 
 
 @settings(max_examples=40, deadline=None)
 @given(
     sets=st.lists(
         st.tuples(
-            st.lists(st.binary(max_size=6), max_size=200), st.sampled_from([0.5, 0.01, 0.001])
+            st.lists(st.binary(max_size=6), max_size=200),
+            st.sampled_from([0.5, 0.01, 0.001]),
+            st.sampled_from([BLOOM_WORD, BLOOM_CLASSIC]),
         ),
         min_size=1,
         max_size=5,
@@ -133,18 +144,22 @@ def test_hashes_at_positions_equal_the_whole_batch_s(keys: list[bytes], data: An
     data=st.data(),
 )
 def test_packed_bloom_filters_answer_like_each_filter(
-    sets: list[tuple[list[bytes], float]], others: list[bytes], data: Any
+    sets: list[tuple[list[bytes], float, int]], others: list[bytes], data: Any
 ) -> None:
-    """Filters of different sizes and probe counts, packed side by side: every (key,
-    filter) pair gets the answer of that filter alone."""
-    filters = [BloomFilter.build(pa.array(m, pa.binary()), fp) for m, fp in sets]
+    """Filters of different sizes, probe counts and layouts, packed side by side: every
+    (key, filter) pair gets the answer of that filter alone, with hashes per pair or
+    per key."""
+    filters = [BloomFilter.build(pa.array(m, pa.binary()), fp, v) for m, fp, v in sets]
     packed = BloomFilterSet(filters)
-    keys = [k for m, _ in sets for k in m] + others
+    keys = [k for m, _, _ in sets for k in m] + others
     n = len(keys)
     which_st = st.lists(st.integers(0, len(filters) - 1), min_size=n, max_size=n)
     which = np.array(data.draw(which_st), dtype=np.int64)
     h1, h2 = murmur3_x64_128(pa.array(keys, pa.binary()), BLOOM_SEED)
     got = packed.may_contain_hashes(which, h1, h2)
+    key = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
+    by_key = packed.may_contain_hashes(which[key], h1, h2, key)
+    assert by_key.tolist() == got[key].tolist()
     want = [
         bool(filters[w].may_contain(pa.array([k], pa.binary()))[0])
         for k, w in zip(keys, which.tolist(), strict=True)
@@ -169,6 +184,7 @@ def _each_alone(filters: list[BloomFilter], keys: list[bytes]) -> list[bool]:
         st.tuples(
             st.lists(st.binary(max_size=5), max_size=150),  # members of a new filter
             st.sets(st.integers(0, 30)),  # filters dropped (indices into those alive)
+            st.sampled_from([BLOOM_WORD, BLOOM_CLASSIC]),  # the new filter's layout
         ),
         min_size=1,
         max_size=12,
@@ -176,7 +192,7 @@ def _each_alone(filters: list[BloomFilter], keys: list[bytes]) -> list[bool]:
     probes=st.lists(st.binary(max_size=5), min_size=1, max_size=60),
 )
 def test_bloom_arena_sets_answer_like_each_filter_while_filters_come_and_go(
-    steps: list[tuple[list[bytes], set[int]]], probes: list[bytes]
+    steps: list[tuple[list[bytes], set[int], int]], probes: list[bytes]
 ) -> None:
     """Like a tablet's rowsets: each step adds a filter, drops some (their objects
     die), and packs the live ones through the arena. Every set, including sets built
@@ -184,8 +200,8 @@ def test_bloom_arena_sets_answer_like_each_filter_while_filters_come_and_go(
     arena = BloomArena(min_bytes=64)  # moves to a new buffer every few steps
     alive: list[BloomFilter] = []
     kept: list[tuple[BloomFilterSet, int, list[bool]]] = []  # set, filters, answers
-    for members, drop in steps:
-        alive.append(BloomFilter.build(pa.array(members, pa.binary()), 0.01))
+    for members, drop, version in steps:
+        alive.append(BloomFilter.build(pa.array(members, pa.binary()), 0.01, version))
         alive = [f for i, f in enumerate(alive) if i not in drop or i == len(alive) - 1]
         packed = BloomFilterSet(list(alive), arena)
         want = _each_alone(alive, probes)
@@ -273,9 +289,15 @@ def test_large_batch_locates_like_small_batches(
     probed: list[int] = []
     real_probe = BloomFilterSet.may_contain_hashes
 
-    def counted(self: BloomFilterSet, which: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> Any:
+    def counted(
+        self: BloomFilterSet,
+        which: np.ndarray,
+        h1: np.ndarray,
+        h2: np.ndarray,
+        key: np.ndarray | None = None,
+    ) -> Any:
         probed.append(len(which))
-        return real_probe(self, which, h1, h2)
+        return real_probe(self, which, h1, h2, key)
 
     monkeypatch.setattr(BloomFilterSet, "may_contain_hashes", counted)
     monkeypatch.setattr(disk_key_index, "KEY_ARENA", disk_key_index.KeyArena(min_items=64))

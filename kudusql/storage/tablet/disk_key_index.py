@@ -179,8 +179,8 @@ class DiskKeyIndex:
             blooms = self._bloom_set()
             if blooms is None:
                 return None
-            h1, h2 = probe.hashes_at(bpos[probe_at])
-            several[probe_at] = ~blooms.may_contain_hashes(which[probe_at], h1, h2)
+            h1, h2, key = probe.pair_hashes(bpos[probe_at])
+            several[probe_at] = ~blooms.may_contain_hashes(which[probe_at], h1, h2, key)
             maybe = ~several  # single candidates, and the pairs the filters kept
             which, spos, bpos = which[maybe], spos[maybe], bpos[maybe]
         rowid = np.full(len(which), -1, dtype=np.int64)

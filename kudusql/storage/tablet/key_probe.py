@@ -93,12 +93,17 @@ class KeyProbe:
             h = self._hashes = murmur3_x64_128(self.keys, BLOOM_SEED)
         return h
 
-    def hashes_at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``hashes()`` at ``positions`` (batch positions, repeats allowed), hashing only
-        those keys when the batch's hashes are not known yet and they are few (where a
-        few rowsets overlap, only the keys in the overlap need a bloom probe)."""
+    def pair_hashes(
+        self, positions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Hashes for (key, rowset) pairs of the keys at batch ``positions`` (repeats
+        allowed): ``(h1, h2, key)``, pair j's hashes at ``key[j]``, or at j when ``key``
+        is None. Only those keys are hashed when the batch's hashes are not known yet
+        and they are few (where a few rowsets overlap, only the keys in the overlap need
+        a bloom probe); else the batch's hashes, indexed by ``positions``."""
         h = self._hashes
         if h is None and 4 * len(positions) < len(self.keys):
-            return murmur3_x64_128(self.keys.take(positions), BLOOM_SEED)
+            h1, h2 = murmur3_x64_128(self.keys.take(positions), BLOOM_SEED)
+            return h1, h2, None
         h1, h2 = self.hashes()
-        return h1[positions], h2[positions]
+        return h1, h2, positions

@@ -31,7 +31,7 @@ class RowSetWriteOptions:
     target_rowset_bytes: int = 32 * 1024 * 1024
     rows_per_page: int = 32768
     sync: bool = True
-    bloom_fp_rate: float = 0.001
+    bloom_fp_rate: float = 0.005
 
 
 def rowset_rows(bytes_per_row: int, opts: RowSetWriteOptions) -> int:
