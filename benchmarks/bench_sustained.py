@@ -323,31 +323,47 @@ def _fresh_process_load(
 WARMUP_S = 20.0
 
 
-def fresh_process_loads(
-    wd: Path, run_path: str, r: SustainedRun, keys: str, seed: int, seconds: float
-) -> tuple[dict[str, float], dict[str, float]]:
-    """For a run kept with ``keep=True`` whose tablet is at ``run_path``, go on with the
-    same load for ``seconds`` in a fresh (spawned) interpreter twice: on the run's own
-    tablet reopened, then on the equal-data rival (built at the run's tablet's place).
-    The first tells the tablet's state from the run's process having aged; the second
-    the tablet's state from its data."""
-    load = r.load
+def _run_in_own_process(
+    path: str, seconds: float, seed: int, keys: str, keys_file: str
+) -> tuple[SustainedRun, int]:
+    """``sustained`` in a fresh process (see ``run``): the run (its samples and
+    counts, without its load) and the number of keys it holds, the random ones saved
+    to ``keys_file`` (distinct, sorted) for the fresh-process loads."""
+    r = sustained(path, seconds, seed, keys, keep=True)
+    load, r.load = r.load, None
     assert load is not None
-    keys_file, nkeys = None, load.nkeys
-    if keys == "random":
-        keys_file = str(wd / "keys.npy")
-        distinct = load.distinct_keys()
-        np.save(keys_file, distinct)
-        nkeys = len(distinct)
-    ctx = multiprocessing.get_context("spawn")
+    if keys != "random":
+        return r, load.nkeys
+    distinct = load.distinct_keys()
+    np.save(keys_file, distinct)
+    return r, len(distinct)
+
+
+def fresh_process_loads(
+    wd: Path, run_path: str, keys: str, seed: int, nkeys: int, keys_file: str | None, seconds: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """For a run whose tablet is at ``run_path`` (holding ``nkeys`` keys, the random
+    ones in ``keys_file``), go on with the same load for ``seconds`` in a fresh
+    (spawned) interpreter twice: on the run's own tablet reopened, then on the
+    equal-data rival (built at the run's tablet's place). The first tells the tablet's
+    state from the run's process having aged; the second the tablet's state from its
+    data."""
     args = (keys, seed, nkeys, keys_file, seconds)
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        reopened = pool.submit(_fresh_process_load, run_path, *args, False).result()
+    reopened = _in_fresh_process(_fresh_process_load, run_path, *args, False)
     shutil.rmtree(run_path)  # the rival's tablet takes its place on disk
     path = str(fresh_dir(wd, f"rival-{keys}"))
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        rival = pool.submit(_fresh_process_load, path, *args, True).result()
+    rival = _in_fresh_process(_fresh_process_load, path, *args, True)
     return reopened, rival
+
+
+def _in_fresh_process(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a spawned interpreter, which exits before this returns: each
+    phase of the benchmark has the machine's memory to itself (a process keeps what
+    its block cache and key arenas grew to, and two of them together have been
+    killed for memory on this 24 GiB machine)."""
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(fn, *args).result()
 
 
 def run(cfg: Config) -> Result:
@@ -360,10 +376,21 @@ def run(cfg: Config) -> Result:
     for keys in KEY_PATTERNS:
         with workdir(cfg, NAME) as wd:
             path = str(fresh_dir(wd, f"tablet-{keys}"))
+            keys_file = str(wd / "keys.npy")
             log(f"sustained load, {keys} keys, for {seconds:g} s")
-            r = sustained(path, seconds, cfg.seed, keys, keep=True)
+            r, nkeys = _in_fresh_process(
+                _run_in_own_process, path, seconds, cfg.seed, keys, keys_file
+            )
             log(f"{keys} keys: the run's tablet reopened, then the equal-data rival")
-            reopened, rival = fresh_process_loads(wd, path, r, keys, cfg.seed, seconds / SAMPLES)
+            reopened, rival = fresh_process_loads(
+                wd,
+                path,
+                keys,
+                cfg.seed,
+                nkeys,
+                keys_file if keys == "random" else None,
+                seconds / SAMPLES,
+            )
         _report(res, keys, r, reopened, rival)
     return res
 

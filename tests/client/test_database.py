@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from kudusql.storage.client.partition import (
 )
 from kudusql.storage.client.table import Table
 from kudusql.storage.fs import faults
-from tests.support.tablets import schema
+from tests.support.tablets import pause_at, schema
 
 OPTS = TabletOptions(sync=False, rows_per_page=64, history_max_age_s=3600)
 SCHEMA = schema(("id", "INT64"), ("name", "STRING"), ("v", "INT32"), key=["id"])
@@ -262,6 +263,66 @@ def test_big_batch_parallel_parts(db: Database) -> None:
     assert t.count_rows() == n
     got = t.scan(["id"]).read_all().column("id").to_pylist()
     assert sorted(got) == list(range(n))
+
+
+@pytest.mark.parametrize("path", ["arrow", "rows"])
+def test_a_failed_tablet_s_reload_does_not_hold_up_the_table_s_other_tablets(
+    db: Database, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """A write whose WAL append fails leaves its tablet failed; the next write to it
+    reloads it from disk, which waits for a compaction still running there (it must not
+    publish onto the failed tablet). That wait happens outside the table's write lock:
+    writes to the table's other tablets go on meanwhile (through Arrow batches and
+    through the row path of a few Python rows)."""
+    from kudusql.storage.tablet import compaction_worker
+
+    def insert(key: int) -> None:
+        if path == "arrow":
+            t.insert(rows([key]))
+        else:
+            t.write_rows(("id", "name", "v"), [(key, f"n{key}", 0)], "insert")
+
+    t = db.create_table("t", SCHEMA, ranged((0, 100), (100, 200)))
+    a = t.tablets()[0]
+    t.insert(rows(list(range(0, 10, 2))))
+    a.flush()
+    t.insert(rows([*range(1, 10, 2), 100]))
+    a.flush()
+    entered, release = pause_at(monkeypatch, compaction_worker, "write_rowsets")
+    failures: list[BaseException] = []
+
+    def merge() -> None:
+        try:
+            a.compact([r["id"] for r in a.rowsets_info() if r["kind"] == "diskrowset"])
+        except BaseException as e:
+            failures.append(e)
+
+    merging = threading.Thread(target=merge)
+    merging.start()
+    assert entered.wait(10)
+    faults.inject("write", path_contains="wal", err=28)
+    try:
+        with pytest.raises(OperationalError):
+            t.insert(rows([50]))
+    finally:
+        faults.clear()
+    to_a = threading.Thread(target=insert, args=(60,))
+    to_a.start()
+    to_a.join(0.3)
+    assert to_a.is_alive()  # reloading the failed tablet waits for the merge
+    to_b = threading.Thread(target=insert, args=(150,))
+    to_b.start()
+    try:
+        to_b.join(5)  # the merge stays paused for 10 s
+        assert not to_b.is_alive()  # the other tablet's write did not wait for it
+        assert to_a.is_alive()
+    finally:
+        release.set()
+    merging.join(10)
+    to_a.join(10)
+    assert not merging.is_alive() and not to_a.is_alive()
+    assert len(failures) == 1 and "has failed" in str(failures[0])
+    assert [r["id"] for r in content(t)] == [*range(10), 60, 100, 150]
 
 
 # -- scans ---------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_word_layout_rate_model_matches_a_simulation() -> None:
         for key in keys.to_pylist()[:n]:
             h1, h2 = mmh3.hash64(key, 0, signed=False)
             words[h1 % len(words)] |= np.uint64(_mask(h2, k))
-        bf = BloomFilter(words.astype("<u8").tobytes(), num_bits, k, 0, BLOOM_WORD)
+        bf = BloomFilter(words.astype("<u8").tobytes(), num_bits, k, 0, version=BLOOM_WORD)
         assert bool(np.all(bf.may_contain(keys)))
         measured = float(np.mean(bf.may_contain(others)))
         assert abs(measured - _word_fpr(bpk, k)) < 0.2 * _word_fpr(bpk, k), (bpk, k, measured)
@@ -191,7 +191,7 @@ def test_header_checks_that_the_checksum_cannot_catch() -> None:
         with pytest.raises(CorruptionError, match=what):
             BloomFilter.from_bytes(bad, "rs9.bloom")
     # A classic filter's bitmap may be any whole number of bytes; a word filter's not.
-    classic = BloomFilter(b"\xff" * 3, 24, 2, 0, BLOOM_CLASSIC).to_bytes()
+    classic = BloomFilter(b"\xff" * 3, 24, 2, 0, version=BLOOM_CLASSIC).to_bytes()
     assert BloomFilter.from_bytes(classic, "c").may_contain_one(b"x")
     with pytest.raises(CorruptionError, match="num_bits"):
         BloomFilter.from_bytes(_with_header(classic, version=BLOOM_WORD), "rs9.bloom")
@@ -237,3 +237,25 @@ def test_a_set_of_both_layouts_answers_like_each_filter() -> None:
     assert packed.may_contain_hashes(which, h1, h2, key).tolist() == want
     assert packed.may_contain_hashes(which, h1[key], h2[key]).tolist() == want
     assert any(want) and not all(want)
+
+
+def test_word_filters_packed_after_a_bitmap_of_odd_bytes_answer_like_each_filter() -> None:
+    """A classic filter may be any whole number of bytes (24 bits here): packed before
+    word filters, it must not move them off the 8-byte boundary their words are read
+    at (without the padding, nearly every member key of the word filters was missed)."""
+    from kudusql.common.murmur import murmur3_x64_128
+    from kudusql.storage.cfile.bloom import BloomArena
+
+    odd = BloomFilter(b"\x5a" * 3, 24, 2, 0, version=BLOOM_CLASSIC)
+    members = [_random_keys(300, 8, 40 + i) for i in range(3)]
+    words = [BloomFilter.build(m, 0.01) for m in members]
+    filters = [odd, *words, odd]
+    probes = pa.concat_arrays(members)
+    h1, h2 = murmur3_x64_128(probes, 0)
+    n = len(probes)
+    which = np.repeat(np.arange(len(filters), dtype=np.int64), n)
+    key = np.tile(np.arange(n, dtype=np.int64), len(filters))
+    want = np.concatenate([f.may_contain(probes) for f in filters]).tolist()
+    for packed in (BloomFilterSet(filters), BloomFilterSet(filters, BloomArena(min_bytes=64))):
+        assert packed.may_contain_hashes(which, h1, h2, key).tolist() == want
+    assert all(want[n : 2 * n][:300]) and all(want[2 * n : 3 * n][300:600])

@@ -229,7 +229,7 @@ def test_bloom_arena_copies_only_new_filters_and_forgets_dead_ones() -> None:
 
 def test_packed_bloom_filters_need_one_seed() -> None:
     a = BloomFilter.build(pa.array([b"a"], pa.binary()))
-    b = BloomFilter(bytes(a.num_bits // 8), a.num_bits, a.num_hashes, seed=5)
+    b = BloomFilter(bytes(a.num_bits // 8), a.num_bits, a.num_hashes, seed=5, version=a.version)
     with pytest.raises(ProgrammingError, match="one seed"):
         BloomFilterSet([a, b])
 

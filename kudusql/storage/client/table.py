@@ -133,6 +133,36 @@ class Table(WriteShortcuts):
         with rt.write_lock:
             yield self.db.snapshot(self.db.clock.now())
 
+    @contextlib.contextmanager
+    def _routed(
+        self, data: pa.Table, ops: np.ndarray
+    ) -> Iterator[tuple[TableRuntime, list[_Part], list[RowError]]]:
+        """Hold the table's write lock with the batch routed to its tablets' parts (and
+        the rows no partition covers as errors), every tablet a part goes to healthy.
+
+        A tablet found failed (a write's WAL append failed) is reloaded with the table's
+        lock released, then routing starts again: the reload waits for a flush or
+        compaction running on that tablet (``Tablet.reload_if_failed``), and under the
+        table's lock every writer of the table would wait with it. (A caller inside
+        ``exclusive()`` still holds the table's lock through the reload.) A tablet closed
+        meanwhile (the table dropped or altered) is left to the next routing to decide."""
+        while True:
+            rt = self._rt()
+            with rt.write_lock:
+                rt = self._rt()  # an ALTER may have finished while we waited
+                parts, errors = self._split_routed(rt, data, ops)
+                tablets = rt.tablets()
+                failed = [tablets[p.slot] for p in parts if tablets[p.slot].failed]
+                if not failed:
+                    yield rt, parts, errors
+                    return
+            for tablet in failed:
+                try:
+                    tablet.reload_if_failed()
+                except ProgrammingError:
+                    if not tablet.closed:
+                        raise
+
     def write(
         self,
         data: pa.Table | pa.RecordBatch,
@@ -147,10 +177,7 @@ class Table(WriteShortcuts):
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         ops = operations(data, op, op_column)
-        rt = self._rt()
-        with rt.write_lock:
-            rt = self._rt()  # an ALTER may have finished while we waited
-            parts, errors = self._split_routed(rt, data, ops)
+        with self._routed(data, ops) as (rt, parts, errors):
             if atomic and errors:
                 raise DataError(
                     f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
@@ -249,6 +276,8 @@ class Table(WriteShortcuts):
         if atomic and len(parts) > 1:
             return None  # every tablet locked and checked first: the Arrow path does it
         tablets = rt.tablets()
+        if any(tablets[slot].failed for slot in parts):
+            return None  # the Arrow path reloads it with the table's lock released
         ts = self.db.mvcc.start_op()
         results = []
         try:
@@ -389,10 +418,7 @@ class Table(WriteShortcuts):
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         ops = operations(data, op, op_column)
-        rt = self._rt()
-        with rt.write_lock:
-            rt = self._rt()
-            parts, errors = self._split_routed(rt, data, ops)
+        with self._routed(data, ops) as (rt, parts, errors):
             errors += _part_errors(rt.tablets(), parts, op, op_column, self.db.pool)
         errors.sort(key=lambda e: e.index)
         return errors

@@ -906,6 +906,26 @@ class Tablet(WriteShortcuts):
                     yield
                     return
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def failed(self) -> bool:
+        """Whether a write failed here and the tablet waits to reload from disk (at the
+        next write, or ``reload_if_failed``)."""
+        return self._failed is not None
+
+    def reload_if_failed(self) -> None:
+        """Reload a failed tablet from disk now (the reload the next write would do),
+        waiting for a flush or compaction still running here. A table calls this with
+        its own write lock released (unless the caller holds it through
+        ``Table.exclusive``), so that its writers to other tablets do not wait behind
+        this tablet's maintenance. ProgrammingError if the tablet is closed."""
+        if self._failed is not None:
+            with self._healthy():
+                pass
+
     def check_healthy(self) -> None:
         """Raise if the tablet has failed: its memory may hold part of a batch, or a
         batch whose log record is not known to be durable. Flushes and compactions call
