@@ -908,6 +908,7 @@ class Tablet(WriteShortcuts):
 
     @property
     def closed(self) -> bool:
+        """Whether ``close`` (or ``abandon``) has run: the tablet serves nothing more."""
         return self._closed
 
     @property
