@@ -259,3 +259,24 @@ def test_word_filters_packed_after_a_bitmap_of_odd_bytes_answer_like_each_filter
     for packed in (BloomFilterSet(filters), BloomFilterSet(filters, BloomArena(min_bytes=64))):
         assert packed.may_contain_hashes(which, h1, h2, key).tolist() == want
     assert all(want[n : 2 * n][:300]) and all(want[2 * n : 3 * n][300:600])
+
+
+@pytest.mark.parametrize("pairs", [40, 6000])
+def test_a_set_probed_for_a_few_of_a_batch_s_keys_answers_like_each_filter(pairs: int) -> None:
+    """Hashes per key for a batch of 4,000 keys: whether the set masks only the keys
+    its pairs name (few pairs) or every key of the batch once (many), each pair gets
+    its filter's answer."""
+    from kudusql.common.murmur import murmur3_x64_128
+
+    filters = [BloomFilter.build(_random_keys(500, 8, 40 + i), 0.01) for i in range(3)]
+    probes = pa.concat_arrays([_random_keys(500, 8, 40 + i) for i in range(3)])
+    probes = pa.concat_arrays([probes, _random_keys(2500, 8, 98)])
+    h1, h2 = murmur3_x64_128(probes, 0)
+    rng = np.random.default_rng(4)
+    key = rng.integers(0, len(probes), pairs)
+    which = rng.integers(0, len(filters), pairs)
+    want = [
+        bool(filters[w].may_contain(probes.slice(k, 1))[0]) for k, w in zip(key, which, strict=True)
+    ]
+    assert BloomFilterSet(filters).may_contain_hashes(which, h1, h2, key).tolist() == want
+    assert any(want) and not all(want)

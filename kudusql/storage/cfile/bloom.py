@@ -475,9 +475,12 @@ class BloomFilterSet:
         word = self._words.take(at.view(np.int64))
         ks = self._word_k
         if len(ks) == 1:
-            mask = _word_masks(h2, ks[0])
-            if key is not None:
-                mask = mask.take(key)
+            if key is None:
+                mask = _word_masks(h2, ks[0])
+            elif 2 * len(key) < len(h2):  # few pairs: mask only the keys they probe
+                mask = _word_masks(h2.take(key), ks[0])
+            else:  # a key's mask made once for all its pairs
+                mask = _word_masks(h2, ks[0]).take(key)
         else:  # filters built for different rates: each pair's mask for its filter's k
             pair_k = self._k.take(which)
             mask = np.zeros(len(which), dtype=np.uint64)
