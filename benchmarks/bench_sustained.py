@@ -57,6 +57,7 @@ import numpy as np
 import pyarrow as pa
 
 from benchmarks.common import Config, Goal, Result, fresh_dir, log, workdir
+from kudusql.common.arrays import sorted_unique
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
@@ -174,7 +175,7 @@ class _Load:
         """Write one round to ``t``; returns the rows written."""
         rng = self.rng
         if self.keys == "random":
-            new = np.unique(rng.integers(0, 1 << 62, BATCH, dtype=np.int64))
+            new = sorted_unique(rng.integers(0, 1 << 62, BATCH, dtype=np.int64))
         else:
             new = np.arange(self.nkeys, self.nkeys + BATCH, dtype=np.int64)
         res = t.insert(_rows(new, rng))
@@ -191,13 +192,13 @@ class _Load:
         # key inserted (gathering from it, and doubling it, grew with the data and
         # was counted against the tablet: ~0.4 ms a round after 300 s).
         picks = rng.integers(0, nkeys, BATCH)
-        upd = np.unique(self.inserted[picks] if self.keys == "random" else picks)
+        upd = sorted_unique(self.inserted[picks] if self.keys == "random" else picks)
         t.update(pa.table({"k": upd, "a": rng.integers(0, 1000, len(upd))}))
         return len(new) + len(upd)
 
     def distinct_keys(self) -> np.ndarray:
         """The keys in the tablet, sorted (random keys only: sequential are 0..nkeys-1)."""
-        return np.unique(self.inserted[: self.nkeys])
+        return sorted_unique(self.inserted[: self.nkeys])
 
 
 def _manager() -> MaintenanceManager:

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from kudusql.common.arrays import sorted_unique
 from kudusql.common.errors import DataError
 from kudusql.common.keys import decode_key
 from kudusql.common.schema import Schema
@@ -194,7 +195,7 @@ def stage_rowset_batches(
             ]
             raise RowErrorsFailure(failure_message(len(dups), samples))
         cols = [pb.columns.get(i) or default_column(c, n) for i, c in enumerate(schema.columns)]
-        for slot in np.unique(slots).tolist():
+        for slot in sorted_unique(slots).tolist():
             take = pa.array(np.flatnonzero(slots == slot), pa.int64())
             tablet = tablet_ids[slot]
             d = job_subdir(

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kudusql.common.arrays import sorted_unique
 from kudusql.common.errors import CorruptionError
 from kudusql.common.schema import Schema
 from kudusql.storage.tablet.log_record import (
@@ -137,7 +138,7 @@ def replay(
         if kept_mrs.any():
             logged = db.store[kept_mrs]
             lo, hi = int(logged.min()), int(logged.max())
-            stores = [lo] if lo == hi else np.unique(logged).tolist()
+            stores = [lo] if lo == hi else sorted_unique(logged).tolist()
             probe = len(stores) > 1 or not mrs_stores <= {lo}
             mrs_stores.update(stores)
             rs.mrs.id = max(rs.mrs.id, hi)

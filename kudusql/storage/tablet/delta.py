@@ -27,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kudusql.common.arrays import sorted_unique
+
 
 class MutationType(enum.IntEnum):
     """DO NOT CHANGE: on-disk values (Kudu's RowChangeList types)."""
@@ -248,10 +250,10 @@ def _span(rowid: np.ndarray) -> int:
 
 
 def unique_rowids(rowid: np.ndarray) -> np.ndarray:
-    """``np.unique(rowid)``, by a scatter when the rowids are dense."""
+    """``np.unique(rowid)``, by a scatter when the rowids are dense, else by a sort."""
     span = _span(rowid)
     if not span:
-        return np.unique(rowid)
+        return sorted_unique(rowid)
     seen = np.zeros(span, dtype=bool)
     seen[rowid] = True
     return np.flatnonzero(seen).astype(rowid.dtype, copy=False)
