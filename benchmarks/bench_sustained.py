@@ -170,6 +170,7 @@ class _Load:
         self.inserted = inserted
         self.nkeys = nkeys
         self.errors: list[str] = []
+        self._distinct: tuple[int, np.ndarray] | None = None  # (nkeys, distinct keys)
 
     def round(self, t: Tablet) -> int:
         """Write one round to ``t``; returns the rows written."""
@@ -182,6 +183,7 @@ class _Load:
         nkeys = self.nkeys
         if self.keys == "random":
             if nkeys + len(new) > len(self.inserted):  # past the capacity: doubling
+                # (twice the array, at least 65,536: room for a batch, BATCH <= 65,536)
                 grown = np.zeros(max(1 << 16, 2 * len(self.inserted)), dtype=np.int64)
                 grown[:nkeys] = self.inserted[:nkeys]
                 self.inserted = grown
@@ -197,8 +199,11 @@ class _Load:
         return len(new) + len(upd)
 
     def distinct_keys(self) -> np.ndarray:
-        """The keys in the tablet, sorted (random keys only: sequential are 0..nkeys-1)."""
-        return sorted_unique(self.inserted[: self.nkeys])
+        """The keys in the tablet, sorted (random keys only: sequential are 0..nkeys-1);
+        kept until more keys are inserted (the end of a run asks twice, for 100M keys)."""
+        if self._distinct is None or self._distinct[0] != self.nkeys:
+            self._distinct = (self.nkeys, sorted_unique(self.inserted[: self.nkeys]))
+        return self._distinct[1]
 
 
 def _manager() -> MaintenanceManager:
@@ -212,8 +217,9 @@ def sustained(
     """Run the load for ``seconds`` on a new tablet at ``path``; ``keys`` is one of
     ``KEY_PATTERNS`` (see the module docstring). With ``keep`` the run's ``_Load`` is
     left in ``SustainedRun.load`` (for the equal-data rival)."""
-    # room for the keys of a run at 1M inserts a second (runs insert under 300k)
-    load = _Load(keys, seed, capacity=int(seconds * 1_000_000))
+    # room for the keys of a run at 300k inserts a second (runs insert 170-210k), at most
+    # 2 GiB of address space; a faster or longer run doubles the array past that
+    load = _Load(keys, seed, capacity=min(int(seconds * 300_000), 1 << 28))
     mm = _manager()
     t = Tablet.create(path, SCHEMA, OPTIONS)
     t.attach(mm)

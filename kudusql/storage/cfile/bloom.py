@@ -444,7 +444,8 @@ class BloomFilterSet:
         """Per pair j: may filter ``which[j]`` hold the key hashed (with the set's seed)
         to ``(h1[key[j]], h2[key[j]])`` (or ``(h1[j], h2[j])`` without ``key``)? The
         same answer as that filter's ``may_contain_hashes``. With ``key``, the hashes are
-        per key and each key's word mask is made once for all its pairs."""
+        per key: each key's word mask is made once for all its pairs, and only for the
+        keys the pairs name when they are fewer than half the keys."""
         n = len(which)
         if not n:
             return np.zeros(0, dtype=np.bool_)
