@@ -102,3 +102,20 @@ def test_murmur3_all_lengths_and_layouts() -> None:
     assert len(murmur3_x64_64(pa.array([], pa.binary()))) == 0
     with pytest.raises(ValueError):
         murmur3_x64_128(arr, -1)
+
+
+@pytest.mark.parametrize("width", [8, 24, 40])
+@pytest.mark.parametrize("start", [0, 1, 3])
+def test_murmur3_a_one_word_tail_is_read_in_place(width: int, start: int) -> None:
+    """Keys whose length leaves a tail of exactly 8 bytes (every encoded INT64 key) are
+    hashed without padding, also from a slice that starts off an 8-byte boundary."""
+    rng = np.random.default_rng(width + start)
+    keys = [rng.bytes(width) for _ in range(3000)]
+    arr = pa.array(keys, pa.binary()).slice(start)
+    h1, h2 = murmur3_x64_128(arr, 11)
+    expected = [mmh3.hash64(k, 11, signed=False) for k in keys[start:]]
+    assert list(zip(h1.tolist(), h2.tolist(), strict=True)) == expected
+    mixed = pa.array(keys[:50] + [b"", b"abc", rng.bytes(17)] * 5, pa.binary())  # by length
+    m1, m2 = murmur3_x64_128(mixed, 11)
+    want = [mmh3.hash64(k, 11, signed=False) for k in mixed.to_pylist()]
+    assert list(zip(m1.tolist(), m2.tolist(), strict=True)) == want
