@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kudusql.common.errors import CorruptionError, ProgrammingError
+from kudusql.common.murmur import murmur3_x64_128
 from kudusql.storage.cfile.bloom import (
     BLOOM_CLASSIC,
     BLOOM_VERSION,
@@ -212,24 +213,37 @@ def test_chunked_processing_matches_scalar(version: int, monkeypatch: pytest.Mon
     assert BloomFilter.build(keys, 0.3, version).to_bytes() == bf.to_bytes()
 
 
-def test_a_set_of_both_layouts_answers_like_each_filter() -> None:
-    """A tablet written before the word layout and compacted in part holds both: a set
-    mixing them (and word filters of different k) answers each pair like its filter."""
+_MIXED = [(0.01, BLOOM_WORD), (0.01, BLOOM_CLASSIC), (0.2, BLOOM_WORD), (0.001, BLOOM_WORD)]
+_ONE_K = [(0.01, BLOOM_WORD)] * 3
+
+
+@pytest.mark.parametrize(
+    ("specs", "word_ks", "pairs"),
+    [
+        # A tablet written before the word layout and compacted in part holds both
+        # layouts, and word filters of different k.
+        (_MIXED, 3, 6000),
+        # One k: few pairs mask only the keys they name, many mask every key once.
+        (_ONE_K, 1, 40),
+        (_ONE_K, 1, 6000),
+    ],
+)
+def test_a_set_answers_each_pair_like_its_filter(
+    specs: list[tuple[float, int]], word_ks: int, pairs: int
+) -> None:
+    """Random (key, filter) pairs over a batch of 4,000 keys, hashed per key or per
+    pair: each pair gets the answer of its filter alone."""
     filters = [
         BloomFilter.build(_random_keys(500, 8, 20 + i), fp, version)
-        for i, (fp, version) in enumerate(
-            [(0.01, BLOOM_WORD), (0.01, BLOOM_CLASSIC), (0.2, BLOOM_WORD), (0.001, BLOOM_WORD)]
-        )
+        for i, (fp, version) in enumerate(specs)
     ]
-    assert len({f.num_hashes for f in filters if f.version == BLOOM_WORD}) > 1
-    probes = pa.concat_arrays([_random_keys(500, 8, 20 + i) for i in range(4)])
-    probes = pa.concat_arrays([probes, _random_keys(2000, 8, 99)])
-    from kudusql.common.murmur import murmur3_x64_128
-
+    assert len({f.num_hashes for f in filters if f.version == BLOOM_WORD}) == word_ks
+    probes = pa.concat_arrays([_random_keys(500, 8, 20 + i) for i in range(len(specs))])
+    probes = pa.concat_arrays([probes, _random_keys(4000 - len(probes), 8, 99)])
     h1, h2 = murmur3_x64_128(probes, 0)
     rng = np.random.default_rng(3)
-    key = rng.integers(0, len(probes), 6000)
-    which = rng.integers(0, len(filters), 6000)
+    key = rng.integers(0, len(probes), pairs)
+    which = rng.integers(0, len(filters), pairs)
     want = [
         bool(filters[w].may_contain(probes.slice(k, 1))[0]) for k, w in zip(key, which, strict=True)
     ]
@@ -243,7 +257,6 @@ def test_word_filters_packed_after_a_bitmap_of_odd_bytes_answer_like_each_filter
     """A classic filter may be any whole number of bytes (24 bits here): packed before
     word filters, it must not move them off the 8-byte boundary their words are read
     at (without the padding, nearly every member key of the word filters was missed)."""
-    from kudusql.common.murmur import murmur3_x64_128
     from kudusql.storage.cfile.bloom import BloomArena
 
     odd = BloomFilter(b"\x5a" * 3, 24, 2, 0, version=BLOOM_CLASSIC)
@@ -259,24 +272,3 @@ def test_word_filters_packed_after_a_bitmap_of_odd_bytes_answer_like_each_filter
     for packed in (BloomFilterSet(filters), BloomFilterSet(filters, BloomArena(min_bytes=64))):
         assert packed.may_contain_hashes(which, h1, h2, key).tolist() == want
     assert all(want[n : 2 * n][:300]) and all(want[2 * n : 3 * n][300:600])
-
-
-@pytest.mark.parametrize("pairs", [40, 6000])
-def test_a_set_probed_for_a_few_of_a_batch_s_keys_answers_like_each_filter(pairs: int) -> None:
-    """Hashes per key for a batch of 4,000 keys: whether the set masks only the keys
-    its pairs name (few pairs) or every key of the batch once (many), each pair gets
-    its filter's answer."""
-    from kudusql.common.murmur import murmur3_x64_128
-
-    filters = [BloomFilter.build(_random_keys(500, 8, 40 + i), 0.01) for i in range(3)]
-    probes = pa.concat_arrays([_random_keys(500, 8, 40 + i) for i in range(3)])
-    probes = pa.concat_arrays([probes, _random_keys(2500, 8, 98)])
-    h1, h2 = murmur3_x64_128(probes, 0)
-    rng = np.random.default_rng(4)
-    key = rng.integers(0, len(probes), pairs)
-    which = rng.integers(0, len(filters), pairs)
-    want = [
-        bool(filters[w].may_contain(probes.slice(k, 1))[0]) for k, w in zip(key, which, strict=True)
-    ]
-    assert BloomFilterSet(filters).may_contain_hashes(which, h1, h2, key).tolist() == want
-    assert any(want) and not all(want)
