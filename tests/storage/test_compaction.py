@@ -178,6 +178,49 @@ def test_superblock_text_is_the_metadata_with_delta_entries_encoded_once(tmp_pat
     t.close()
 
 
+# Each RowSetMeta field changed in place, as the tablet changes them (lists and dicts
+# mutated, not replaced, where the tablet does so).
+_FIELD_CHANGES: dict[str, Any] = {
+    "id": lambda m: setattr(m, "id", m.id + 100),
+    "num_rows": lambda m: setattr(m, "num_rows", m.num_rows - 1),
+    "min_key": lambda m: setattr(m, "min_key", b"\x00" + m.min_key),
+    "max_key": lambda m: setattr(m, "max_key", m.max_key + b"\xff"),
+    "column_ids": lambda m: m.column_ids.append(99),
+    "base_bytes": lambda m: setattr(m, "base_bytes", m.base_bytes + 1),
+    "undo_files": lambda m: m.undo_files.pop(),
+    "redo_files": lambda m: m.redo_files.append(m.undo_files[0]),
+    "last_durable_dms_id": lambda m: setattr(m, "last_durable_dms_id", 41),
+    "column_files": lambda m: m.column_files.__setitem__(1, "c1.g7.cfile"),
+    "gen": lambda m: setattr(m, "gen", m.gen + 1),
+    "raw_bytes": lambda m: setattr(m, "raw_bytes", m.raw_bytes + 1),
+}
+
+
+def test_every_rowset_field_is_in_its_cached_superblock_entry(tmp_path: Any) -> None:
+    """``RowSetMeta.json_text`` reuses its last text while the fields it encoded are
+    equal: a change to any field, in place, must show in the next save. The table of
+    changes covers every field, so a field added later without joining the cache's
+    signature fails here."""
+    t = make(tmp_path)
+    t.insert(kv(list(range(10)), list(range(10))))
+    t.flush()
+    t.update(kv([1, 2], [5, 5]))
+    t.flush_deltas()
+    (rid,) = drs_ids(t)
+    assert t.major_delta_compaction(rid)  # an UNDO file to move about
+    t.close()
+    names = {f.name for f in dataclasses.fields(metadata.RowSetMeta) if f.init}
+    assert names == set(_FIELD_CHANGES)
+    for name, change in _FIELD_CHANGES.items():
+        m = metadata.load(str(tmp_path / "t")).rowsets[0]
+        before = m.json_text()
+        assert m.json_text() is before  # reused while nothing changed
+        change(m)
+        after = m.json_text()
+        assert after != before, name
+        assert json.loads(after) == m.to_dict(), name
+
+
 def test_minor_delta_compaction_merges_redo_files(tmp_path: Any) -> None:
     t = make(tmp_path)
     t.insert(kv(list(range(8)), list(range(8))))

@@ -666,6 +666,34 @@ def test_deltas_of_a_few_stores_gathers_their_runs_batch_by_batch() -> None:
         assert _as_lists(g) == _as_lists(concat_deltas(expect[i]))
 
 
+def test_a_settle_leaves_each_store_a_run_of_one_gathered_batch() -> None:
+    """A settle gathers its batches' runs in store order once and gives every store a
+    run of that gathered batch, not a ``Deltas`` of its own: at hundreds of stores and
+    ten settles a second, a cut per store per settle and a delta flush concatenating
+    them one by one were a third of the maintenance thread's hold on the GIL in the
+    sustained benchmark. A flush of every store then gathers one batch per settle, and
+    reads back each store's runs in apply order."""
+    pending = PendingRuns()
+    dms = [DeltaMemStore(i, pending) for i in range(40)]
+    expect: list[list[Deltas]] = [[] for _ in dms]
+    for settle in range(3):
+        for j in range(8):
+            base = 10_000 * settle + 1_000 * j
+            b = _batch(200, base, {1: [i % 4 == 0 for i in range(200)]})
+            targets = [(7 * j + k + settle) % len(dms) for k in range(40)]
+            starts = np.arange(40, dtype=np.int64) * 5
+            pending.add([dms[t] for t in targets], b, starts, starts + 5, np.full(40, 40))
+            for t, start in zip(targets, starts.tolist(), strict=True):
+                expect[t].append(b.slice(start, start + 5))
+        pending.settle()
+    parts = [p for d in dms for p in d._parts]
+    assert all(isinstance(p, tuple) for p in parts)  # runs, not cut out
+    assert len({id(p[0]) for p in parts}) == 3  # one gathered batch per settle
+    assert all(len(d._parts) == 3 for d in dms)
+    for got, want in zip(deltas_of(dms), expect, strict=True):
+        assert _as_lists(got) == _as_lists(concat_deltas(want))
+
+
 def test_a_delta_flush_ships_each_store_without_the_whole_batch() -> None:
     """A pickled Arrow slice carries its parent's whole buffer: the stores of one delta
     flush, cut from one batch, pickled for the compaction worker as they were, held the

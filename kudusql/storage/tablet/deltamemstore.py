@@ -217,8 +217,7 @@ class PendingRuns:
             except MemoryError:  # the batches one by one below need no large temporaries
                 plan = None
             if plan is not None:
-                for store, part, n in plan:
-                    store._add(part, part, 0, len(part), n)
+                append_runs(*plan, settle=False)
                 self._entries = []
                 self.bytes = 0
                 return
@@ -241,11 +240,15 @@ MAX_PENDING_BATCHES = 64
 
 def _gather(
     entries: list[tuple[list[DeltaMemStore], Deltas, np.ndarray, np.ndarray, np.ndarray]],
-) -> list[tuple[DeltaMemStore, Deltas, int]]:
-    """Many batches' runs as one part per store (store, part, bytes), touching no
-    store: every batch concatenated, the runs ordered by store (stable: each store's
-    runs stay in apply order) and gathered in one ``take``, then cut at the stores'
-    boundaries."""
+) -> tuple[list[DeltaMemStore], Deltas, list[int], list[int], list[int]] | None:
+    """Many batches' runs as one run per store, touching no store: every batch
+    concatenated, the runs ordered by store (stable: each store's runs stay in apply
+    order) and gathered in one ``take``. Returns ``append_runs``'s arguments (the
+    stores, the gathered events, each store's start, stop and bytes in them), None if
+    there are no events. Each store keeps its
+    run of the gathered events uncut: cutting them was a ``Deltas`` per store per
+    settle, and a delta flush then concatenated those one by one (hundreds of stores,
+    ten settles a second); from runs it gathers once per settle instead."""
     stores = [s for e in entries for s in e[0]]
     sizes = np.array([len(e[1]) for e in entries], dtype=np.int64)
     per_entry = np.array([len(e[0]) for e in entries], dtype=np.int64)
@@ -255,7 +258,7 @@ def _gather(
     nbytes = np.concatenate([e[4] for e in entries]).astype(np.int64, copy=False)
     nonempty = np.flatnonzero(lengths > 0)
     if not len(nonempty):
-        return []
+        return None
     ident = np.fromiter((id(s) for s in stores), dtype=np.int64, count=len(stores))[nonempty]
     _, first, inv = np.unique(ident, return_index=True, return_inverse=True)
     order = np.argsort(inv, kind="stable")
@@ -265,11 +268,14 @@ def _gather(
     )
     events = np.bincount(inv, weights=lengths[nonempty]).astype(np.int64)
     shares = np.bincount(inv, weights=nbytes[nonempty]).astype(np.int64)
-    parts = cut.split(np.cumsum(events)[:-1].tolist())
-    return [
-        (stores[at], part, n)
-        for at, part, n in zip(nonempty[first].tolist(), parts, shares.tolist(), strict=True)
-    ]
+    stops = np.cumsum(events)
+    return (
+        [stores[at] for at in nonempty[first].tolist()],
+        cut,
+        (stops - events).tolist(),
+        stops.tolist(),
+        shares.tolist(),
+    )
 
 
 def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
