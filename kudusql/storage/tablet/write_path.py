@@ -76,9 +76,11 @@ class Decisions:
 
 
 def locate(
-    rs: RowSets, keys: pa.Array[Any]
+    rs: RowSets, keys: pa.Array[Any], absent: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Where each key lives now: (kind, rowset index, row, active-MRS slot, exists)."""
+    """Where each key lives now: (kind, rowset index, row, active-MRS slot, exists).
+    ``absent``: per key, whether the batch expects it to be new (an INSERT), which
+    makes the DiskRowSets' bloom filters worth probing before their key search."""
     m = len(keys)
     kind = np.zeros(m, dtype=np.int8)
     rsi = np.full(m, -1, dtype=np.int64)
@@ -103,7 +105,7 @@ def locate(
             rsi[todo[live]] = fi
             row[todo[live]] = fs[live]
     if m > _SMALL_PROBE:
-        _locate_in_disk_rowsets(rs, KeyProbe(keys), kind, rsi, row)
+        _locate_in_disk_rowsets(rs, KeyProbe(keys), kind, rsi, row, absent)
         return kind, rsi, row, slot, kind != K_NONE
     candidates: range | list[int] = range(len(rs.drs))
     if len(rs.drs) > 1:  # only the rowsets whose range holds a key
@@ -127,13 +129,18 @@ def locate(
 
 
 def _locate_in_disk_rowsets(
-    rs: RowSets, probe: KeyProbe, kind: np.ndarray, rsi: np.ndarray, row: np.ndarray
+    rs: RowSets,
+    probe: KeyProbe,
+    kind: np.ndarray,
+    rsi: np.ndarray,
+    row: np.ndarray,
+    absent: np.ndarray | None,
 ) -> None:
     """``locate``'s DiskRowSet step for a large batch: every rowset at once through the
     packed index (``DiskKeyIndex``), else each rowset asked only about the keys in its
     range not found yet, with the batch sorted and hashed once, so a rowset costs two
     binary searches plus the probes of its own keys."""
-    found = rs.disk_keys.find(probe, kind == K_NONE)
+    found = rs.disk_keys.find(probe, kind == K_NONE, absent)
     if found is not None:
         at, where, rids, alive = found
         kind[at[alive]] = K_DRS
@@ -186,7 +193,7 @@ def decide(rs: RowSets, schema: Schema, pb: PreparedBatch) -> Decisions:
             continue
         rkeys = pb.keys.take(rows) if len(rows) < n else pb.keys
         if r == 0:
-            kind, rsi, row, slot, exists = locate(rs, rkeys)
+            kind, rsi, row, slot, exists = locate(rs, rkeys, INSERTING[ops[rows]])
         else:
             st = [overlay[k] for k in rkeys.to_pylist()]  # type: ignore[index]
             kind = np.array([s[0] for s in st], dtype=np.int8)
