@@ -304,11 +304,17 @@ class MemRowSet:
             in_chunks = self._num_slots - len(self._p_keys)
             if covered == in_chunks:
                 return runs, pending
-            parts, at = [], 0
-            for k in self._keys:
-                if at + len(k) > covered:
-                    parts.append(k.slice(max(0, covered - at)))
-                at += len(k)
+            # The keys not covered yet are in the last chunks: walk back to them (a
+            # MemRowSet of 64 MiB holds a thousand batches' chunks; walking from the
+            # first was a Python step per chunk for every batch written).
+            parts, end = [], in_chunks
+            for k in reversed(self._keys):
+                if end <= covered:
+                    break
+                start = end - len(k)
+                parts.append(k.slice(max(0, covered - start)))
+                end = start
+            parts.reverse()
             new = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
             width = key_array.fixed_width(new)
             if width <= 0 or (runs is not None and width != runs.width):
