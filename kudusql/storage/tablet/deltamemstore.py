@@ -16,10 +16,10 @@ a sustained writer's time (issue 4). So the write path hands a batch of UPDATEs 
 tablet's ``PendingRuns`` instead, once; the first reader of any of the tablet's stores
 (a scan, a delta flush, the maintenance manager's scoring, a write that must keep its
 order) ``settle``s them: every pending batch is concatenated, the runs gathered in
-store order in one ``take``, and each store given one part. The per-store Python round
-is then paid once per settle (the maintenance manager polls every 100 ms: tens of
-batches), not once per batch. Every read of a store settles first, so a reader never
-misses a batch the write path applied before it.
+store order in one ``take``, and each store given its run of that gathered batch. The
+per-store Python round is then paid once per settle (the maintenance manager polls
+every 100 ms: tens of batches), not once per batch. Every read of a store settles
+first, so a reader never misses a batch the write path applied before it.
 """
 
 from __future__ import annotations
