@@ -383,6 +383,85 @@ def test_large_batch_locates_like_small_batches(
         t.close()
 
 
+def test_the_write_path_asks_bloom_probes_for_the_keys_its_inserts_bring(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``decide`` tells ``locate`` which keys of a batch an INSERT (or INSERT IGNORE)
+    brings, in the batch's own order, for the first occurrence of each key: the keys
+    whose pairs are probed against the bloom filters with a single candidate rowset.
+    A mixed batch (new and present keys inserted, keys updated, deleted, upserted, a
+    key repeated) still gets Kudu's answers."""
+    seen: list[tuple[list[bytes], np.ndarray | None]] = []
+    real_find = disk_key_index.DiskKeyIndex.find
+
+    def spied(
+        self: disk_key_index.DiskKeyIndex,
+        probe: KeyProbe,
+        wanted: np.ndarray,
+        absent: np.ndarray | None = None,
+    ) -> Any:
+        seen.append((probe.keys.to_pylist(), None if absent is None else absent.copy()))
+        return real_find(self, probe, wanted, absent)
+
+    monkeypatch.setattr(disk_key_index.DiskKeyIndex, "find", spied)
+    t = Tablet.create(str(tmp_path / "t"), _schema("INT64"), TabletOptions(sync=False))
+    try:
+        for lo in (0, 1_000, 2_000):  # three rowsets side by side: one candidate a key
+            t.insert(_rows(np.arange(lo, lo + 1_000, 2), "INT64"))
+            t.flush()
+        rng = np.random.default_rng(4)
+        keys = rng.permutation(np.arange(0, 3_000))[:400]
+        codes = rng.choice([1, 2, 3, 5, 10], len(keys))  # INSERT UPDATE DELETE UPSERT IGNORE
+        keys = np.concatenate([keys, keys[:20]])  # repeated: decided in a second round
+        codes = np.concatenate([codes, np.full(20, 2)])
+        seen.clear()
+        res = t.write(
+            pa.table({"k": keys, "v": keys * 7, "op": codes.astype(np.int8)}), op_column="op"
+        )
+        assert len(seen) == 1
+        probed_keys, absent = seen[0]
+        assert absent is not None
+        first_op: dict[bytes, int] = {}
+        enc = encode_keys([pa.array(keys, pa.int64())], [DataType.parse("INT64")])
+        for k, c in zip(enc.to_pylist(), codes.tolist(), strict=True):
+            first_op.setdefault(k, c)
+        assert absent.tolist() == [first_op[k] in (1, 10) for k in probed_keys]
+        # Kudu's answers: an INSERT of a present key fails, of a new key adds it.
+        present = set(range(0, 3_000, 2))
+        refused = {int(keys[e.index]) for e in res.errors if e.status == "AlreadyPresent"}
+        first = {int(k): int(c) for k, c in zip(keys[::-1], codes[::-1], strict=True)}
+        inserted = [k for k, c in first.items() if c == 1]
+        assert any(k in present for k in inserted) and any(k not in present for k in inserted)
+        for k in inserted:
+            assert (k in refused) == (k in present), k
+        live = set(t.scan(["k"]).read_all()["k"].to_pylist())
+        assert all(k in live for k in inserted)
+    finally:
+        t.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 120), data=st.data())
+def test_deltas_take_returns_the_events_asked_for(n: int, data: Any) -> None:
+    """``Deltas.take`` of any positions, few of many (each column's positions searched)
+    or many (a map over every event), gives those events in the order asked, each with
+    exactly the column values it set."""
+    sets = {cid: data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) for cid in (1, 2)}
+    d = _batch(n, 0, sets) if n else Deltas()
+    idx = np.array(
+        data.draw(st.lists(st.integers(0, max(0, n - 1)), unique=True, max_size=n if n else 0)),
+        dtype=np.int64,
+    )
+    got = d.take(idx)
+    assert got.rowid.tolist() == d.rowid[idx].tolist()
+    assert got.seq.tolist() == d.seq[idx].tolist()
+    for cid, m in sets.items():
+        want = [(j, int(i) * 10 + cid) for j, i in enumerate(idx.tolist()) if m[i]]
+        cd = got.cols.get(cid)
+        have = [] if cd is None else list(zip(cd.pos.tolist(), cd.values.to_pylist(), strict=True))
+        assert have == want
+
+
 @given(
     n=st.integers(0, 30),
     cuts=st.lists(st.integers(0, 30), max_size=4),

@@ -283,6 +283,8 @@ def deltas_of(stores: Sequence[DeltaMemStore]) -> list[Deltas]:
     vectorized pass: a delta flush reads every store, and their runs number batches x
     rowsets touched, too many to cut one by one (each cut is a few numpy calls per
     column). Costs a Python append per run and numpy work per event of the batches."""
+    if len(stores) == 1:  # its runs cut one by one: less than gathering from batches
+        return [stores[0].deltas()]
     for st in stores:
         st._settle()
     snaps: list[tuple[list[Deltas | tuple[Deltas, int, int]], int]] = []

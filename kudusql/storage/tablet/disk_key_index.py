@@ -179,17 +179,17 @@ class DiskKeyIndex:
         # probe would add ~80 ns to the search. Rowsets of a sequential load overlap only
         # where a merge skipped one, and its new keys lie past every rowset (no pair):
         # probing every pair of a batch for those few was 5-10% of such a writer's time.
-        ruled_out = np.bincount(spos, minlength=len(svals))[spos] > 1  # to probe, first
+        to_probe = np.bincount(spos, minlength=len(svals))[spos] > 1
         if absent is not None:
-            ruled_out |= absent[bpos]
-        probe_at = np.flatnonzero(ruled_out)
+            to_probe |= absent[bpos]
+        probe_at = np.flatnonzero(to_probe)
         if len(probe_at):
             blooms = self._bloom_set()
             if blooms is None:
                 return None
             h1, h2, key = probe.pair_hashes(bpos[probe_at])
-            ruled_out[probe_at] = ~blooms.may_contain_hashes(which[probe_at], h1, h2, key)
-            maybe = ~ruled_out  # pairs not probed, and those the filters kept
+            maybe = np.ones(len(which), dtype=bool)  # pairs not probed stay
+            maybe[probe_at] = blooms.may_contain_hashes(which[probe_at], h1, h2, key)
             which, spos, bpos = which[maybe], spos[maybe], bpos[maybe]
         rowid = np.full(len(which), -1, dtype=np.int64)
         alive = np.zeros(len(which), dtype=bool)
