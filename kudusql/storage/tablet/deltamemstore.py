@@ -245,10 +245,10 @@ def _gather(
     concatenated, the runs ordered by store (stable: each store's runs stay in apply
     order) and gathered in one ``take``. Returns ``append_runs``'s arguments (the
     stores, the gathered events, each store's start, stop and bytes in them), None if
-    there are no events. Each store keeps its
-    run of the gathered events uncut: cutting them was a ``Deltas`` per store per
-    settle, and a delta flush then concatenated those one by one (hundreds of stores,
-    ten settles a second); from runs it gathers once per settle instead."""
+    there are no events. Each store keeps its run of the gathered events uncut: cutting
+    them was a ``Deltas`` per store per settle, and a delta flush then concatenated
+    those one by one (hundreds of stores, ten settles a second); from runs it gathers
+    once per settle instead."""
     stores = [s for e in entries for s in e[0]]
     sizes = np.array([len(e[1]) for e in entries], dtype=np.int64)
     per_entry = np.array([len(e[0]) for e in entries], dtype=np.int64)
