@@ -523,3 +523,37 @@ def test_zone_maps_exact_for_dict_and_decimal_pages(tmp_path: Path) -> None:
                 r.read_all().combine_chunks(), pa.concat_arrays([p.slice(1) for p in pages])
             )
             r.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.sampled_from([4, 8]),
+    values=st.lists(st.binary(min_size=8, max_size=8), min_size=1, max_size=60),
+    skip=st.integers(0, 3),
+    as_string=st.booleans(),
+)
+def test_zone_maps_of_word_width_pages_equal_pc_min_max(
+    tmp_path_factory: pytest.TempPathFactory,
+    width: int,
+    values: list[bytes],
+    skip: int,
+    as_string: bool,
+) -> None:
+    """Pages whose values are all 4 or 8 bytes (integer primary-key files) get their
+    zone maps from machine-word comparisons; they equal Arrow's string comparisons,
+    with NUL and 0xff bytes, on sliced pages, and for string columns."""
+    import pyarrow.compute as pc
+
+    vals = [v[:width] for v in values]
+    t = pa.string() if as_string else pa.binary()
+    if as_string:
+        vals = [bytes(b & 0x7F for b in v) for v in vals]  # valid UTF-8
+    page = pa.array([v.decode() if as_string else v for v in vals], t)
+    page = page.slice(min(skip, len(page) - 1))
+    path = tmp_path_factory.mktemp("words") / "c.cfile"
+    write(path, t, [page])
+    r = CFileReader(str(path), t)
+    mm = pc.min_max(page)
+    assert r.page_mins[0].as_py() == mm["min"].as_py()
+    assert r.page_maxs[0].as_py() == mm["max"].as_py()
+    r.close()

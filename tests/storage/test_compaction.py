@@ -941,8 +941,59 @@ def test_merge_key_order_is_key_then_delete_time(width: int, data: Any) -> None:
         st.lists(st.sampled_from([5, 9, 2**64 - 1]), min_size=len(keys), max_size=len(keys))
     )
     del_ts = np.array(ts, dtype=np.uint64)
-    order, same_next = compaction._key_order(pa.array(keys, pa.binary()), del_ts)
+    order, same_next, take = compaction._key_order(pa.array(keys, pa.binary()), del_ts)
     want = sorted(range(len(keys)), key=lambda i: (keys[i], ts[i]))
     assert order.tolist() == want
     sk = [keys[i] for i in want]
     assert same_next.tolist() == [a == b for a, b in itertools.pairwise(sk)] + [False]
+    # the merge's output keys: taken as machine words (4 or 8 bytes) or by Arrow
+    idx = np.array(data.draw(st.lists(st.sampled_from(range(len(keys))), max_size=20)))
+    got = take(idx.astype(np.int64))
+    assert got.type == pa.binary()
+    assert got.to_pylist() == [keys[i] for i in idx.tolist()]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    rowids=st.lists(st.integers(0, 49), max_size=80),
+    cuts=st.sets(st.integers(1, 49), max_size=5),
+    data=st.data(),
+)
+def test_split_by_rowid_cuts_events_into_output_rowsets(
+    rowids: list[int], cuts: set[int], data: Any
+) -> None:
+    """``split_by_rowid`` (how a merge's or flush's UNDO and REDO events reach the
+    output rowsets it rolls to) gives each row range exactly its events, in their
+    order, renumbered from the range's first row, with the column values they set."""
+    from kudusql.storage.tablet.delta import ColumnDelta, Deltas
+    from kudusql.storage.tablet.rowset_writer import split_by_rowid
+
+    n = len(rowids)
+    sets = {cid: data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) for cid in (1, 2)}
+    cols = {
+        cid: ColumnDelta(np.flatnonzero(m), pa.array(np.flatnonzero(m) * 10 + cid))
+        for cid, m in sets.items()
+        if any(m)
+    }
+    d = Deltas(
+        np.array(rowids, dtype=np.int64),
+        np.arange(n, dtype=np.uint64),
+        np.arange(n, dtype=np.int64),
+        np.zeros(n, dtype=np.uint8),
+        cols,
+    )
+    starts = [0, *sorted(cuts)]
+    parts = split_by_rowid(d, starts)
+    assert len(parts) == len(starts)
+    bounds = [*starts[1:], 50]
+    for part, lo, hi in zip(parts, starts, bounds, strict=True):
+        want = [i for i, r in enumerate(rowids) if lo <= r < hi]  # event order kept
+        assert (part.rowid + lo).tolist() == [rowids[i] for i in want]
+        assert part.seq.tolist() == want
+        for cid, m in sets.items():
+            expect = [(j, i * 10 + cid) for j, i in enumerate(want) if m[i]]
+            cd = part.cols.get(cid)
+            have = (
+                [] if cd is None else list(zip(cd.pos.tolist(), cd.values.to_pylist(), strict=True))
+            )
+            assert have == expect

@@ -85,6 +85,8 @@ def _page_stats(
     DICT page's dictionary): min/max over it are the page's, at a fraction of the cost.
     """
     t = arr.type
+    if t in _NUMPY_FLOATS:
+        return _float_stats(arr)
     nans = 0
     if pa.types.is_floating(t):
         nans = int(pc.sum(pc.cast(pc.is_nan(arr), pa.int64())).as_py() or 0)
@@ -92,8 +94,46 @@ def _page_stats(
         return nans, None, None
     if pa.types.is_decimal(t) and t.bit_width == 128:
         return nans, *_decimal128_min_max(arr)
+    if dictionary is None and arr.null_count == 0 and _is_binary(t):
+        word = _word_min_max(arr)
+        if word is not None:
+            return nans, *word
     mm = pc.min_max(dictionary if dictionary is not None else arr)
     return nans, mm["min"], mm["max"]
+
+
+#: Float types whose stats numpy computes (``pc.min_max`` of a 32k-value float64 page
+#: took 216 us, its NaN count 124; numpy does both in 27).
+_NUMPY_FLOATS = {pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    return bool(pa.types.is_binary(t) or pa.types.is_string(t))
+
+
+def _float_stats(arr: pa.Array[Any]) -> tuple[int, pa.Scalar[Any] | None, pa.Scalar[Any] | None]:
+    """``_page_stats`` of a float32/float64 page: NaN count, min and max of the other
+    non-NULL values (``fmin``/``fmax`` skip NaNs)."""
+    vals = np.frombuffer(fixed_values(arr, type_info(arr.type)), dtype=_NUMPY_FLOATS[arr.type])
+    if arr.null_count:
+        vals = vals[arr.is_valid().to_numpy(zero_copy_only=False)]
+    nans = int(np.count_nonzero(np.isnan(vals)))
+    if len(vals) - nans <= 0:
+        return nans, None, None
+    lo, hi = np.fmin.reduce(vals), np.fmax.reduce(vals)
+    return nans, pa.scalar(lo, arr.type), pa.scalar(hi, arr.type)
+
+
+def _word_min_max(arr: pa.Array[Any]) -> tuple[pa.Scalar[Any], pa.Scalar[Any]] | None:
+    """Min and max of a NULL-free binary/string page whose values are all 4 or 8 bytes
+    (a primary-key file of an integer key), compared as machine words (``key_array``:
+    memcmp order); None for other pages. ``pc.min_max`` compares them as strings:
+    1.1 ms for a page of 32k 8-byte keys."""
+    width = key_array.fixed_width(arr)
+    if width not in key_array.WORD_WIDTHS:
+        return None
+    words = key_array.sortable(var_parts(arr)[1], width, len(arr))
+    return arr[int(words.argmin())], arr[int(words.argmax())]
 
 
 _DEC128 = np.dtype([("lo", "<u8"), ("hi", "<i8")])

@@ -25,6 +25,8 @@ from kudusql.storage.cfile.encodings import var_parts
 
 #: The block-cache "page number" the whole-file array is kept under.
 WHOLE_FILE_ENTRY = -1
+#: Key widths held as native unsigned machine words (``sortable``).
+WORD_WIDTHS = (4, 8)
 
 
 def fixed_width(arr: pa.Array[Any]) -> int:
@@ -50,7 +52,7 @@ def sortable(data: Any, width: int, count: int) -> np.ndarray:
 
 def to_raw(values: np.ndarray, width: int) -> np.ndarray:
     """Inverse of ``sortable``: the values as ``S{width}`` strings of their bytes."""
-    if width in (4, 8):
+    if width in WORD_WIDTHS:
         return np.ascontiguousarray(values, dtype=f">u{width}").view(f"S{width}")
     return values
 

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from kudusql.common.schema import Schema
@@ -58,8 +59,11 @@ def write_rowsets(
         return []
     per_row = max(1, rows.nbytes // n + len(keys.buffers()[-1] or b"") // max(n, 1))
     rows_per_rowset = rowset_rows(per_row, opts) or n
+    starts = list(range(0, n, rows_per_rowset))
+    undos = split_by_rowid(undo, starts)
+    redos = split_by_rowid(redo, starts)
     metas = []
-    for i, start in enumerate(range(0, n, rows_per_rowset)):
+    for i, start in enumerate(starts):
         stop = min(n, start + rows_per_rowset)
         metas.append(
             _write_one(
@@ -68,8 +72,8 @@ def write_rowsets(
                 schema,
                 rows.slice(start, stop - start),
                 keys.slice(start, stop - start),
-                _slice_deltas(undo, start, stop),
-                _slice_deltas(redo, start, stop),
+                undos[i],
+                redos[i],
                 opts,
                 pool,
             )
@@ -77,12 +81,22 @@ def write_rowsets(
     return metas
 
 
-def _slice_deltas(d: Deltas, start: int, stop: int) -> Deltas:
-    if not len(d):
-        return d
-    mask = (d.rowid >= start) & (d.rowid < stop)
-    out = d.select(mask)
-    return Deltas(out.rowid - start, out.ts, out.seq, out.op, out.cols)
+def split_by_rowid(d: Deltas, starts: list[int]) -> list[Deltas]:
+    """``d``'s events cut into the row ranges that begin at the ascending ``starts``
+    (the first is 0), each renumbered from its range's first row, events kept in their
+    order within a range. One stable sort and one ``take`` for all ranges (a mask per
+    output rowset was 7% of a merge of seven)."""
+    if not len(d) or len(starts) == 1:
+        return [d] * len(starts)
+    part = np.searchsorted(np.asarray(starts[1:], dtype=np.int64), d.rowid, "right")
+    if len(part) > 1 and bool(np.any(part[1:] < part[:-1])):
+        order = np.argsort(part, kind="stable")
+        d, part = d.take(order), part[order]
+    cuts = np.searchsorted(part, np.arange(1, len(starts))).tolist()
+    return [
+        Deltas(p.rowid - start, p.ts, p.seq, p.op, p.cols) if start else p
+        for p, start in zip(d.split(cuts), starts, strict=True)
+    ]
 
 
 def _write_one(
