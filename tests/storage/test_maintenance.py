@@ -574,3 +574,41 @@ def test_merge_offer_follows_the_rowsets_between_polls(tmp_path: Any) -> None:
         assert not merge_offered()
     finally:
         t.close()
+
+
+def test_wal_kept_for_the_grace_period_does_not_make_flushes_run_again(tmp_path: Any) -> None:
+    """A flush op is chosen for the log by the WAL its stores anchor (Kudu's replay
+    size from the op's log anchor), not by the whole WAL: segments that only the file
+    grace period keeps are no store's to free. Counting the whole WAL, both flush ops
+    stayed above the target after flushing, and every poll flushed the MemRowSet again
+    (a sustained writer with the default 60 s grace got a rowset of a few thousand rows
+    per poll)."""
+    target = 64 * 1024
+    mm = MaintenanceManager(enabled=False, log_target_replay_bytes=target)
+    t = make(tmp_path, file_grace_s=3600, wal_segment_bytes=16 * 1024)
+    t.attach(mm)
+    for b in range(80):
+        t.insert(rows_batch(b * 100, 100))
+    t.flush()
+    t.update(kv(list(range(0, 8000, 3)), [1] * 2667))
+    t.flush_deltas()
+    assert t.wal_size() > 2 * target  # kept: the grace period has not passed
+    t.insert(rows_batch(10_000, 20))  # a small, young MemRowSet: not due
+    t.update(kv([5, 6], [2, 2]))
+    ops = {o.name: o for o in t.maintenance_ops()}
+    assert 0 < ops["flush_mrs"].logs_retained < target
+    assert 0 < ops["flush_deltas"].logs_retained < target
+    rowsets = drs_ids(t)
+    for _ in range(6):
+        ran = mm.run_once()
+        assert ran is None or ran.name not in ("flush_mrs", "flush_deltas"), ran.name
+    assert drs_ids(t) == rowsets
+    # A store that does anchor more than the target is flushed for it, once.
+    for b in range(80):
+        t.insert(rows_batch(20_000 + b * 100, 100))
+    ran = mm.run_once()
+    assert ran is not None and ran.name == "flush_mrs"
+    assert t.stats()["memrowset_rows"] == 0
+    assert {o.name for o in t.maintenance_ops()}.isdisjoint({"flush_mrs"})
+    assert t.count_rows() == 8000 + 20 + 8000
+    t.close()

@@ -1143,6 +1143,13 @@ class Tablet(WriteShortcuts):
     def wal_size(self) -> int:
         return self._log.size_bytes if self._log is not None else 0
 
+    def wal_anchored(self, min_seq: int | None) -> int:
+        """WAL bytes a store whose first event is ``min_seq`` keeps from deletion (0 for
+        an empty store): its flush may let them go (``Log.bytes_from``)."""
+        if self._log is None or min_seq is None:
+            return 0
+        return self._log.bytes_from(min_seq)
+
     def _write_opts(self) -> RowSetWriteOptions:
         o = self.options
         return RowSetWriteOptions(o.rowset_target_bytes, o.rows_per_page, o.sync, o.bloom_fp_rate)

@@ -567,6 +567,14 @@ class Log:
         with self._lock:
             return sum(s.size for s in self._old) + self._cur.size
 
+    def bytes_from(self, seq: int) -> int:
+        """Bytes of the segments a replay from ``seq`` reads: the current one and every
+        closed one holding a record at or after ``seq`` (what a store whose first event
+        is ``seq`` anchors, as Kudu's replay size of a log anchor)."""
+        with self._lock:
+            older = (s.size for s in self._old if s.last_seq is not None and s.last_seq >= seq)
+            return sum(older) + self._cur.size
+
     @property
     def fsync_count(self) -> int:
         """fsyncs of segment files issued by this Log (appends, group commits, rolls, ...)."""
