@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from kudusql.common.errors import CorruptionError, OperationalError
@@ -364,3 +366,41 @@ def test_a_worker_whose_parent_stopped_reading_exits_quietly() -> None:
         p.wait()
         p.stdin.close()
         p.stderr.close()
+
+
+def test_messages_cross_the_pipe_with_their_arrays_out_of_band() -> None:
+    """The pipe protocol carries contiguous arrays out of band (not copied into the
+    pickle) and everything else in band: what arrives equals what was sent, a strided
+    view and a sliced Arrow array included; a stream cut anywhere reads as its end."""
+    import io
+    import pickle
+
+    from kudusql.storage.tablet.delta import ColumnDelta, Deltas
+
+    big = np.arange(1_000_000, dtype=np.int64)
+    strided = big[::3]  # not contiguous: pickled in band
+    words = pa.array([f"w{i}" for i in range(5_000)]).slice(100, 2_000)
+    d = Deltas(
+        big[:10],
+        big[:10].astype(np.uint64),
+        big[:10],
+        np.zeros(10, np.uint8),
+        {3: ColumnDelta(np.arange(4), pa.array([1.5, None, 2.5, 3.5]))},
+    )
+    msg = ("ok", {"big": big, "strided": strided, "words": words, "d": d, "n": 7})
+    sink = io.BytesIO()
+    compaction_worker._send(sink, msg)
+    raw = sink.getvalue()
+    assert len(raw) < len(pickle.dumps(msg, protocol=5)) + 1024  # nothing sent twice
+    (pickled_len, count) = compaction_worker._HEAD.unpack_from(raw)
+    assert count >= 2 and pickled_len < strided.nbytes + 64 * 1024  # big went out of band
+    kind, got = compaction_worker._receive(io.BufferedReader(io.BytesIO(raw)))
+    assert kind == "ok" and got["n"] == 7
+    assert np.array_equal(got["big"], big) and np.array_equal(got["strided"], strided)
+    assert got["words"].equals(words)
+    assert np.array_equal(got["d"].rowid, d.rowid)
+    assert got["d"].cols[3].values.equals(d.cols[3].values)
+    got["big"][0] = -1  # arrives writable, in its own memory
+    assert big[0] == 0
+    for cut in (0, 5, compaction_worker._HEAD.size + 3, len(raw) // 2, len(raw) - 1):
+        assert compaction_worker._receive(io.BufferedReader(io.BytesIO(raw[:cut]))) is None
