@@ -404,3 +404,37 @@ def test_messages_cross_the_pipe_with_their_arrays_out_of_band() -> None:
     assert big[0] == 0
     for cut in (0, 5, compaction_worker._HEAD.size + 3, len(raw) // 2, len(raw) - 1):
         assert compaction_worker._receive(io.BufferedReader(io.BytesIO(raw[:cut]))) is None
+
+
+@pytest.mark.parametrize("in_worker", [False, True])
+def test_new_rowsets_come_with_their_sorted_keys_cached(tmp_path: Any, in_worker: bool) -> None:
+    """A flush's and a merge's new rowsets have their key files' sorted arrays in the
+    block cache, as the job had them, equal to what decoding the files builds: the
+    writer's first lookups in them do not decode the files just written."""
+    from kudusql.storage.cfile import key_array
+
+    worker = CompactionWorker() if in_worker else None
+    t = make(tmp_path)
+    try:
+        for k in range(3):  # overlapping rowsets
+            t.insert(kv(list(range(k, 3000, 3)), list(range(1000))))
+            t.flush(worker=worker)
+        assert t.compact(drs_ids(t), worker=worker) == 3
+        t.insert(kv(list(range(5000, 5400)), list(range(400))))
+        t.flush(worker=worker)
+        rowsets = t._rowsets.drs
+        assert len(rowsets) >= 2
+        for d in rowsets:
+            reader = d.key_reader()
+            cached = t.cache.get((reader.uid, key_array.WHOLE_FILE_ENTRY))
+            assert cached is not None, d.id
+            got, width = key_array.from_arrow(cached)
+            built = key_array.build(reader.read_all().chunks)
+            assert built is not None and width == built[1] == 8
+            assert np.array_equal(got, built[0])
+        got_keys = sorted(r["key"] for r in t.scan(["key"]).read_all().to_pylist())
+        assert got_keys == [*range(3000), *range(5000, 5400)]
+    finally:
+        t.close()
+        if worker is not None:
+            worker.close()

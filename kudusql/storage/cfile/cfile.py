@@ -667,6 +667,13 @@ class CFileReader:
         cache.put(entry, key_array.to_arrow(*built))
         return built
 
+    def seed_whole_keys(self, keys: np.ndarray, width: int) -> None:
+        """Cache ``keys`` (this file's values in ``key_array`` form, as its writer had
+        them) as what ``whole_keys`` would build, so that the first lookups do not
+        decode the file just written."""
+        if self.cache is not None:
+            self.cache.put((self.uid, key_array.WHOLE_FILE_ENTRY), key_array.to_arrow(keys, width))
+
     def _find_fixed(
         self,
         keys: npt.NDArray[np.bytes_],

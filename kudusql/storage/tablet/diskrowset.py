@@ -691,3 +691,11 @@ def _repeat(col: ColumnSchema, value: Any, n: int) -> pa.Array[Any]:
 
 def project_schema(schema: Schema, names: list[str] | None) -> list[ColumnSchema]:
     return list(schema.columns) if names is None else [schema.column(n) for n in names]
+
+
+def seed_keys(rowsets: Sequence[DiskRowSet], keys: Sequence[tuple[np.ndarray, int] | None]) -> None:
+    """Give each new rowset's key reader its sorted key array as the job that wrote the
+    rowset had it (``compaction_worker.sorted_keys``; None: keys of mixed widths)."""
+    for d, k in zip(rowsets, keys, strict=True):
+        if k is not None and d.num_rows:
+            d.key_reader().seed_whole_keys(*k)

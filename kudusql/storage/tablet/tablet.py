@@ -57,7 +57,13 @@ from kudusql.storage.tablet.compaction_worker import CompactionWorker, DeltaFile
 from kudusql.storage.tablet.delta import Deltas
 from kudusql.storage.tablet.deltafile import write_delta_file
 from kudusql.storage.tablet.deltamemstore import PendingRuns, deltas_of
-from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, rowset_dir
+from kudusql.storage.tablet.diskrowset import (
+    DeltaFileMeta,
+    DiskRowSet,
+    RowSetMeta,
+    rowset_dir,
+    seed_keys,
+)
 from kudusql.storage.tablet.key_bounds import key_bounds
 from kudusql.storage.tablet.log_record import KIND_MRS, encode_rows
 from kudusql.storage.tablet.maintenance import (
@@ -983,6 +989,7 @@ class Tablet(WriteShortcuts):
             with self._write_lock:
                 self.check_healthy()  # the outputs stay unlisted: the reload removes them
                 new = [DiskRowSet(self.path, m, self.cache, self._pending) for m in metas]
+                seed_keys(new, fr.keys)
                 # Mutations that reached the frozen MemRowSet during the flush move to the
                 # new rowsets, and are written out at once: their WAL records name the
                 # frozen MemRowSet, which is durable from the moment the superblock says so.

@@ -41,7 +41,7 @@ from kudusql.storage.tablet.compaction_worker import (
 )
 from kudusql.storage.tablet.delta import concat_deltas
 from kudusql.storage.tablet.deltamemstore import deltas_of
-from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta, seed_keys
 from kudusql.storage.tablet.maintenance import (
     MaintenanceManager,
     MaintenanceOp,
@@ -187,6 +187,7 @@ class TabletMaintainer:
         with self.t._write_lock:
             self.t.check_healthy()  # before moving late mutations; the outputs stay unlisted
             new = [DiskRowSet(self.t.path, m, self.t.cache, self.t._pending) for m in metas]
+            seed_keys(new, merged.keys)
             late_parts = []
             # The writes made during the merge, cut from their batches in one pass (this
             # holds the write lock; see ``deltas_of``).
