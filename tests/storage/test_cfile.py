@@ -551,9 +551,40 @@ def test_zone_maps_of_word_width_pages_equal_pc_min_max(
     page = pa.array([v.decode() if as_string else v for v in vals], t)
     page = page.slice(min(skip, len(page) - 1))
     path = tmp_path_factory.mktemp("words") / "c.cfile"
-    write(path, t, [page])
+    write(path, t, [page], encoding=Encoding.PLAIN)  # no dictionary: the word path
     r = CFileReader(str(path), t)
     mm = pc.min_max(page)
     assert r.page_mins[0].as_py() == mm["min"].as_py()
     assert r.page_maxs[0].as_py() == mm["max"].as_py()
+    r.close()
+
+
+@pytest.mark.parametrize("t", [pa.float32(), pa.float64()])
+def test_float_zone_maps_of_sliced_pages_equal_arrow(tmp_path: Path, t: pa.DataType) -> None:
+    """Float zone maps (numpy's ``fmin``/``fmax``, NaNs counted apart) of pages that
+    start inside their buffers, with NULLs, NaNs, infinities and both zeros, equal
+    the pages' own NaN count and the min and max of their other values."""
+
+    rng = np.random.default_rng(5)
+    specials = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, None]
+    values = [
+        specials[i] if i < len(specials) else float(v)
+        for i, v in zip(rng.integers(0, 12, 400), rng.normal(size=400), strict=True)
+    ]
+    whole = pa.array(values, t)
+    pages = [
+        whole.slice(3, 150),
+        whole.slice(157, 200),
+        pa.array([None, float("nan")], t),
+        pa.array([-0.0, 0.0], t),
+    ]
+    path = tmp_path / "f.cfile"
+    write(path, t, pages)
+    r = CFileReader(str(path), t)
+    for i, p in enumerate(pages):
+        vals = [v for v in p.to_pylist() if v is not None]
+        assert r.nan_counts[i] == sum(math.isnan(v) for v in vals)
+        vals = [v for v in vals if not math.isnan(v)]
+        assert r.page_mins[i].as_py() == (min(vals) if vals else None), i
+        assert r.page_maxs[i].as_py() == (max(vals) if vals else None), i
     r.close()

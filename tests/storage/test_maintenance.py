@@ -612,3 +612,25 @@ def test_wal_kept_for_the_grace_period_does_not_make_flushes_run_again(tmp_path:
     assert {o.name for o in t.maintenance_ops()}.isdisjoint({"flush_mrs"})
     assert t.count_rows() == 8000 + 20 + 8000
     t.close()
+
+
+def test_a_delta_flush_offers_the_wal_of_the_stores_it_flushes(tmp_path: Any) -> None:
+    """When only the due DeltaMemStores are flushed, the op's WAL retention is what
+    those stores anchor: an older store that is not due keeps its segments, and
+    counting them would choose the op for the log at every poll until it came due."""
+    t = make(tmp_path, flush_threshold_bytes=40_000, flush_threshold_s=3600, wal_segment_bytes=4096)
+    t.insert(kv(list(range(2000)), list(range(2000))))
+    t.flush()
+    t.insert(kv(list(range(5000, 7000)), list(range(2000))))
+    t.flush()
+    a, b = t._rowsets.drs
+    t.update(kv([1], [1]))  # rowset a: a small, young store, the oldest event
+    for _ in range(6):  # rowset b: past the flush size, so due
+        t.update(kv(list(range(5000, 7000, 2)), [2] * 1000))
+    assert a.dms.min_seq is not None and b.dms.min_seq is not None
+    assert t.wal_anchored(a.dms.min_seq) > t.wal_anchored(b.dms.min_seq)
+    (op,) = [o for o in t.maintenance_ops() if o.name == "flush_deltas"]
+    assert op.perf_improvement > 0 and op.logs_retained == t.wal_anchored(b.dms.min_seq)
+    op.run()
+    assert b.dms.is_empty() and not a.dms.is_empty()  # only the due store was flushed
+    t.close()

@@ -574,3 +574,21 @@ def test_injected_faults(tmp_path: Path, point: str) -> None:
     with Log(d) as log2:
         log2.append(1000, 0, b"ok")
     assert [r.seq for r in read_log(d)] == [*seqs, 1000]
+
+
+def test_bytes_from_counts_what_gc_keeps(tmp_path: Path) -> None:
+    """``bytes_from(seq)`` (the WAL a store whose first event is ``seq`` anchors) counts
+    exactly the segments ``gc`` keeps while ``seq`` is not durable: a record's seq is
+    its batch's first, so the segment holding batch 10 (seqs 10-14) counts for a store
+    that starts at 12, though its last recorded seq is 10."""
+    log = Log(str(tmp_path), segment_size=200)
+    for seq in (1, 5, 10, 15, 20):  # one record per segment: each append rolls
+        log.append(seq, seq, b"x" * 100)
+    sizes = [s.size for s in log.segments()]
+    assert len(sizes) == 5 and [s.first_seq for s in log.segments()] == [1, 5, 10, 15, 20]
+    for seq, first_kept in ((1, 0), (4, 0), (5, 1), (12, 2), (14, 2), (15, 3), (21, 4)):
+        assert log.bytes_from(seq) == sum(sizes[first_kept:]), seq
+    log.gc(11)  # 12 is the first seq not durable: the segment of batch 10 stays
+    assert [s.first_seq for s in log.segments()] == [10, 15, 20]
+    assert log.bytes_from(12) == log.size_bytes
+    log.close()

@@ -118,6 +118,7 @@ class MergeJob:
     ahm: int
     first_id: int
     options: RowSetWriteOptions
+    want_keys: bool = True  # hand back the outputs' sorted keys (``sorted_keys``)
 
     def run(
         self, rowsets: Sequence[DiskRowSet] | None = None, pool: ThreadPoolExecutor | None = None
@@ -150,9 +151,8 @@ class MergeJob:
             self.options,
             pool,
         )
-        return MergeResult(
-            metas, merged.rowid_maps, merged.rows_dropped, sorted_keys(merged.keys, metas)
-        )
+        keys = sorted_keys(merged.keys, metas) if self.want_keys else [None] * len(metas)
+        return MergeResult(metas, merged.rowid_maps, merged.rows_dropped, keys)
 
 
 @dataclass
@@ -304,6 +304,7 @@ class FlushJob:
     view: MemRowSetView
     first_id: int
     options: RowSetWriteOptions
+    want_keys: bool = True  # hand back the new rowsets' sorted keys (``sorted_keys``)
 
     def run(self, pool: ThreadPoolExecutor | None = None) -> FlushResult:
         fi = prepare_flush(self.view, self.schema)
@@ -318,7 +319,8 @@ class FlushJob:
             self.options,
             pool,
         )
-        return FlushResult(metas, fi.slot_to_rowid, sorted_keys(fi.keys, metas))
+        keys = sorted_keys(fi.keys, metas) if self.want_keys else [None] * len(metas)
+        return FlushResult(metas, fi.slot_to_rowid, keys)
 
 
 @dataclass
@@ -352,6 +354,10 @@ Job = MergeJob | DeltaCompactionJob | FlushJob | DeltaFilesJob
 # then the pickle, then the buffers. Pickled in band, a job's or result's arrays were
 # copied into one bytes object while the GIL was held (~45 ms for 64 MB, the sender's
 # thread holding up the writer), and copied out of it again on the other side.
+# The arrays are read while they are written to the pipe, with the GIL released, not
+# copied at ``dumps``: what a job or result carries must not change while it is sent
+# (a frozen MemRowSet's view, frozen DeltaMemStores' events and a job's results are
+# never written to again).
 _HEAD = struct.Struct("<QI")
 
 

@@ -983,13 +983,21 @@ class Tablet(WriteShortcuts):
                 view = frozen.view()
                 cutoff_seq = frozen.max_seq
             first_id = self.meta.next_rowset_id
-            job = FlushJob(self.path, self.schema, view, first_id, self._write_opts())
+            job = FlushJob(
+                self.path,
+                self.schema,
+                view,
+                first_id,
+                self._write_opts(),
+                want_keys=self.cache is not None,
+            )
             fr = worker.run(job) if worker is not None else job.run(self._pool)
             metas = fr.metas
+            # Opened and seeded before the lock; unlisted until published below.
+            new = [DiskRowSet(self.path, m, self.cache, self._pending) for m in metas]
+            seed_keys(new, fr.keys)
             with self._write_lock:
                 self.check_healthy()  # the outputs stay unlisted: the reload removes them
-                new = [DiskRowSet(self.path, m, self.cache, self._pending) for m in metas]
-                seed_keys(new, fr.keys)
                 # Mutations that reached the frozen MemRowSet during the flush move to the
                 # new rowsets, and are written out at once: their WAL records name the
                 # frozen MemRowSet, which is durable from the moment the superblock says so.
@@ -1148,14 +1156,16 @@ class Tablet(WriteShortcuts):
         lg.gc(ripe[-1])
 
     def wal_size(self) -> int:
-        return self._log.size_bytes if self._log is not None else 0
+        lg = self._log  # read once: a close may clear it meanwhile
+        return lg.size_bytes if lg is not None else 0
 
     def wal_anchored(self, min_seq: int | None) -> int:
         """WAL bytes a store whose first event is ``min_seq`` keeps from deletion (0 for
         an empty store): its flush may let them go (``Log.bytes_from``)."""
-        if self._log is None or min_seq is None:
+        lg = self._log
+        if lg is None or min_seq is None:
             return 0
-        return self._log.bytes_from(min_seq)
+        return lg.bytes_from(min_seq)
 
     def _write_opts(self) -> RowSetWriteOptions:
         o = self.options

@@ -181,13 +181,15 @@ class TabletMaintainer:
             self.t.ancient_history_mark(),
             self.t.meta.next_rowset_id,
             self.t._write_opts(),
+            want_keys=self.t.cache is not None,
         )
         merged = worker.run(job) if worker is not None else job.run(inputs, self.t._pool)
         metas, first_id = merged.metas, job.first_id
+        # Opened and seeded before the lock; unlisted until swapped in below.
+        new = [DiskRowSet(self.t.path, m, self.t.cache, self.t._pending) for m in metas]
+        seed_keys(new, merged.keys)
         with self.t._write_lock:
             self.t.check_healthy()  # before moving late mutations; the outputs stay unlisted
-            new = [DiskRowSet(self.t.path, m, self.t.cache, self.t._pending) for m in metas]
-            seed_keys(new, merged.keys)
             late_parts = []
             # The writes made during the merge, cut from their batches in one pass (this
             # holds the write lock; see ``deltas_of``).
@@ -471,16 +473,16 @@ class TabletMaintainer:
         # alike are flushed together (a job per store as each came due was an op a
         # second, each reading the write batches its stores share); when none is due
         # (the op was chosen to free memory or log), all of them.
-        size, score, ripe, first = 0, 0.0, [], None
+        size, score, ripe = 0, 0.0, []
+        first_seqs: dict[int, int] = {}  # rowset id -> its live store's first event
         half_bytes, half_s = o.flush_threshold_bytes / 2, o.flush_threshold_s / 2
         for d in rs.drs:
             x = d.dms
             if x.is_empty():
                 continue
             size += x.bytes
-            s = x.min_seq
-            if s is not None and (first is None or s < first):
-                first = s
+            if x.min_seq is not None:
+                first_seqs[d.id] = x.min_seq
             age = age_s(x.min_ts)
             score = max(
                 score, flush_score(x.bytes, age, o.flush_threshold_bytes, o.flush_threshold_s)
@@ -489,6 +491,11 @@ class TabletMaintainer:
                 ripe.append(d.id)
         if size:
             only = ripe if score > 0 else None
+            # The WAL this op frees is what the stores it flushes anchor: a store left
+            # out (not ripe) keeps its segments, and counting them would choose the op
+            # for the log again at every poll until that store ripened.
+            flushed = first_seqs.values() if only is None else (first_seqs.get(i) for i in only)
+            first = min((f for f in flushed if f is not None), default=None)
             ops.append(
                 MaintenanceOp(
                     "flush_deltas",

@@ -529,13 +529,7 @@ class Log:
             keep: list[_Segment] = []
             deleted = 0
             old = self._old
-            # next_first[i]: the first seq recorded after old[i] (None if none yet)
-            next_first: list[int | None] = [None] * len(old)
-            following = self._cur.first_seq
-            for i in range(len(old) - 1, -1, -1):
-                next_first[i] = following
-                if old[i].first_seq is not None:
-                    following = old[i].first_seq
+            next_first = self._next_firsts()
             for i, s in enumerate(old):
                 nxt = next_first[i]
                 if s.count and (nxt is None or nxt - 1 > durable_seq):
@@ -567,13 +561,30 @@ class Log:
         with self._lock:
             return sum(s.size for s in self._old) + self._cur.size
 
+    def _next_firsts(self) -> list[int | None]:
+        """Per closed segment, the first seq recorded after it (None if none yet). A
+        record's seq is its batch's first, and it covers every seq up to the next
+        record's: a segment covers up to this less one. Lock held."""
+        old = self._old
+        next_first: list[int | None] = [None] * len(old)
+        following = self._cur.first_seq
+        for i in range(len(old) - 1, -1, -1):
+            next_first[i] = following
+            if old[i].first_seq is not None:
+                following = old[i].first_seq
+        return next_first
+
     def bytes_from(self, seq: int) -> int:
         """Bytes of the segments a replay from ``seq`` reads: the current one and every
-        closed one holding a record at or after ``seq`` (what a store whose first event
-        is ``seq`` anchors, as Kudu's replay size of a log anchor)."""
+        closed one with a record covering ``seq`` or later (what a store whose first
+        event is ``seq`` anchors, as Kudu's replay size of a log anchor; ``gc`` keeps
+        exactly these while ``seq`` is not durable)."""
         with self._lock:
-            older = (s.size for s in self._old if s.last_seq is not None and s.last_seq >= seq)
-            return sum(older) + self._cur.size
+            total = self._cur.size
+            for s, nxt in zip(self._old, self._next_firsts(), strict=True):
+                if s.count and (nxt is None or nxt - 1 >= seq):
+                    total += s.size
+            return total
 
     @property
     def fsync_count(self) -> int:
