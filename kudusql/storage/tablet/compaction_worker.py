@@ -151,7 +151,7 @@ class MergeJob:
             self.options,
             pool,
         )
-        keys = sorted_keys(merged.keys, metas) if self.want_keys else [None] * len(metas)
+        keys = sorted_keys(merged.keys, metas, self.want_keys)
         return MergeResult(metas, merged.rowid_maps, merged.rows_dropped, keys)
 
 
@@ -164,7 +164,7 @@ class MergeResult:
 
 
 def sorted_keys(
-    keys: pa.Array[Any], metas: Sequence[RowSetMeta]
+    keys: pa.Array[Any], metas: Sequence[RowSetMeta], wanted: bool = True
 ) -> list[tuple[np.ndarray, int] | None]:
     """Per new rowset, its key file as the sorted array lookups search (``key_array``:
     array and key width; None for keys of mixed widths). The tablet seeds each new key
@@ -172,6 +172,8 @@ def sorted_keys(
     every new rowset at once, and the writer's thread decoded each key file it had just
     had written (7-12 ms for 800k keys; a merge writes up to eight)."""
     out: list[tuple[np.ndarray, int] | None] = []
+    if not wanted:  # the tablet has no block cache to seed
+        return [None] * len(metas)
     start = 0
     for m in metas:
         out.append(key_array.build([keys.slice(start, m.num_rows)]))
@@ -319,7 +321,7 @@ class FlushJob:
             self.options,
             pool,
         )
-        keys = sorted_keys(fi.keys, metas) if self.want_keys else [None] * len(metas)
+        keys = sorted_keys(fi.keys, metas, self.want_keys)
         return FlushResult(metas, fi.slot_to_rowid, keys)
 
 
