@@ -35,7 +35,14 @@ per row, DiskRowSets, REDO and UNDO DeltaFiles, memory held and disk bytes. Repo
 * the run's own tablet, reopened in a fresh process, runs the same warm-up and tenth:
   against the rival it shows what the tablet's state (its rowsets, delta files,
   history) costs; against the last tenth, what the run's process having aged costs;
-* the largest rowset and delta-file counts seen, and what the maintenance thread ran.
+* the largest rowset and delta-file counts seen, and what the maintenance thread ran;
+* **SQLite** (``_SqliteTable``), a B-tree engine with no maintenance to fall behind,
+  runs the same load (same seed, same rounds) for the same time in a fresh process.
+  Whether a tablet's throughput can stay flat while its data grows ten times is not
+  only a question of maintenance: every engine's per-row cost moves as the keys it
+  searches outgrow the CPU's caches. SQLite's own last/first on the same load is the
+  yardstick for that; its table grows less (it writes fewer rows a second), which
+  flatters its ratio, not ours.
 
 At the end the row count is checked against the keys inserted.
 ``tests/storage/test_sustained.py`` (slow marker) runs the same load and asserts only
@@ -47,18 +54,20 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import shutil
+import sqlite3
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from benchmarks.common import Config, Goal, Result, fresh_dir, log, workdir
 from kudusql.common.arrays import sorted_unique
-from kudusql.common.options import TabletOptions
+from kudusql.common.options import TabletOptions, default_block_cache_bytes
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.tablet.maintenance import MaintenanceManager
@@ -143,6 +152,18 @@ def _rows(k: np.ndarray, rng: np.random.Generator) -> pa.Table:
     )
 
 
+class _Written(Protocol):
+    errors: list[Any]
+
+
+class _Target(Protocol):
+    """What the load writes to: a ``Tablet``, or the SQLite rival (``_SqliteTable``)."""
+
+    def insert(self, data: pa.Table) -> _Written: ...
+
+    def update(self, data: pa.Table) -> Any: ...
+
+
 class _Load:
     """The load's rounds: a batch of new keys inserted, a batch of existing keys updated.
 
@@ -172,7 +193,7 @@ class _Load:
         self.errors: list[str] = []
         self._distinct: tuple[int, np.ndarray] | None = None  # (nkeys, distinct keys)
 
-    def round(self, t: Tablet) -> int:
+    def round(self, t: _Target) -> int:
         """Write one round to ``t``; returns the rows written."""
         rng = self.rng
         if self.keys == "random":
@@ -211,6 +232,29 @@ def _manager() -> MaintenanceManager:
     return MaintenanceManager(memory_limit_bytes=256 << 20, poll_interval_s=0.1, history=1 << 20)
 
 
+def _tenths(
+    seconds: float,
+    write_round: Callable[[], int],
+    sample: Callable[[float, float, float], None],
+) -> None:
+    """Call ``write_round`` (it returns the rows it wrote) for ``seconds``; at the end of
+    each tenth call ``sample(at_s, rows_per_s, writer_cpu_us_per_row)`` with that
+    tenth's figures (the time ``sample`` itself takes is in no tenth)."""
+    start = time.monotonic()
+    next_sample, written, last, cpu_last = seconds / SAMPLES, 0, start, time.thread_time()
+    while True:
+        now = time.monotonic() - start
+        if now >= next_sample or now >= seconds:
+            rate = written / max(1e-9, time.monotonic() - last)
+            cpu = (time.thread_time() - cpu_last) * 1e6 / max(1, written)
+            sample(now, rate, cpu)
+            written, last, cpu_last = 0, time.monotonic(), time.thread_time()
+            next_sample += seconds / SAMPLES
+            if now >= seconds:
+                return
+        written += write_round()
+
+
 def sustained(
     path: str, seconds: float, seed: int = 42, keys: str = "random", keep: bool = False
 ) -> SustainedRun:
@@ -224,38 +268,28 @@ def sustained(
     t = Tablet.create(path, SCHEMA, OPTIONS)
     t.attach(mm)
     out = SustainedRun()
-    start = time.monotonic()
-    next_sample, written_since, last = seconds / SAMPLES, 0, start
-    cpu_last = time.thread_time()
+
+    def sample(at_s: float, rows_per_s: float, cpu_us_per_row: float) -> None:
+        rowsets, redo, undo, redo_one, raw = _counts(t)
+        st = t.stats()
+        out.samples.append(
+            Sample(
+                at_s,
+                rows_per_s,
+                rowsets,
+                redo,
+                undo,
+                redo_one,
+                t.memory_bytes(),
+                st["disk_bytes"],
+                raw,
+                cpu_us_per_row,
+                st["average_rowset_height"],
+            )
+        )
+
     try:
-        while True:
-            now = time.monotonic() - start
-            if now >= next_sample or now >= seconds:
-                rowsets, redo, undo, redo_one, raw = _counts(t)
-                st = t.stats()
-                rate = written_since / max(1e-9, time.monotonic() - last)
-                cpu_now = time.thread_time()
-                cpu_per_row = (cpu_now - cpu_last) * 1e6 / max(1, written_since)
-                out.samples.append(
-                    Sample(
-                        now,
-                        rate,
-                        rowsets,
-                        redo,
-                        undo,
-                        redo_one,
-                        t.memory_bytes(),
-                        st["disk_bytes"],
-                        raw,
-                        cpu_per_row,
-                        st["average_rowset_height"],
-                    )
-                )
-                written_since, last, cpu_last = 0, time.monotonic(), time.thread_time()
-                next_sample += seconds / SAMPLES
-                if now >= seconds:
-                    break
-            written_since += load.round(t)
+        _tenths(seconds, lambda: load.round(t), sample)
     finally:
         mm.stop()
     out.errors = load.errors
@@ -378,6 +412,69 @@ def fresh_process_loads(
     return reopened, rival
 
 
+@dataclass
+class _SqliteWritten:
+    errors: list[str] = field(default_factory=list)
+
+
+class _SqliteTable:
+    """The load's writes against SQLite (stdlib ``sqlite3``), the B-tree rival: a file
+    database in WAL mode, ``synchronous=OFF`` (the run's tablets do not fsync either),
+    a page cache as large as the tablet's default block cache, and the table
+    ``t (k INTEGER PRIMARY KEY, a INTEGER, b REAL, s TEXT)``: each key is found in the
+    table's B-tree, with no maintenance to fall behind. Each batch is one transaction of
+    one ``executemany`` (its rows handed over as Python tuples, as SQLite takes them
+    from Python)."""
+
+    def __init__(self, path: str) -> None:
+        self.con = sqlite3.connect(path, isolation_level=None)
+        self.con.execute("PRAGMA journal_mode=WAL")
+        self.con.execute("PRAGMA synchronous=OFF")
+        self.con.execute(f"PRAGMA cache_size=-{default_block_cache_bytes() >> 10}")  # KiB
+        self.con.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, a INTEGER, b REAL, s TEXT)")
+
+    def _batch(self, sql: str, rows: Any) -> _SqliteWritten:
+        self.con.execute("BEGIN")
+        try:
+            self.con.executemany(sql, rows)
+        except sqlite3.IntegrityError as e:  # a key drawn twice: the batch is undone
+            self.con.execute("ROLLBACK")
+            return _SqliteWritten([str(e)])
+        self.con.execute("COMMIT")
+        return _SqliteWritten()
+
+    def insert(self, data: pa.Table) -> _SqliteWritten:
+        cols = [data.column(c).to_pylist() for c in ("k", "a", "b", "s")]
+        return self._batch("INSERT INTO t VALUES (?, ?, ?, ?)", zip(*cols, strict=True))
+
+    def update(self, data: pa.Table) -> _SqliteWritten:
+        k, a = data.column("k").to_pylist(), data.column("a").to_pylist()
+        return self._batch("UPDATE t SET a = ? WHERE k = ?", zip(a, k, strict=True))
+
+    def count_rows(self) -> int:
+        return int(self.con.execute("SELECT count(*) FROM t").fetchone()[0])
+
+
+def sqlite_sustained(path: str, seconds: float, seed: int, keys: str) -> dict[str, Any]:
+    """The run's load (same seed, same rounds) against ``_SqliteTable`` at ``path`` for
+    ``seconds``: per tenth (at_s, rows/s, writer CPU us/row), and the rows it holds
+    against the keys inserted."""
+    load = _Load(keys, seed, capacity=min(int(seconds * 300_000), 1 << 28))
+    db = _SqliteTable(path)
+    samples: list[tuple[float, float, float]] = []
+    _tenths(seconds, lambda: load.round(db), lambda *s: samples.append(s))
+    expected = load.nkeys if keys == "sequential" else len(load.distinct_keys())
+    found = db.count_rows()
+    db.con.close()
+    return {
+        "samples": samples,
+        "rows_expected": expected,
+        "rows_found": found,
+        "errors": load.errors[:3],
+        "version": sqlite3.sqlite_version,
+    }
+
+
 def _in_fresh_process(fn: Any, *args: Any) -> Any:
     """``fn(*args)`` in a spawned interpreter, which exits before this returns: each
     phase of the benchmark has the machine's memory to itself (a process keeps what
@@ -413,7 +510,12 @@ def run(cfg: Config) -> Result:
                 keys_file if keys == "random" else None,
                 seconds / SAMPLES,
             )
+            log(f"{keys} keys: the same load on SQLite for {seconds:g} s")
+            sq = _in_fresh_process(
+                sqlite_sustained, str(wd / "rival.sqlite"), seconds, cfg.seed, keys
+            )
         _report(res, keys, r, reopened, rival)
+        _report_sqlite(res, keys, r, sq)
     return res
 
 
@@ -484,6 +586,34 @@ def _report(
         )
     )
     res.notes.append(f"{keys} keys, maintenance ops run: {r.ops}, seconds: {r.op_seconds}")
+
+
+def _report_sqlite(res: Result, keys: str, r: SustainedRun, sq: dict[str, Any]) -> None:
+    """The run against SQLite's run of the same load (``sqlite_sustained``)."""
+    first, lastp = r.samples[0], r.samples[-1]
+    sq_first, sq_last = sq["samples"][0], sq["samples"][-1]
+    k = f"{keys} keys: "
+    res.add(
+        k + "throughput ratio last/first vs SQLite's",
+        lastp.rows_per_s / first.rows_per_s,
+        sq_last[1] / sq_first[1],
+        unit="x",
+    )
+    res.add(k + "throughput, first tenth vs SQLite", first.rows_per_s, sq_first[1], unit="rows/s")
+    res.add(k + "throughput, last tenth vs SQLite", lastp.rows_per_s, sq_last[1], unit="rows/s")
+    res.add(
+        k + "writer CPU per row, last tenth vs SQLite",
+        lastp.writer_cpu_us_per_row,
+        sq_last[2],
+        unit="us",
+    )
+    res.info[f"{keys}_sqlite"] = sq
+    res.notes.append(
+        f"{keys} keys, SQLite {sq['version']} (s, rows/s, writer CPU us/row): "
+        + "; ".join(f"{at:.0f} {rate:.0f} {cpu:.2f}" for at, rate, cpu in sq["samples"])
+        + f"; rows {sq['rows_found']:,} of {sq['rows_expected']:,} keys inserted"
+        + (f"; errors {sq['errors']}" if sq["errors"] else "")
+    )
 
 
 def summary(r: SustainedRun) -> dict[str, Any]:

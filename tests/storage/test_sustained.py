@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.bench_sustained import KEY_PATTERNS, summary, sustained
+from benchmarks.bench_sustained import KEY_PATTERNS, SAMPLES, sqlite_sustained, summary, sustained
 
 
 @pytest.mark.slow
@@ -32,3 +32,15 @@ def test_sustained_load_stays_bounded(tmp_path: Any, keys: str) -> None:
     assert "flush_mrs" in r.ops, r.ops
     if keys == "random":  # every flush overlaps the rowsets before it
         assert "merge_compaction" in r.ops, r.ops
+
+
+@pytest.mark.parametrize("keys", KEY_PATTERNS)
+def test_sqlite_rival_runs_the_same_load(tmp_path: Any, keys: str) -> None:
+    """The benchmark's SQLite rival writes the load for real: a sample per tenth, and
+    every key inserted is in its table."""
+    r = sqlite_sustained(str(tmp_path / "rival.sqlite"), 1.0, 42, keys)
+    assert not r["errors"]
+    assert len(r["samples"]) == SAMPLES
+    assert all(rate > 0 and cpu > 0 for _, rate, cpu in r["samples"])
+    assert r["rows_expected"] > 0
+    assert r["rows_found"] == r["rows_expected"]
