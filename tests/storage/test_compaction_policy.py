@@ -637,6 +637,56 @@ def test_giving_up_hopeless_spans_changes_no_selection(
     assert got == full
 
 
+@st.composite
+def disjoint_layouts(draw: st.DrawFn) -> tuple[list[RowSetInfo], PolicyOptions]:
+    """Rowsets that overlap at most on a bound key (a sequential load), in any order,
+    with small ones among them."""
+    n = draw(st.integers(2, 40))
+    infos, at = [], 0
+    for i in range(n):
+        at += draw(st.integers(0, 5))
+        length = draw(st.integers(0, 60))
+        size = draw(st.sampled_from([1, 4, 16, 32, 40])) * MIB
+        infos.append(RowSetInfo(i, size, k(at), k(at + length)))
+        at += length
+    order = draw(st.permutations(range(n)))
+    opts = PolicyOptions(
+        budget_mb=draw(st.sampled_from([8, 64, 256])),
+        small_rowset_merge_inputs=draw(st.sampled_from([2, 8, 40])),
+    )
+    return [infos[i] for i in order], opts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(disjoint_layouts(), wide_layouts(), layouts()))
+def test_disjoint_rowsets_skip_the_height_only_search_without_changing_the_choice(
+    case: tuple[list[RowSetInfo], PolicyOptions],
+) -> None:
+    """For rowsets that do not overlap, the search without the small-rowset term finds
+    nothing worth a merge (``_disjoint``), so it is not run: the selection is that of
+    the search that runs it."""
+    infos, opts = case
+    got = select_rowsets(infos, opts)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compaction_policy, "_disjoint", lambda infos: False)
+        full = select_rowsets(infos, opts)
+    assert got == full
+    if compaction_policy._disjoint(infos):
+        height_only = PolicyOptions(
+            budget_mb=opts.budget_mb,
+            small_rowset_tradeoff=0.0,
+            minimum_improvement=compaction_policy._BOUND_SLACK,
+        )
+        assert select_rowsets(infos, height_only).ids == ()
+
+
+def test_disjoint_means_sharing_at_most_a_bound_key() -> None:
+    assert compaction_policy._disjoint([rs(0, 0, 5), rs(1, 5, 5), rs(2, 5, 9), rs(3, 10, 12)])
+    assert compaction_policy._disjoint([rs(3, 10, 12), rs(0, 0, 5)])  # in any order
+    assert not compaction_policy._disjoint([rs(0, 0, 5), rs(1, 4, 9)])
+    assert not compaction_policy._disjoint([rs(0, 0, 9), rs(1, 2, 3)])  # one inside another
+
+
 # --- the tablet's memo of the last selection ---------------------------------------------
 
 

@@ -838,6 +838,19 @@ def test_search_segments_equals_a_search_per_segment(segments: list[list[int]], 
     assert got.tolist() == want
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    width=st.sampled_from([3, 4, 8]),
+    raw=st.lists(st.binary(min_size=8, max_size=8), max_size=30),
+)
+def test_as_binary_gives_back_the_bytes_sortable_read(width: int, raw: list[bytes]) -> None:
+    keys = [r[:width] for r in raw]
+    values = key_array.sortable(b"".join(keys), width, len(keys))
+    got = key_array.as_binary(values, width)
+    assert got.type == pa.binary()
+    assert got.to_pylist() == keys
+
+
 def test_arena_fetches_each_owner_once_and_keeps_placed_arrays_through_moves() -> None:
     class Owner:
         def __init__(self, n: int) -> None:

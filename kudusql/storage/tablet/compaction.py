@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.storage.cfile import key_array
-from kudusql.storage.cfile.encodings import np_buffer, var_parts
+from kudusql.storage.cfile.encodings import var_parts
 from kudusql.storage.tablet.delta import (
     ColumnDelta,
     Deltas,
@@ -239,9 +239,9 @@ def _key_order(
         same_next[:-1] = sv[:-1] == sv[1:]
         if same_next.any():
             order = np.lexsort((del_ts, values))
-        take = keys.take
+        take: Callable[[np.ndarray], pa.Array[Any]] = keys.take
         if width in key_array.WORD_WIDTHS:
-            take = partial(_words_as_keys, values, width)
+            take = partial(_words_at, values, width)
         return order.astype(np.int64, copy=False), same_next, take
     order = np.asarray(
         pc.sort_indices(
@@ -259,11 +259,8 @@ def _key_order(
     return order, same_next, keys.take
 
 
-def _words_as_keys(words: np.ndarray, width: int, idx: np.ndarray) -> pa.Array[Any]:
-    """The encoded keys ``words[idx]`` (``key_array.sortable`` form) as a binary array."""
-    raw = key_array.to_raw(words[idx], width)
-    offsets = np.arange(0, (len(raw) + 1) * width, width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), len(raw), [None, np_buffer(offsets), np_buffer(raw)])
+def _words_at(words: np.ndarray, width: int, idx: np.ndarray) -> pa.Array[Any]:
+    return key_array.as_binary(words[idx], width)
 
 
 def merge_rowsets(inputs: Sequence[MergeInput], key_ids: Sequence[int], ahm: int) -> MergeOutput:

