@@ -41,6 +41,8 @@ def test_sqlite_rival_runs_the_same_load(tmp_path: Any, keys: str) -> None:
     r = sqlite_sustained(str(tmp_path / "rival.sqlite"), 1.0, 42, keys)
     assert not r["errors"]
     assert len(r["samples"]) == SAMPLES
-    assert all(rate > 0 and cpu > 0 for _, rate, cpu in r["samples"])
+    assert all(rate > 0 and cpu > 0 for _, rate, cpu, _ in r["samples"])
+    keys = [n for *_, n in r["samples"]]
+    assert keys == sorted(keys) and keys[-1] == r["rows_expected"]
     assert r["rows_expected"] > 0
     assert r["rows_found"] == r["rows_expected"]
