@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import TextIO
 
@@ -137,6 +138,12 @@ def _batch(shell: Shell, args: argparse.Namespace) -> int:
 def _interactive(shell: Shell, args: argparse.Namespace) -> int:
     from kudusql.shell.repl import Repl, welcome
 
+    # Ctrl-C cancels the running statement (a KeyboardInterrupt in the main thread).
+    # A process started with SIGINT ignored (from a background job of a shell without
+    # job control, as `cmd &` in a script) keeps it ignored, and Python then installs
+    # no handler: Ctrl-C did nothing. As psql does, the interactive shell takes SIGINT
+    # whatever it inherited.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     shell.output.status(welcome(shell))
     Repl(shell, vi=args.vi).loop()
     return 0

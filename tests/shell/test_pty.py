@@ -5,6 +5,7 @@ cancelled with Ctrl-C (the prompt comes back quickly), and Ctrl-D to exit."""
 from __future__ import annotations
 
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -83,3 +84,37 @@ def test_interactive_session(tmp_path: Path) -> None:
     assert "Traceback" not in seen
     history = (tmp_path / "history").read_text()
     assert "SELECT count(*) AS n FROM pets_table;" in history
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_cancels_in_a_shell_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A process started from a background job of a script (``cmd &`` without job
+    control) inherits SIGINT ignored, and Python then leaves it so: Ctrl-C did nothing
+    while a statement ran (found when the CI command was started that way)."""
+    env = shell_env(tmp_path)
+    env["TERM"] = "xterm"
+    child = pexpect.spawn(
+        KUDUSQL,
+        [str(tmp_path / "db")],
+        env=env,
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=20,
+        preexec_fn=_ignore_sigint,
+    )
+    try:
+        child.expect(PROMPT)
+        child.send("SELECT count(*) FROM range(100000000) a, range(100000) b;\r")
+        child.expect("Ctrl-C cancels")
+        child.sendcontrol("c")
+        child.expect("Cancelled")
+        child.expect(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
