@@ -8,6 +8,7 @@ import re
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -18,18 +19,36 @@ PROMPT = "kudusql>"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-@pytest.mark.timeout(60)
-def test_interactive_session(tmp_path: Path) -> None:
+def _spawn(tmp_path: Path, **kw: Any) -> pexpect.spawn:
+    """``kudusql <tmp>/db`` under a 40x120 xterm pseudo-terminal."""
     env = shell_env(tmp_path)
     env["TERM"] = "xterm"
-    child = pexpect.spawn(
+    return pexpect.spawn(
         KUDUSQL,
         [str(tmp_path / "db")],
         env=env,
         dimensions=(40, 120),
         encoding="utf-8",
         timeout=20,
+        **kw,
     )
+
+
+def _cancel_a_long_query(child: pexpect.spawn) -> float:
+    """Start a genuinely long query (10^13 rows of cross join in DuckDB), press Ctrl-C
+    once its progress line shows, and wait for the prompt: the seconds that took."""
+    child.send("SELECT count(*) FROM range(100000000) a, range(100000) b;\r")
+    child.expect("Ctrl-C cancels")  # the progress line appears after 0.5 s
+    t0 = time.monotonic()
+    child.sendcontrol("c")
+    child.expect("Cancelled")
+    child.expect(PROMPT)
+    return time.monotonic() - t0
+
+
+@pytest.mark.timeout(60)
+def test_interactive_session(tmp_path: Path) -> None:
+    child = _spawn(tmp_path)
     try:
         child.expect(r"\\\? for help")
         child.expect(PROMPT)
@@ -59,14 +78,7 @@ def test_interactive_session(tmp_path: Path) -> None:
         child.expect(r"\(2 rows")
         child.expect(PROMPT)
 
-        # a genuinely long query: 10^13 rows of cross join in DuckDB
-        child.send("SELECT count(*) FROM range(100000000) a, range(100000) b;\r")
-        child.expect("Ctrl-C cancels")  # the progress line appears after 0.5 s
-        t0 = time.monotonic()
-        child.sendcontrol("c")
-        child.expect("Cancelled")
-        child.expect(PROMPT)
-        assert time.monotonic() - t0 < 3
+        assert _cancel_a_long_query(child) < 3
 
         # the session is still usable, and Ctrl-C on typed input only clears it
         child.send("SELECT garbage")
@@ -95,24 +107,10 @@ def test_ctrl_c_cancels_in_a_shell_started_with_sigint_ignored(tmp_path: Path) -
     """A process started from a background job of a script (``cmd &`` without job
     control) inherits SIGINT ignored, and Python then leaves it so: Ctrl-C did nothing
     while a statement ran (found when the CI command was started that way)."""
-    env = shell_env(tmp_path)
-    env["TERM"] = "xterm"
-    child = pexpect.spawn(
-        KUDUSQL,
-        [str(tmp_path / "db")],
-        env=env,
-        dimensions=(40, 120),
-        encoding="utf-8",
-        timeout=20,
-        preexec_fn=_ignore_sigint,
-    )
+    child = _spawn(tmp_path, preexec_fn=_ignore_sigint)
     try:
         child.expect(PROMPT)
-        child.send("SELECT count(*) FROM range(100000000) a, range(100000) b;\r")
-        child.expect("Ctrl-C cancels")
-        child.sendcontrol("c")
-        child.expect("Cancelled")
-        child.expect(PROMPT)
+        _cancel_a_long_query(child)
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
     finally:
