@@ -9,7 +9,19 @@ UPDATEs of random existing keys. The new keys are
   not overlap, so maintenance is flushes, delta flushes and delta compactions;
 * ``random``: spread over the whole key space (the worst case for Kudu's design):
   every flush overlaps every rowset, so merging compactions run back to back, each
-  rewriting up to the compaction budget.
+  rewriting up to the compaction budget;
+* ``window``: sequential, with retention: the tablet is first bulk loaded with
+  ``WINDOW_KEYS`` keys (before the clock starts), and each round also DELETEs the
+  oldest keys, so that the live data keeps its size (a time series that keeps its last
+  N rows). Deleted rows wait for the ancient history mark, then fully deleted rowsets
+  are dropped (``deleted_rowset_gc``). Its data does not grow, so its last tenth
+  against its first asks the issue's question with nothing else moving: whatever
+  decline it shows is what the tablet's state (deltas, rowsets, history) costs.
+  It reports only that (no equal-data rival, reopened tablet or SQLite run: the first
+  tenth, on a freshly bulk-loaded tablet, is the equal-data rival). Its rows a second
+  count the deletes too (three batches a round).
+
+``KUDUSQL_SUSTAINED_KEYS`` (comma-separated) runs only the loads it names.
 
 Flushes are scaled down so that maintenance has work all the time (at 4 MiB or 10 s,
 against 64 MiB / 120 s by default) and history is kept 30 s (so history GC runs too).
@@ -53,6 +65,7 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
+import os
 import shutil
 import sqlite3
 import time
@@ -135,7 +148,12 @@ def _counts(t: Tablet) -> tuple[int, int, int, int, int]:
     return len(info), sum(redo), undo, max(redo, default=0), raw
 
 
-KEY_PATTERNS = ("sequential", "random")
+#: The loads whose data grows all run long (the issue's load: inserts and updates).
+GROWING = ("sequential", "random")
+#: ``window``: the same with a retention window (the data's size held constant).
+KEY_PATTERNS = (*GROWING, "window")
+#: The window load's live keys: bulk loaded before the clock starts, then held.
+WINDOW_KEYS = 20_000_000
 # The string column's values: key mod 9973, as "v<n>" (taken, not formatted per row).
 _VOCAB = pa.array([f"v{i}" for i in range(9973)])
 
@@ -162,7 +180,9 @@ class _Target(Protocol):
 
     def insert(self, data: pa.Table) -> _Written: ...
 
-    def update(self, data: pa.Table) -> Any: ...
+    def update(self, data: pa.Table) -> _Written: ...
+
+    def delete(self, data: pa.Table) -> _Written: ...
 
 
 class _Load:
@@ -178,10 +198,16 @@ class _Load:
         nkeys: int = 0,
         inserted: np.ndarray | None = None,
         capacity: int = 1 << 16,
+        window: int = WINDOW_KEYS,
     ):
         if keys not in KEY_PATTERNS:
             raise ValueError(f"keys must be one of {KEY_PATTERNS}, not {keys!r}")
+        if keys == "window" and window < BATCH:
+            raise ValueError(f"a window holds at least a batch ({BATCH} keys), not {window}")
         self.keys = keys
+        # window keys: tail .. nkeys-1 are live; the keys below tail were deleted
+        self.window = window
+        self.tail = 0
         self.rng = np.random.default_rng(seed)
         # random keys inserted so far: inserted[:nkeys] (sequential keys are 0..nkeys-1).
         # Made with room for ``capacity`` keys: zeroed pages are mapped as the keys
@@ -215,10 +241,22 @@ class _Load:
         # Sequential keys are 0 .. nkeys-1: drawn directly, with no array of every
         # key inserted (gathering from it, and doubling it, grew with the data and
         # was counted against the tablet: ~0.4 ms a round after 300 s).
-        picks = rng.integers(0, nkeys, BATCH)
+        deleted = 0
+        if self.keys == "window" and nkeys - self.tail > self.window:
+            deleted = nkeys - self.tail - self.window
+            old = np.arange(self.tail, self.tail + deleted, dtype=np.int64)
+            self.errors.extend(str(e) for e in t.delete(pa.table({"k": old})).errors[:3])
+            self.tail += deleted
+        picks = rng.integers(self.tail, nkeys, BATCH)
         upd = sorted_unique(self.inserted[picks] if self.keys == "random" else picks)
-        t.update(pa.table({"k": upd, "a": rng.integers(0, 1000, len(upd))}))
-        return len(new) + len(upd)
+        res = t.update(pa.table({"k": upd, "a": rng.integers(0, 1000, len(upd))}))
+        self.errors.extend(str(e) for e in res.errors[:3])
+        return len(new) + deleted + len(upd)
+
+    @property
+    def live(self) -> int:
+        """Keys the table holds now (random ones: with repeats, until deduplicated)."""
+        return self.nkeys - self.tail
 
     def distinct_keys(self) -> np.ndarray:
         """The keys in the tablet, sorted (random keys only: sequential are 0..nkeys-1);
@@ -257,16 +295,27 @@ def _tenths(
 
 
 def sustained(
-    path: str, seconds: float, seed: int = 42, keys: str = "random", keep: bool = False
+    path: str,
+    seconds: float,
+    seed: int = 42,
+    keys: str = "random",
+    keep: bool = False,
+    window: int = WINDOW_KEYS,
 ) -> SustainedRun:
     """Run the load for ``seconds`` on a new tablet at ``path``; ``keys`` is one of
     ``KEY_PATTERNS`` (see the module docstring). With ``keep`` the run's ``_Load`` is
-    left in ``SustainedRun.load`` (for the equal-data rival)."""
+    left in ``SustainedRun.load`` (for the equal-data rival). The window load's tablet
+    is first bulk loaded with its ``window`` keys (``_build_equal_data``), before the
+    maintenance manager and the clock start."""
     # room for the keys of a run at 300k inserts a second (runs insert 170-210k), at most
     # 2 GiB of address space; a faster or longer run doubles the array past that
-    load = _Load(keys, seed, capacity=min(int(seconds * 300_000), 1 << 28))
+    load = _Load(keys, seed, capacity=min(int(seconds * 300_000), 1 << 28), window=window)
     mm = _manager()
-    t = Tablet.create(path, SCHEMA, OPTIONS)
+    if keys == "window":
+        load.nkeys = window
+        t = _build_equal_data(path, load)
+    else:
+        t = Tablet.create(path, SCHEMA, OPTIONS)
     t.attach(mm)
     out = SustainedRun()
 
@@ -286,7 +335,7 @@ def sustained(
                 raw,
                 cpu_us_per_row,
                 st["average_rowset_height"],
-                load.nkeys,
+                load.live,
             )
         )
 
@@ -300,7 +349,7 @@ def sustained(
         out.op_seconds[rec.op] = round(out.op_seconds.get(rec.op, 0.0) + rec.duration_s, 1)
     # sequential keys are distinct by construction (a sort of hundreds of millions of
     # keys took minutes and gigabytes)
-    out.rows_expected = load.nkeys if keys == "sequential" else len(load.distinct_keys())
+    out.rows_expected = load.live if keys != "random" else len(load.distinct_keys())
     out.rows_found = t.count_rows()
     t.close()
     if keep:
@@ -320,7 +369,7 @@ def _build_equal_data(path: str, load: _Load) -> Tablet:
     rng = np.random.default_rng(7)
     for lo in range(0, load.nkeys, _BUILD_CHUNK):
         hi = min(load.nkeys, lo + _BUILD_CHUNK)
-        seq = load.keys == "sequential"
+        seq = load.keys != "random"
         k = np.arange(lo, hi, dtype=np.int64) if seq else load.inserted[lo:hi]
         res = t.insert(_rows(k, rng))
         if res.errors:
@@ -453,23 +502,30 @@ class _SqliteTable:
         k, a = data.column("k").to_pylist(), data.column("a").to_pylist()
         return self._batch("UPDATE t SET a = ? WHERE k = ?", zip(a, k, strict=True))
 
+    def delete(self, data: pa.Table) -> _SqliteWritten:
+        return self._batch(
+            "DELETE FROM t WHERE k = ?", ((k,) for k in data.column("k").to_pylist())
+        )
+
     def count_rows(self) -> int:
         return int(self.con.execute("SELECT count(*) FROM t").fetchone()[0])
 
 
-def sqlite_sustained(path: str, seconds: float, seed: int, keys: str) -> dict[str, Any]:
+def sqlite_sustained(
+    path: str, seconds: float, seed: int, keys: str, window: int = WINDOW_KEYS
+) -> dict[str, Any]:
     """The run's load (same seed, same rounds) against ``_SqliteTable`` at ``path`` for
-    ``seconds``: per tenth (at_s, rows/s, writer CPU us/row, keys inserted so far), and
-    the rows it holds against the keys inserted."""
-    load = _Load(keys, seed, capacity=min(int(seconds * 300_000), 1 << 28))
+    ``seconds``: per tenth (at_s, rows/s, writer CPU us/row, keys held then), and the
+    rows it holds against the keys it should. (The window load starts empty here.)"""
+    load = _Load(keys, seed, capacity=min(int(seconds * 300_000), 1 << 28), window=window)
     db = _SqliteTable(path)
     samples: list[tuple[float, float, float, int]] = []
     _tenths(
         seconds,
         lambda: load.round(db),
-        lambda at, rate, cpu: samples.append((at, rate, cpu, load.nkeys)),
+        lambda at, rate, cpu: samples.append((at, rate, cpu, load.live)),
     )
-    expected = load.nkeys if keys == "sequential" else len(load.distinct_keys())
+    expected = load.live if keys != "random" else len(load.distinct_keys())
     found = db.count_rows()
     db.con.close()
     return {
@@ -498,7 +554,7 @@ def run(cfg: Config) -> Result:
         f"{seconds:g} s of mixed inserts and updates per key pattern, maintenance on",
         "the same run's first tenth (a flat line is 1.0x)",
     )
-    for keys in KEY_PATTERNS:
+    for keys in _patterns():
         with workdir(cfg, NAME) as wd:
             path = str(fresh_dir(wd, f"tablet-{keys}"))
             keys_file = str(wd / "keys.npy")
@@ -506,6 +562,9 @@ def run(cfg: Config) -> Result:
             r, nkeys = _in_fresh_process(
                 _run_in_own_process, path, seconds, cfg.seed, keys, keys_file
             )
+            if keys == "window":  # its own first tenth is its equal-data rival
+                _report_window(res, r)
+                continue
             log(f"{keys} keys: the run's tablet reopened, then the equal-data rival")
             reopened, rival = fresh_process_loads(
                 wd,
@@ -523,6 +582,62 @@ def run(cfg: Config) -> Result:
         _report(res, keys, r, reopened, rival)
         _report_sqlite(res, keys, r, sq)
     return res
+
+
+def _patterns() -> list[str]:
+    """The loads to run: ``KUDUSQL_SUSTAINED_KEYS`` (comma-separated), else all."""
+    raw = os.environ.get("KUDUSQL_SUSTAINED_KEYS", "")
+    chosen = [k.strip() for k in raw.split(",") if k.strip()] or list(KEY_PATTERNS)
+    bad = [k for k in chosen if k not in KEY_PATTERNS]
+    if bad:
+        raise ValueError(f"KUDUSQL_SUSTAINED_KEYS: unknown {bad}; known: {KEY_PATTERNS}")
+    return chosen
+
+
+def _report_window(res: Result, r: SustainedRun) -> None:
+    """The window load: its data's size is constant, so its last tenth is set against its
+    first as is (both at ``WINDOW_KEYS`` live keys, the first on a freshly bulk-loaded
+    tablet: what a finished compaction leaves)."""
+    first, lastp = r.samples[0], r.samples[-1]
+    k = "window keys: "
+    res.add(k + "throughput, last tenth", lastp.rows_per_s, first.rows_per_s, unit="rows/s")
+    res.add(k + "throughput ratio last/first", lastp.rows_per_s / first.rows_per_s, 1.0, unit="x")
+    res.add(
+        k + "writer CPU per row, last tenth",
+        lastp.writer_cpu_us_per_row,
+        first.writer_cpu_us_per_row,
+        unit="us",
+    )
+    res.add(k + "DiskRowSets, last tenth", lastp.rowsets, first.rowsets, unit="")
+    res.add(k + "DiskRowSets, max seen", max(s.rowsets for s in r.samples), None, unit="")
+    res.add(k + "REDO files, max seen", max(s.redo_files for s in r.samples), None, unit="")
+    res.add(k + "UNDO files, max seen", max(s.undo_files for s in r.samples), None, unit="")
+    res.add(
+        k + "REDO files of one rowset, max seen",
+        max(s.redo_files_per_rowset for s in r.samples),
+        None,
+        unit="",
+    )
+    res.add(k + "disk bytes, last tenth", lastp.disk_bytes, first.disk_bytes, unit="B")
+    res.add(
+        k + "rows lost or kept past their delete",
+        abs(r.rows_expected - r.rows_found),
+        None,
+        unit="",
+        goal=Goal(max_value=1),
+    )
+    res.info["window_samples"] = [s.__dict__ for s in r.samples]
+    res.info["window_maintenance_ops"] = r.ops
+    res.notes.append(
+        "window keys, samples (s, rows/s, writer CPU us/row, rowsets, redo, undo, MiB disk, "
+        "M live keys): "
+        + "; ".join(
+            f"{s.at_s:.0f} {s.rows_per_s:.0f} {s.writer_cpu_us_per_row:.2f} {s.rowsets} "
+            f"{s.redo_files} {s.undo_files} {s.disk_bytes / 2**20:.1f} {s.keys / 1e6:.1f}"
+            for s in r.samples
+        )
+    )
+    res.notes.append(f"window keys, maintenance ops run: {r.ops}, seconds: {r.op_seconds}")
 
 
 def _report(
