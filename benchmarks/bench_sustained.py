@@ -124,7 +124,9 @@ class Sample:
     writer_cpu_us_per_row: float = 0.0
     # how many DiskRowSets cover a key, on average (Kudu's average_diskrowset_height)
     average_height: float = 0.0
-    keys: int = 0  # keys inserted so far (the table's rows)
+    keys: int = 0  # keys the table holds: inserted so far, less the window load's deletes
+    other_cpus: float = 0.0  # the process's other threads' CPU in the tenth (``Tenth``)
+    steal: float = 0.0  # the machine's CPU time stolen by the hypervisor (``Tenth``)
 
 
 @dataclass
@@ -271,23 +273,64 @@ def _manager() -> MaintenanceManager:
     return MaintenanceManager(memory_limit_bytes=256 << 20, poll_interval_s=0.1, history=1 << 20)
 
 
+def _cpu_jiffies() -> tuple[int, int]:
+    """The machine's CPU time so far (all states) and the part of it stolen by the
+    hypervisor, in jiffies (``/proc/stat``; zeros where there is none)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    # user nice system idle iowait irq softirq steal [guest guest_nice: inside user]
+    return sum(fields[:8]), fields[7] if len(fields) > 7 else 0
+
+
+@dataclass
+class Tenth:
+    """One tenth's figures, as ``_tenths`` measures them."""
+
+    at_s: float
+    rows_per_s: float
+    writer_cpu_us_per_row: float
+    # the process's other threads' CPU (maintenance, the WAL's), in CPUs: 1.0 is a core
+    other_cpus: float
+    # the share of the machine's CPU time the hypervisor took (a noisy neighbour)
+    steal: float
+
+
 def _tenths(
     seconds: float,
     write_round: Callable[[], int],
-    sample: Callable[[float, float, float], None],
+    sample: Callable[[Tenth], None],
 ) -> None:
     """Call ``write_round`` (it returns the rows it wrote) for ``seconds``; at the end of
-    each tenth call ``sample(at_s, rows_per_s, writer_cpu_us_per_row)`` with that
-    tenth's figures (the time ``sample`` itself takes is in no tenth)."""
+    each tenth call ``sample`` with that tenth's figures (the time ``sample`` itself
+    takes is in no tenth)."""
     start = time.monotonic()
-    next_sample, written, last, cpu_last = seconds / SAMPLES, 0, start, time.thread_time()
+    next_sample, written, last = seconds / SAMPLES, 0, start
+    cpu_last, proc_last, jiffies_last = time.thread_time(), time.process_time(), _cpu_jiffies()
     while True:
         now = time.monotonic() - start
         if now >= next_sample or now >= seconds:
-            rate = written / max(1e-9, time.monotonic() - last)
-            cpu = (time.thread_time() - cpu_last) * 1e6 / max(1, written)
-            sample(now, rate, cpu)
-            written, last, cpu_last = 0, time.monotonic(), time.thread_time()
+            wall = max(1e-9, time.monotonic() - last)
+            cpu = time.thread_time() - cpu_last
+            jiffies = _cpu_jiffies()
+            total, stolen = (a - b for a, b in zip(jiffies, jiffies_last, strict=True))
+            sample(
+                Tenth(
+                    now,
+                    written / wall,
+                    cpu * 1e6 / max(1, written),
+                    (time.process_time() - proc_last - cpu) / wall,
+                    stolen / total if total > 0 else 0.0,
+                )
+            )
+            written, last = 0, time.monotonic()
+            cpu_last, proc_last, jiffies_last = (
+                time.thread_time(),
+                time.process_time(),
+                _cpu_jiffies(),
+            )
             next_sample += seconds / SAMPLES
             if now >= seconds:
                 return
@@ -319,13 +362,13 @@ def sustained(
     t.attach(mm)
     out = SustainedRun()
 
-    def sample(at_s: float, rows_per_s: float, cpu_us_per_row: float) -> None:
+    def sample(x: Tenth) -> None:
         rowsets, redo, undo, redo_one, raw = _counts(t)
         st = t.stats()
         out.samples.append(
             Sample(
-                at_s,
-                rows_per_s,
+                x.at_s,
+                x.rows_per_s,
                 rowsets,
                 redo,
                 undo,
@@ -333,9 +376,11 @@ def sustained(
                 t.memory_bytes(),
                 st["disk_bytes"],
                 raw,
-                cpu_us_per_row,
+                x.writer_cpu_us_per_row,
                 st["average_rowset_height"],
                 load.live,
+                x.other_cpus,
+                x.steal,
             )
         )
 
@@ -523,7 +568,7 @@ def sqlite_sustained(
     _tenths(
         seconds,
         lambda: load.round(db),
-        lambda at, rate, cpu: samples.append((at, rate, cpu, load.live)),
+        lambda x: samples.append((x.at_s, x.rows_per_s, x.writer_cpu_us_per_row, load.live)),
     )
     expected = load.live if keys != "random" else len(load.distinct_keys())
     found = db.count_rows()
@@ -630,10 +675,11 @@ def _report_window(res: Result, r: SustainedRun) -> None:
     res.info["window_maintenance_ops"] = r.ops
     res.notes.append(
         "window keys, samples (s, rows/s, writer CPU us/row, rowsets, redo, undo, MiB disk, "
-        "M live keys): "
+        "M live keys, other threads' CPUs, % stolen): "
         + "; ".join(
             f"{s.at_s:.0f} {s.rows_per_s:.0f} {s.writer_cpu_us_per_row:.2f} {s.rowsets} "
-            f"{s.redo_files} {s.undo_files} {s.disk_bytes / 2**20:.1f} {s.keys / 1e6:.1f}"
+            f"{s.redo_files} {s.undo_files} {s.disk_bytes / 2**20:.1f} {s.keys / 1e6:.1f} "
+            f"{s.other_cpus:.2f} {100 * s.steal:.1f}"
             for s in r.samples
         )
     )
@@ -697,12 +743,14 @@ def _report(
     res.info[f"{keys}_reopened"] = reopened
     res.notes.append(
         f"{keys} keys, samples (s, rows/s, writer CPU us/row, rowsets, redo, undo, most "
-        "redo of a rowset, MiB mem, MiB disk, MiB raw, average height, M keys): "
+        "redo of a rowset, MiB mem, MiB disk, MiB raw, average height, M keys, other "
+        "threads' CPUs, % stolen): "
         + "; ".join(
             f"{s.at_s:.0f} {s.rows_per_s:.0f} {s.writer_cpu_us_per_row:.2f} {s.rowsets} "
             f"{s.redo_files} {s.undo_files} {s.redo_files_per_rowset} "
             f"{s.memory_bytes / 2**20:.1f} {s.disk_bytes / 2**20:.1f} "
-            f"{s.raw_bytes / 2**20:.1f} {s.average_height:.2f} {s.keys / 1e6:.1f}"
+            f"{s.raw_bytes / 2**20:.1f} {s.average_height:.2f} {s.keys / 1e6:.1f} "
+            f"{s.other_cpus:.2f} {100 * s.steal:.1f}"
             for s in r.samples
         )
     )
