@@ -639,12 +639,10 @@ def _patterns() -> list[str]:
     return chosen
 
 
-def _report_window(res: Result, r: SustainedRun) -> None:
-    """The window load: its data's size is constant, so its last tenth is set against its
-    first as is (both at ``WINDOW_KEYS`` live keys, the first on a freshly bulk-loaded
-    tablet: what a finished compaction leaves)."""
+def _report_tenths(res: Result, k: str, r: SustainedRun) -> None:
+    """What every load reports: its last tenth against its first, and the most
+    rowsets and delta files seen."""
     first, lastp = r.samples[0], r.samples[-1]
-    k = "window keys: "
     res.add(k + "throughput, last tenth", lastp.rows_per_s, first.rows_per_s, unit="rows/s")
     res.add(k + "throughput ratio last/first", lastp.rows_per_s / first.rows_per_s, 1.0, unit="x")
     res.add(
@@ -653,7 +651,6 @@ def _report_window(res: Result, r: SustainedRun) -> None:
         first.writer_cpu_us_per_row,
         unit="us",
     )
-    res.add(k + "DiskRowSets, last tenth", lastp.rowsets, first.rowsets, unit="")
     res.add(k + "DiskRowSets, max seen", max(s.rowsets for s in r.samples), None, unit="")
     res.add(k + "REDO files, max seen", max(s.redo_files for s in r.samples), None, unit="")
     res.add(k + "UNDO files, max seen", max(s.undo_files for s in r.samples), None, unit="")
@@ -663,6 +660,16 @@ def _report_window(res: Result, r: SustainedRun) -> None:
         None,
         unit="",
     )
+
+
+def _report_window(res: Result, r: SustainedRun) -> None:
+    """The window load: its data's size is constant, so its last tenth is set against its
+    first as is (both at ``WINDOW_KEYS`` live keys, the first on a freshly bulk-loaded
+    tablet: what a finished compaction leaves)."""
+    first, lastp = r.samples[0], r.samples[-1]
+    k = "window keys: "
+    _report_tenths(res, k, r)
+    res.add(k + "DiskRowSets, last tenth", lastp.rowsets, first.rowsets, unit="")
     res.add(k + "disk bytes, last tenth", lastp.disk_bytes, first.disk_bytes, unit="B")
     res.add(
         k + "rows lost or kept past their delete",
@@ -693,7 +700,7 @@ def _report(
     reopened: dict[str, float],
     rival: dict[str, float],
 ) -> None:
-    first, lastp = r.samples[0], r.samples[-1]
+    lastp = r.samples[-1]
     k = f"{keys} keys: "
     res.add(
         k + "throughput, last tenth vs equal-data rival",
@@ -719,23 +726,7 @@ def _report(
         rival["writer_cpu_us_per_row"],
         unit="us",
     )
-    res.add(k + "throughput, last tenth", lastp.rows_per_s, first.rows_per_s, unit="rows/s")
-    res.add(k + "throughput ratio last/first", lastp.rows_per_s / first.rows_per_s, 1.0, unit="x")
-    res.add(
-        k + "writer CPU per row, last tenth",
-        lastp.writer_cpu_us_per_row,
-        first.writer_cpu_us_per_row,
-        unit="us",
-    )
-    res.add(k + "DiskRowSets, max seen", max(s.rowsets for s in r.samples), None, unit="")
-    res.add(k + "REDO files, max seen", max(s.redo_files for s in r.samples), None, unit="")
-    res.add(k + "UNDO files, max seen", max(s.undo_files for s in r.samples), None, unit="")
-    res.add(
-        k + "REDO files of one rowset, max seen",
-        max(s.redo_files_per_rowset for s in r.samples),
-        None,
-        unit="",
-    )
+    _report_tenths(res, k, r)
     res.add(k + "rows lost", r.rows_expected - r.rows_found, None, unit="", goal=Goal(max_value=1))
     res.info[f"{keys}_samples"] = [s.__dict__ for s in r.samples]
     res.info[f"{keys}_maintenance_ops"] = r.ops
