@@ -1,9 +1,9 @@
 """Sustained mixed load with the maintenance manager on: does the tablet stay healthy?
 
-Two loads, each for ``--rows`` seconds (default 600: ten minutes), one writer thread
+Three loads, each for ``--rows`` seconds (default 600: ten minutes), one writer thread
 against one tablet attached to a ``MaintenanceManager`` (poll 100 ms, memory limit
 256 MiB). Each round writes a batch of 2,000 INSERTs of new keys and a batch of 2,000
-UPDATEs of random existing keys. The new keys are
+UPDATEs of random existing keys (the window load also DELETEs). The new keys are
 
 * ``sequential``: increasing (time series, Kudu's intended case): flushed rowsets do
   not overlap, so maintenance is flushes, delta flushes and delta compactions;
