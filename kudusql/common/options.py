@@ -79,6 +79,11 @@ class TabletOptions:
     #: after this long, so a read-only process that loaded an older state can still read
     #: them (and, in this process, only once no running scan holds them).
     file_grace_s: float = 60.0
+    #: The fast paths: writes of a few rows as Python values (the row path, routed row
+    #: by row), point lookups and cached plans. Each gives exactly what the general path
+    #: gives; False sends everything down the general path (the differential tests run
+    #: both, and a suspected fast-path bug can be checked by turning them off).
+    fast_paths: bool = True
 
     def __post_init__(self) -> None:
         if self.compaction_small_rowset_merge_inputs < 2:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import enum
 import re
@@ -218,6 +219,25 @@ class DataType:
         return arr[0].as_py()
 
 
+def display_value(v: object) -> str:
+    """A value as a row error shows it: SQL's text of it (strings quoted, NULL, numbers
+    as written), so a value shows the same whether it came as a Python float, a
+    ``Decimal`` or a SQL literal."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, bytes):
+        return "X'" + v.hex() + "'"
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, datetime.datetime):
+        return v.isoformat(sep=" ")
+    return str(v)
+
+
 _INT_BOUNDS = {
     TypeKind.INT8: (-(2**7), 2**7 - 1),
     TypeKind.INT16: (-(2**15), 2**15 - 1),
@@ -242,14 +262,29 @@ def cast_array(
     target = dtype.arrow_type()
     bad: np.ndarray | None = None
     if out.type != target:
-        if pa.types.is_decimal(target) and pa.types.is_floating(out.type):
+        src = out.type
+        if pa.types.is_decimal(target) and pa.types.is_floating(src):
             # Round half away from zero to the scale first, as SQL (DuckDB) does; a plain
             # cast takes the binary value (0.045 is 0.04499..., giving 0.04).
             out = pc.round(out, target.scale, round_mode="half_towards_infinity")
-        try:
-            out = pc.cast(out, target, safe=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            out, bad = _cast_rowwise(out, target)
+        elif pa.types.is_decimal(target) and pa.types.is_integer(src):
+            # Arrow sizes an integer-to-decimal cast for the widest value of the source
+            # type (19 digits plus the scale); 38 digits hold every int64, and the step
+            # to the column's precision then fails only the values that overflow it.
+            out = _cast_or_rowwise(out, pa.decimal128(MAX_DECIMAL_PRECISION, 0))[0]
+        elif pa.types.is_floating(target) and pa.types.is_decimal(src):
+            # Arrow multiplies by a power of ten in floating point (0.3 -> 0.30000000000000004);
+            # the decimal text parses to the nearest double, as a SQL literal does.
+            out = pc.cast(out, pa.string())
+        if target == pa.float32() and not pa.types.is_integer(out.type):
+            out, bad = _to_float32(out)
+        else:
+            out, bad = _cast_or_rowwise(out, target)
+        if pa.types.is_date(target) and pa.types.is_timestamp(src):
+            lost = _time_of_day_lost(arr, out)
+            if lost.any():
+                bad = _merge_bad(bad, lost)
+                out = pc.if_else(pa.array(lost), pa.scalar(None, target), out)
     if dtype.kind is TypeKind.VARCHAR:
         assert dtype.length is not None
         # Kudu truncates VARCHAR values longer than the declared length.
@@ -264,6 +299,49 @@ def cast_array(
             bad = mask if bad is None else (bad | mask)
             out = pc.if_else(too_big, pa.scalar(None, target), out)
     return out, bad
+
+
+def _cast_or_rowwise(
+    arr: pa.Array[Any], target: pa.DataType
+) -> tuple[pa.Array[Any], np.ndarray | None]:
+    """A safe cast; when some value does not convert, the rows that fail are found one
+    by one (the error path) and come back NULL with their mask."""
+    try:
+        return pc.cast(arr, target, safe=True), None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _cast_rowwise(arr, target)
+
+
+def _to_float32(arr: pa.Array[Any]) -> tuple[pa.Array[Any], np.ndarray | None]:
+    """A FLOAT column's values: through DOUBLE (the nearest double, then the nearest
+    float), and a finite value beyond FLOAT's range is a bad value, not infinity."""
+    wide, bad = _cast_or_rowwise(arr, pa.float64())
+    out = pc.cast(wide, pa.float32())
+    overflow = pc.and_(pc.is_inf(out), pc.invert(pc.is_inf(wide)))
+    if pc.any(overflow).as_py():
+        mask = np.asarray(overflow.to_numpy(zero_copy_only=False), dtype=bool)
+        bad = _merge_bad(bad, mask)
+        out = pc.if_else(overflow, pa.scalar(None, pa.float32()), out)
+    return out, bad
+
+
+def _time_of_day_lost(src: pa.Array[Any] | pa.ChunkedArray[Any], out: pa.Array[Any]) -> np.ndarray:
+    """Rows of a TIMESTAMP -> DATE cast whose time of day was not midnight (the date
+    alone would lose it), in the local time the cast used."""
+    ts: Any = src.combine_chunks() if isinstance(src, pa.ChunkedArray) else src
+    if ts.type.tz is not None:
+        ts = pc.local_timestamp(ts)
+    per_day = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+    ticks = np.asarray(ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False))
+    valid = np.asarray(out.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    lost: np.ndarray = (ticks % per_day[ts.type.unit] != 0) & valid
+    return lost
+
+
+def _merge_bad(bad: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
+    if not mask.any():
+        return bad
+    return mask if bad is None else (bad | mask)
 
 
 def _cast_rowwise(arr: pa.Array[Any], target: pa.DataType) -> tuple[pa.Array[Any], np.ndarray]:

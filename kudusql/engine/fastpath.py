@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from sqlglot import exp
 
-from kudusql.common.types import TypeKind
+from kudusql.common.types import _INT_BOUNDS, TypeKind
 from kudusql.parser import statements as st
 from kudusql.planner.dml import constant_rows
 from kudusql.storage.client.system_tables import SYSTEM_DATABASE
@@ -121,7 +121,8 @@ _INTS = {TypeKind.INT8, TypeKind.INT16, TypeKind.INT32, TypeKind.INT64}
 def _fits(v: Any, kind: TypeKind) -> bool:
     """The value has exactly the Python type of the key column (else: general path)."""
     if kind in _INTS:
-        return isinstance(v, int) and not isinstance(v, bool)
+        lo, hi = _INT_BOUNDS[kind]
+        return type(v) is int and lo <= v <= hi
     if kind in (TypeKind.STRING, TypeKind.VARCHAR):
         return isinstance(v, str)
     if kind is TypeKind.BINARY:

@@ -35,7 +35,10 @@ def literal(value: Any) -> exp.Expr:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
-        return exp.Literal.number(repr(value))
+        text = repr(value)
+        # A float binds as a DOUBLE literal (exponent form): ``1.5`` alone is a DECIMAL
+        # literal in SQL, and the parameter must mean what it means unbound.
+        return exp.Literal.number(text if "e" in text or "n" in text else text + "e0")
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise InterfaceError(f"cannot bind {value!r}: not a finite DECIMAL")

@@ -149,7 +149,8 @@ class Session:
     def execute(self, sql: str, params: Params = None) -> Result:
         """Run every statement of ``sql``; the last one's result (warnings of all)."""
         self.runner.cancelled.clear()
-        fast = self.statements.get(sql)
+        fast_paths = self.db.options.fast_paths
+        fast = self.statements.get(sql) if fast_paths else None
         if fast is not None:
             stmt, lookup = fast
             res: Result | None
@@ -165,7 +166,7 @@ class Session:
                 return res
         if params is not None:
             sql = bind(sql, params)
-        cached = self.plans.get(sql, self.database, self.resolve)
+        cached = self.plans.get(sql, self.database, self.resolve) if fast_paths else None
         if cached is not None:
             return self._run_planned(cached)
         stmts = parse(sql)
@@ -174,7 +175,7 @@ class Session:
         warnings: list[str] = []
         res = Result()
         for s in stmts:
-            if len(stmts) == 1 and isinstance(s, st.Query):
+            if len(stmts) == 1 and isinstance(s, st.Query) and fast_paths:
                 res = self.query(s.ast, text=sql)
             else:
                 res = self.execute_statement(s)
@@ -270,7 +271,7 @@ class Session:
     ) -> DmlResult:
         """``_write`` for the rows of an INSERT/UPSERT VALUES: a few rows go to
         ``Table.write_rows`` as Python values (the row path), more as Arrow batches."""
-        if len(rows) > SMALL_WRITE_ROWS:
+        if len(rows) > SMALL_WRITE_ROWS or not self.db.options.fast_paths:
             return self._write(table, rows_to_table(rows, columns, table), columns, op)
         check_cancelled(self.runner.cancelled)
         wr = table.write_rows(columns, rows, op, atomic=self.settings.abort_on_error)

@@ -113,19 +113,5 @@ def check_cancelled(cancelled: threading.Event | None) -> None:
 
 
 def rows_to_table(rows: Sequence[Sequence[Any]], columns: Sequence[str], table: Table) -> pa.Table:
-    """Python rows as an Arrow table for ``table``: each column built with the column's
-    Arrow type when every value converts, else inferred (storage then reports the
-    values that do not convert, row by row)."""
-    schema = table.schema
-    arrays = []
-    for i, name in enumerate(columns):
-        values = [r[i] for r in rows]
-        target = schema.column(name).type.arrow_type()
-        try:
-            arrays.append(pa.array(values, type=target))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-            try:
-                arrays.append(pa.array(values))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                arrays.append(pa.array([None if v is None else str(v) for v in values]))
-    return pa.table(arrays, names=list(columns))
+    """Python rows as an Arrow table for ``table`` (``Table.rows_to_arrow``)."""
+    return table.rows_to_arrow(columns, rows)

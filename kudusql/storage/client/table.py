@@ -218,13 +218,18 @@ class Table(WriteShortcuts):
         names = tuple(columns)
         n = len(rows)
         rt = self._rt()
-        if 0 < n <= SMALL_WRITE_ROWS:
+        if 0 < n <= SMALL_WRITE_ROWS and self.db.options.fast_paths:
             with rt.write_lock:
                 rt = self._rt()  # an ALTER may have finished while we waited
                 res = self._write_rows_small(rt, names, rows, wop, atomic)
             if res is not None:
                 return res
         return self.write(rows_to_arrow(rt.meta.schema, names, rows), wop, atomic=atomic)
+
+    def rows_to_arrow(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
+        """Rows of Python values as the Arrow batch ``write`` takes, each value meaning
+        what it means alone (``row_write.column_from_values``)."""
+        return rows_to_arrow(self.schema, columns, rows)
 
     def _write_rows_small(
         self,
@@ -321,7 +326,12 @@ class Table(WriteShortcuts):
         return _split(data, slots), errors
 
     def _route(self, rt: TableRuntime, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's tablet slot, and the mask of rows no range partition covers."""
+        """Each row's tablet slot, and the mask of rows no range partition covers.
+
+        Keys are routed as the tablets will store them: converted first by the cast the
+        tablets' validation applies (``cast_array``), so ``'3'`` for an INT key goes
+        where ``3`` goes. A row whose key is missing, NULL or does not convert goes to
+        the first tablet, whose validation rejects it with the standard row error."""
         n = data.num_rows
         schema = rt.meta.schema
         slots = np.zeros(n, dtype=np.int64)
@@ -332,8 +342,6 @@ class Table(WriteShortcuts):
             unrouted[:] = True
             slots[:] = -1
             return slots, unrouted
-        if n <= SMALL_BATCH_ROWS:
-            return self._route_rows(rt, data)
         valid = np.ones(n, dtype=bool)
         cols: list[pa.Array[Any]] = []
         for c in schema.key_columns:
@@ -345,39 +353,37 @@ class Table(WriteShortcuts):
             if arr.null_count:
                 valid &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             cols.append(arr)
-        keys = pa.Table.from_arrays(cols, names=schema.key_names)
-        if not valid.all():
-            keys = keys.filter(pa.array(valid))
-        pidx = partition_for_batch(rt.meta.partition_schema, schema, keys)
-        routed = np.zeros(n, dtype=np.int64)
-        routed[valid] = pidx
-        unrouted[valid] = pidx < 0
-        unrouted &= valid
+        if n <= SMALL_BATCH_ROWS and self.db.options.fast_paths:
+            routed = self._route_rows(rt, cols, valid)
+        else:
+            keys = pa.Table.from_arrays(cols, names=schema.key_names)
+            if not valid.all():
+                keys = keys.filter(pa.array(valid))
+            routed = np.zeros(n, dtype=np.int64)
+            routed[valid] = partition_for_batch(rt.meta.partition_schema, schema, keys)
+        unrouted[valid] = routed[valid] < 0
         slots = np.where(valid, routed, 0)  # unroutable keys: the first tablet rejects them
         slots[unrouted] = -1
         return slots, unrouted
 
-    def _route_rows(self, rt: TableRuntime, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        """``_route`` for a few rows: Python values and the scalar router, no Arrow
-        kernels (each costs more than routing one row)."""
+    def _route_rows(
+        self, rt: TableRuntime, cols: list[pa.Array[Any]], valid: np.ndarray
+    ) -> np.ndarray:
+        """``partition_for_batch`` for a few rows of converted keys: their Python values
+        and the scalar router, no Arrow kernels (each costs more than routing one row).
+        Rows not ``valid`` get slot 0."""
         schema = rt.meta.schema
         names = schema.key_names
-        if any(k not in data.column_names for k in names):
-            return np.zeros(data.num_rows, dtype=np.int64), np.zeros(data.num_rows, dtype=bool)
-        values = [data.column(k).to_pylist() for k in names]
-        slots, unrouted = [], []
-        for row in zip(*values, strict=True):
-            slot = 0  # unroutable keys: the first tablet rejects them
-            if None not in row:
-                try:
-                    slot = partition_for_row(
-                        rt.meta.partition_schema, schema, dict(zip(names, row, strict=True))
-                    )
-                except Error:
-                    slot = 0
-            unrouted.append(slot < 0)
+        values = [c.to_pylist() for c in cols]
+        slots = []
+        for ok, row in zip(valid.tolist(), zip(*values, strict=True), strict=True):
+            slot = 0
+            if ok:
+                slot = partition_for_row(
+                    rt.meta.partition_schema, schema, dict(zip(names, row, strict=True))
+                )
             slots.append(slot)
-        return np.array(slots, dtype=np.int64), np.array(unrouted, dtype=bool)
+        return np.array(slots, dtype=np.int64)
 
     def _write_parts(
         self,

@@ -385,7 +385,13 @@ class Tablet(WriteShortcuts):
         self._admit_write()
         threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
         n = data.num_rows
-        if 0 < n <= SMALL_WRITE_ROWS and n < threshold and op_column is None and op is not None:
+        if (
+            0 < n <= SMALL_WRITE_ROWS
+            and n < threshold
+            and op_column is None
+            and op is not None
+            and self.options.fast_paths
+        ):
             wop = WriteOp.parse(op)
             if wop in ROW_OPS:
                 got = self._arrow_to_rows(data)
@@ -466,7 +472,12 @@ class Tablet(WriteShortcuts):
     def _row_path_ready(self, n: int, op: WriteOp) -> bool:
         """Whether ``n`` rows of ``op`` may take the row path; if so, the checks and the
         back-pressure ``write`` applies first are done."""
-        if not (0 < n <= SMALL_WRITE_ROWS and n < self.options.bulk_load_rows and op in ROW_OPS):
+        if not (
+            0 < n <= SMALL_WRITE_ROWS
+            and n < self.options.bulk_load_rows
+            and op in ROW_OPS
+            and self.options.fast_paths
+        ):
             return False
         self._admit_write()
         return True

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.keys import encode_keys, equal_to_previous, sort_order, strictly_increasing
 from kudusql.common.schema import Schema
-from kudusql.common.types import cast_array
+from kudusql.common.types import cast_array, display_value
 
 MAX_ENCODED_KEY_BYTES = 16 * 1024
 
@@ -92,7 +92,8 @@ class RowError:
     message: str
 
     def __str__(self) -> str:
-        return f"row {self.index} ({self.op.name} key={self.key}): {self.status}: {self.message}"
+        key = "?" if self.key is None else ", ".join(display_value(v) for v in self.key)
+        return f"row {self.index} ({self.op.name} key=({key})): {self.status}: {self.message}"
 
 
 @dataclass
@@ -264,7 +265,7 @@ def _bad_value_msg(name: str, t: object, src: pa.ChunkedArray[Any], row: int) ->
         return f"invalid value {text} for column {name!r} of type {t}"
     if isinstance(v, (str, bytes)) and len(v) > 64 * 1024:
         return f"value too large for column {name!r} ({len(v)} bytes; the limit is 65536)"
-    return f"invalid value {v!r} for column {name!r} of type {t}"
+    return f"invalid value {display_value(v)} for column {name!r} of type {t}"
 
 
 def error_message(code: int, detail: str | None) -> tuple[str, str]:
