@@ -43,8 +43,8 @@ from kudusql.dbapi.types import (
 )
 
 apilevel = "2.0"
-#: Threads may share the module, not connections.
-threadsafety = 1
+#: Threads may share the module and connections (a connection runs one statement at a time).
+threadsafety = 2
 paramstyle = "qmark"
 
 __all__ = [

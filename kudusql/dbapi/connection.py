@@ -24,7 +24,8 @@ import contextlib
 import dataclasses
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -32,11 +33,11 @@ import pyarrow as pa
 
 from kudusql.common.errors import InterfaceError, NotSupportedError, ProgrammingError, Warning
 from kudusql.common.options import TabletOptions
+from kudusql.dbapi.registry import open_database
 from kudusql.dbapi.types import describe
 from kudusql.engine.params import Params
 from kudusql.engine.session import Result, Session
 from kudusql.engine.settings import Settings
-from kudusql.storage.client.database import Database
 
 _DB_KWARGS = {"read_only", "maintenance"}
 
@@ -62,19 +63,37 @@ def connect(path: str, **options: Any) -> Connection:
         temp = tempfile.mkdtemp(prefix="kudusql-")
         path = temp
     try:
-        db = Database(path, TabletOptions().with_(**tablet), **db_kw)
+        db, release = open_database(path, tablet, db_kw)
     except BaseException:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
         raise
-    return Connection(Session(db, **settings), temp_dir=temp)
+    try:
+        session = Session(db, owns_db=False, **settings)
+    except BaseException:
+        release()
+        raise
+    return Connection(session, temp_dir=temp, release=release)
 
 
 class Connection:
-    def __init__(self, session: Session, *, temp_dir: str | None = None) -> None:
+    """A session on an open database. Threads may share a connection: its statements
+    run one at a time (each thread can also have its own connection to the same
+    database, which runs in parallel)."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        temp_dir: str | None = None,
+        release: Callable[[], None] | None = None,
+    ) -> None:
         self._session: Session | None = session
         self._temp_dir = temp_dir
+        self._release = release
         self._cursors: list[Cursor] = []
+        #: Held while a statement of this connection runs or its result is fetched.
+        self._lock = threading.RLock()
 
     @property
     def session(self) -> Session:
@@ -105,12 +124,15 @@ class Connection:
         for c in self._cursors:
             c._result = None
             c._closed = True
-        session, self._session = self._session, None
-        try:
-            session.close()
-        finally:
-            if self._temp_dir is not None:
-                shutil.rmtree(self._temp_dir, ignore_errors=True)
+        with self._lock:
+            session, self._session = self._session, None
+            try:
+                session.close()
+            finally:
+                if self._release is not None:
+                    self._release()
+                if self._temp_dir is not None:
+                    shutil.rmtree(self._temp_dir, ignore_errors=True)
 
     def execute(self, sql: str, params: Params = None) -> Cursor:
         """A new cursor that ran ``sql`` (a shortcut, as in sqlite3 and DuckDB)."""
@@ -163,18 +185,20 @@ class Cursor:
 
     # -- running --------------------------------------------------------------------------
     def execute(self, operation: str, parameters: Params = None) -> Cursor:
-        session = self._session()
-        self._result = None
-        self._pos = 0
-        res = session.execute(operation, parameters)
-        self._set(res)
+        with self.connection._lock:
+            session = self._session()
+            self._result = None
+            self._pos = 0
+            res = session.execute(operation, parameters)
+            self._set(res)
         return self
 
     def executemany(self, operation: str, seq_of_parameters: Sequence[Params]) -> Cursor:
-        session = self._session()
-        self._result = None
-        self._pos = 0
-        self._set(session.execute_many(operation, seq_of_parameters))
+        with self.connection._lock:
+            session = self._session()
+            self._result = None
+            self._pos = 0
+            self._set(session.execute_many(operation, seq_of_parameters))
         return self
 
     def _set(self, res: Result) -> None:

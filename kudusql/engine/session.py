@@ -92,7 +92,8 @@ class Result:
 
 
 class Session:
-    """A connection's state; not thread-safe (one per thread)."""
+    """A connection's state; runs one statement at a time (the DB-API connection holds
+    its lock around each)."""
 
     def __init__(self, db: Database, *, owns_db: bool = True, **settings: Any) -> None:
         self.db = db
@@ -298,10 +299,13 @@ class Session:
             tree: exp.Expr = values_query(src, cols)
         else:
             tree = src
-        snap = self.db.snapshot()
         plan = self.plan(tree)
-        data = self.runner.query(plan, snap)
-        return self._finish(verb, self._write(table, data, cols, self._op(s)), snap)
+        # A read-modify-write (``UPSERT INTO t SELECT ... FROM t``) like UPDATE: nothing
+        # else writes the table between the read and the write.
+        with table.exclusive() as snap:
+            data = self.runner.query(plan, snap)
+            res = self._write(table, data, cols, self._op(s))
+        return self._finish(verb, res, snap)
 
     def _insert_many(self, s: st.Insert | st.Upsert, seq: Sequence[Params]) -> Result | None:
         src = s.source

@@ -2,7 +2,8 @@
 database opens, lists exactly the tables whose creation was acknowledged (the op in
 flight may or may not have happened, and is resolved by looking), has no orphan tablet
 directories, every tablet is on the catalog's schema, and every table holds exactly the
-rows of the acknowledged writes (the write in flight: each of its keys either way)."""
+rows of the acknowledged writes (the write in flight: all of its keys or none, across
+its tablets)."""
 
 from __future__ import annotations
 
@@ -68,16 +69,26 @@ class Model:
             if have == (kind == "add_range"):
                 self.apply(op, {})
         elif kind in ("upsert", "delete"):
+            # A write is one transaction across its tablets: all of its keys changed,
+            # or none (a key whose old and new state agree tells nothing).
             rows = self.rows[name]
+            new = None if kind == "delete" else op["v"]
+            changed, kept = [], []
+            bounds = t.partition_schema.range_bounds if t.partition_schema.range_columns else []
             for k in op["keys"]:
+                if bounds and not any(b.lower[0] <= k < b.upper[0] for b in bounds):
+                    continue  # no tablet covers it: a row error either way
                 got = t.lookup([k], ["v"])
-                new = None if kind == "delete" else op["v"]
                 actual = None if got is None else got["v"]
                 assert actual in (rows.get(k), new), (k, actual, rows.get(k), new)
-                if actual is None:
+                if rows.get(k) != new:
+                    (changed if actual == new else kept).append(k)
+            assert not (changed and kept), f"half a write survived: {changed} but not {kept}"
+            for k in changed:
+                if new is None:
                     rows.pop(k, None)
                 else:
-                    rows[k] = actual
+                    rows[k] = new
 
     def check(self, db: Database) -> None:
         assert db.table_names() == sorted(self.rows)

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kudusql.common.errors import OperationalError, ProgrammingError
-from kudusql.common.hybrid_time import HybridClock, wall_micros
+from kudusql.common.hybrid_time import HybridClock, describe, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
@@ -33,6 +33,7 @@ from kudusql.storage.client.alter import AlterStep, apply_alter
 from kudusql.storage.client.catalog import CatalogState, TableMeta, TabletEntry
 from kudusql.storage.client.partition import Partition, PartitionSchema, create_partitions
 from kudusql.storage.client.table import Table
+from kudusql.storage.client.txn_log import TXN_LOG_DIR, ReadPoint, TxnLog, read_point
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.mvcc import MvccManager
@@ -113,6 +114,19 @@ class Database:
                 self._lock.release()
             raise
         self.clock = clock or HybridClock()
+        self._txns: TxnLog | None = None
+        self._read_point: ReadPoint | None = None
+        self._poisoned: str | None = None
+        txn_dir = os.path.join(self.path, TXN_LOG_DIR)
+        try:
+            if read_only:
+                self._read_point = read_point(txn_dir)
+            else:
+                self._txns = TxnLog(txn_dir, self.clock, self.options.wal_fsync)
+        except BaseException:
+            if self._lock is not None:
+                self._lock.release()
+            raise
         self.mvcc = MvccManager(self.clock)
         self.cache = BlockCache(self.options.block_cache_bytes)
         self.pool = ThreadPoolExecutor(max(2, self.options.threads), thread_name_prefix="db")
@@ -124,6 +138,22 @@ class Database:
         self._ddl_lock = threading.RLock()
         self._runtimes: dict[int, TableRuntime] = {}
         self._closed = False
+        if self._txns is not None and self._txns.pending_tablets():
+            self._roll_forward()
+
+    def _roll_forward(self) -> None:
+        """Open the participants of committed transactions that have not proved them
+        yet (a crash came between a COMMIT and their markers): each applies its part
+        and flushes it at its open, and the commit log can then forget them."""
+        assert self._txns is not None
+        pending = self._txns.pending_tablets()
+        for meta in list(self._state.tables.values()):
+            for slot, entry in enumerate(meta.tablets):
+                if entry.id in pending:
+                    self._runtime(meta.id).tablet(slot)
+        listed = {e.id for m in self._state.tables.values() for e in m.tablets}
+        self._txns.forget_tablets(pending - listed)  # dropped since
+        self._txns.checkpoint()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -137,6 +167,8 @@ class Database:
             for rt in self._runtimes.values():
                 for t in rt.opened().values():
                     t.close()
+            if self._txns is not None:
+                self._txns.close()
         finally:
             self.pool.shutdown(wait=True)
             if self._lock is not None:
@@ -150,6 +182,8 @@ class Database:
         for rt in self._runtimes.values():
             for t in rt.opened().values():
                 t.abandon()
+        if self._txns is not None:
+            self._txns.abandon()
         self.pool.shutdown(wait=True)
         if self._lock is not None:
             self._lock.release()
@@ -160,6 +194,10 @@ class Database:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def _check_open(self) -> None:
         if self._closed:
             raise ProgrammingError(f"database {self.path} is closed")
@@ -168,6 +206,28 @@ class Database:
         self._check_open()
         if self.read_only:
             raise OperationalError(f"database {self.path} is open read-only")
+        if self._poisoned is not None:
+            raise OperationalError(
+                f"database {self.path} takes no more writes: {self._poisoned}; open it again"
+            )
+
+    def poison(self, reason: str) -> None:
+        """Refuse every write from now on (PostgreSQL's answer to a failed commit fsync:
+        what the disk holds is known only to a new open)."""
+        log.error("database %s: refusing writes: %s", self.path, reason)
+        self._poisoned = reason
+
+    def txn_log(self) -> TxnLog:
+        """The commit log of multi-tablet writes (writers only)."""
+        self._check_writable()
+        assert self._txns is not None
+        return self._txns
+
+    def _txn_committed(self, ts: int) -> bool:
+        if self._txns is not None:
+            return self._txns.is_committed(ts)
+        assert self._read_point is not None
+        return ts in self._read_point.committed
 
     def _remove_orphans(self) -> None:
         """Remove tablet directories no table lists (an interrupted CREATE or DROP)."""
@@ -191,7 +251,10 @@ class Database:
             read_only=self.read_only,
             clock=self.clock,
             cache=self.cache,
+            txn_committed=self._txn_committed,
         )
+        if self._txns is not None:
+            self._txns.tablet_opened(tablet_id)
         if not self.read_only and t.schema != schema:
             t.alter_schema(schema)  # an ALTER committed in the catalog, not yet here
         if self.maintenance is not None:
@@ -209,14 +272,25 @@ class Database:
     # -- time ----------------------------------------------------------------------------------
     def snapshot(self, ts: int | None = None) -> int:
         """``ts`` once every batch before it has applied; or the latest snapshot that sees
-        every finished batch and no unfinished one."""
+        every finished batch and no unfinished one.
+
+        A read-only view reads as of its open (``read_point``): its tablets open lazily,
+        later, and a snapshot past that point could see a multi-tablet write in one
+        tablet and not in another."""
+        rp = self._read_point
         if ts is None:
-            return self.mvcc.latest_snapshot()
+            latest = self.mvcc.latest_snapshot()
+            return latest if rp is None else min(latest, rp.timestamp)
+        if rp is not None and ts > rp.timestamp:
+            raise ProgrammingError(
+                f"snapshot {describe(ts)} is later than this read-only view of "
+                f"{self.path}, opened at {describe(rp.timestamp)}: open it again to read later"
+            )
         self.mvcc.wait_for_snapshot(ts)
         return ts
 
     def latest_timestamp(self) -> int:
-        return self.mvcc.latest_snapshot()
+        return self.snapshot()
 
     # -- tables --------------------------------------------------------------------------------
     def table_names(self) -> list[str]:
@@ -342,6 +416,8 @@ class Database:
                     for t in rt.opened().values():
                         t.close()
                 self._delete_tablets(meta.tablets)
+                if self._txns is not None:
+                    self._txns.forget_tablets(e.id for e in meta.tablets)
 
     def alter_table(self, name: str, steps: Sequence[AlterStep]) -> Table:
         """Apply ALTER TABLE steps atomically (``alter.py``): new range partitions get new

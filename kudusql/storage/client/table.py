@@ -13,8 +13,9 @@ the caller's batch. In atomic mode every tablet is locked and checked before any
 written, so the batch applies everywhere or nowhere.
 
 Writes to one table are serialized (the table's write lock), so each tablet applies
-batches in timestamp order. A batch that spans tablets is atomic for readers but not
-across a crash: each tablet logs its part in its own WAL (docs/DECISIONS.md).
+batches in timestamp order. A batch that spans tablets is one transaction through the
+database's commit log (``txn_log.py``, ``_write_txn``): all of it or none, on error and
+on crash, for every reader.
 
 Scans: partition pruning picks the tablets, the tablets are scanned in parallel on the
 database's thread pool at one snapshot, and batches stream back as they come (ordered
@@ -35,7 +36,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
+from kudusql.common.errors import (
+    DataError,
+    Error,
+    IntegrityError,
+    OperationalError,
+    ProgrammingError,
+)
 from kudusql.common.hybrid_time import to_micros
 from kudusql.common.predicates import ColumnPredicate, PredicateKind
 from kudusql.common.schema import Schema
@@ -49,9 +56,11 @@ from kudusql.storage.client.partition import (
     partition_for_row,
 )
 from kudusql.storage.client.pruning import prune_partitions
+from kudusql.storage.client.txn_log import CommitOutcomeUnknown
 from kudusql.storage.tablet.diskrowset import RowSetMeta
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS, RowLayout, rows_to_arrow
 from kudusql.storage.tablet.tablet import Tablet
+from kudusql.storage.tablet.txn_part import TxnPart, abort_part, commit_part
 from kudusql.storage.tablet.write_ops import (
     RowError,
     WriteOp,
@@ -183,14 +192,14 @@ class Table(WriteShortcuts):
                     f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
                 )
             tablets = rt.tablets()
-            ts = self.db.mvcc.start_op()
-            try:
-                if atomic and len(parts) > 1:
-                    results = self._write_atomic(tablets, parts, op, op_column, ts)
-                else:
+            if len(parts) > 1:
+                ts, results = self._write_txn(rt, tablets, parts, op, op_column, atomic)
+            else:
+                ts = self.db.mvcc.start_op()
+                try:
                     results = self._write_parts(tablets, parts, op, op_column, atomic, ts)
-            finally:
-                self.db.mvcc.finish_op(ts)
+                finally:
+                    self.db.mvcc.finish_op(ts)
         applied = ignored = 0
         for part, res in zip(parts, results, strict=True):
             applied += res.applied
@@ -278,8 +287,8 @@ class Table(WriteShortcuts):
             raise DataError(
                 f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
             )
-        if atomic and len(parts) > 1:
-            return None  # every tablet locked and checked first: the Arrow path does it
+        if len(parts) > 1:
+            return None  # a transaction across tablets: the Arrow path commits it
         tablets = rt.tablets()
         if any(tablets[slot].failed for slot in parts):
             return None  # the Arrow path reloads it with the table's lock released
@@ -464,29 +473,81 @@ class Table(WriteShortcuts):
                     self.db.mvcc.finish_op(ts)
         return WriteResult(ts, applied, 0, [])
 
-    def _write_atomic(
+    def _write_txn(
         self,
+        rt: TableRuntime,
         tablets: Sequence[Tablet],
         parts: list[_Part],
         op: WriteOp | str | int | None,
         op_column: str | None,
-        ts: int,
-    ) -> list[WriteResult]:
-        """Lock every tablet the batch touches, check every part, then write them all."""
+        atomic: bool,
+    ) -> tuple[int, list[WriteResult]]:
+        """A batch that spans tablets, as one transaction (``txn_log.py``): every tablet
+        held, every part prepared (decided and logged, nothing applied) and durable, the
+        COMMIT made durable, then every part applied. A failure before the COMMIT leaves
+        nothing applied anywhere, on error and on crash."""
+        db = self.db
+        txns = db.txn_log()
+        total = sum(p.data.num_rows for p in parts)
+        # The bulk path is chosen for the batch, not per tablet: a big load spread over
+        # many tablets still skips the WAL, unless a tablet's share is tiny.
+        bulk_rows = None
+        if total >= db.options.bulk_load_rows:
+            bulk_rows = min(db.options.bulk_load_rows, MIN_BULK_PART_ROWS)
         with contextlib.ExitStack() as stack:
             for p in sorted(parts, key=lambda p: p.slot):
-                stack.enter_context(tablets[p.slot].exclusive())
-            errors = _part_errors(tablets, parts, op, op_column, None)
-            if errors:
-                errors.sort(key=lambda e: e.index)
-                msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-                if any(e.status in ("AlreadyPresent", "NotFound") for e in errors):
-                    raise IntegrityError(msg)
-                raise DataError(msg)
-            return [
-                tablets[p.slot].write(p.data, op, op_column=op_column, atomic=True, timestamp=ts)
-                for p in parts
-            ]
+                stack.enter_context(tablets[p.slot].hold(maint=bulk_rows is not None))
+            if atomic:
+                _raise_atomic(_part_errors(tablets, parts, op, op_column, db.pool))
+            txn = txns.begin()
+            ts = db.mvcc.start_op()
+            prepared: list[TxnPart] = []
+
+            def one(p: _Part) -> TxnPart:
+                return tablets[p.slot].prepare_part(
+                    p.data,
+                    op,
+                    op_column=op_column,
+                    atomic=atomic,
+                    timestamp=ts,
+                    bulk_rows=bulk_rows,
+                )
+
+            try:
+                if total >= PARALLEL_WRITE_ROWS:
+                    futures = [db.pool.submit(one, p) for p in parts]
+                    for f in futures:  # every part finishes before any outcome is decided
+                        f.exception()
+                    prepared = [f.result() for f in futures if f.exception() is None]
+                    for f in futures:
+                        f.result()
+                else:
+                    for p in parts:
+                        prepared.append(one(p))
+                for x in prepared:
+                    x.wait_durable()
+                txns.commit(txn, ts, [rt.meta.tablets[p.slot].id for p in parts])
+            except BaseException as e:
+                for x in prepared:
+                    abort_part(x)
+                if not isinstance(e, CommitOutcomeUnknown):
+                    txns.abort(txn)
+                else:
+                    db.poison(str(e))
+                db.mvcc.abort_op(ts)
+                raise
+            failures = []
+            for p, x in zip(parts, prepared, strict=True):
+                try:
+                    commit_part(x)
+                except OperationalError as e:
+                    failures.append(e)
+                    continue
+                txns.finalized(ts, rt.meta.tablets[p.slot].id, x.tablet)
+            db.mvcc.finish_op(ts)
+        if failures:
+            raise failures[0]
+        return ts, [x.result for x in prepared]
 
     # -- reads ----------------------------------------------------------------------------
     def scan(
@@ -712,6 +773,17 @@ class Table(WriteShortcuts):
         }
         self.db._set_statistics(self.id, stats)
         return stats
+
+
+def _raise_atomic(errors: list[RowError]) -> None:
+    """An atomic batch with row errors is rejected whole."""
+    if not errors:
+        return
+    errors.sort(key=lambda e: e.index)
+    msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+    if any(e.status in ("AlreadyPresent", "NotFound") for e in errors):
+        raise IntegrityError(msg)
+    raise DataError(msg)
 
 
 def _part_errors(

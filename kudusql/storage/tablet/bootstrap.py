@@ -11,8 +11,8 @@ log order; mutations of MemRowSet rows find their slot by key.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,9 +24,12 @@ from kudusql.common.schema import Schema
 from kudusql.storage.tablet.log_record import (
     KIND_DRS,
     KIND_MRS,
+    TXN_FINALIZE,
+    TXN_PART,
     CompactBatch,
     DecidedBatch,
     decode_record,
+    txn_envelope,
 )
 from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.row_write import RowLayout
@@ -68,6 +71,65 @@ class _Values:
     n: int
     columns: dict[int, pa.Array[Any]]
     keys: pa.Array[Any]
+
+
+@dataclass
+class TxnRecords:
+    """What the transaction records of a replayed log held (``committed_records``)."""
+
+    #: Parts applied because the database's commit log says their transaction
+    #: committed, with no FINALIZE marker after them here (a crash came between).
+    rolled_forward: set[int] = field(default_factory=set)
+    #: Parts skipped: their transaction aborted (or never committed before a crash).
+    aborted: int = 0
+    #: The highest sequence number and timestamp of any record, skipped ones included.
+    next_seq: int = 0
+    max_ts: int = 0
+
+
+def committed_records(
+    records: Iterable[LogRecord], committed: Callable[[int], bool], out: TxnRecords
+) -> Iterator[LogRecord]:
+    """The records replay applies: plain batches, and the parts of multi-tablet
+    transactions that committed, unwrapped (``log_record.encode_txn_part``).
+
+    A part is committed when the next record is its FINALIZE marker (the writer holds
+    the tablet from the part to its marker, so nothing comes between them), or else when
+    ``committed`` (the database's commit log) says so; otherwise its transaction aborted
+    and the part is skipped. Markers are not yielded."""
+    pending: LogRecord | None = None  # a part waiting to see the next record
+    pending_ts = 0
+    for rec in records:
+        env = txn_envelope(rec.payload)
+        if env is not None:
+            _, ts, seq_base, n, _ = env
+            out.next_seq = max(out.next_seq, seq_base + n)
+            out.max_ts = max(out.max_ts, ts)
+        if pending is not None:
+            if env is not None and env[0] == TXN_FINALIZE and env[1] == pending_ts:
+                yield pending
+                pending = None
+                continue
+            yield from _resolve(pending, pending_ts, committed, out)
+            pending = None
+        if env is None:
+            yield rec
+        elif env[0] == TXN_PART:
+            assert env[4] is not None
+            pending = rec._replace(payload=env[4])
+            pending_ts = env[1]
+    if pending is not None:
+        yield from _resolve(pending, pending_ts, committed, out)
+
+
+def _resolve(
+    part: LogRecord, ts: int, committed: Callable[[int], bool], out: TxnRecords
+) -> Iterator[LogRecord]:
+    if committed(ts):
+        out.rolled_forward.add(ts)
+        yield part
+    else:
+        out.aborted += 1
 
 
 def replay(

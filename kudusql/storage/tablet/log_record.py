@@ -417,6 +417,41 @@ def _decode_compact(payload: bytes, ts: int, seq_base: int, n: int) -> CompactBa
 _fromordinal = datetime.date.fromordinal
 
 
+# -- transaction parts and their commit markers ------------------------------------------------
+# DO NOT CHANGE: on-disk. A batch written as one part of a multi-tablet transaction is
+# wrapped: the 24-byte header with schema length TXN_PART, then the batch's own payload
+# (either layout above). A FINALIZE marker is the bare header with schema length
+# TXN_FINALIZE. In both the header's timestamp is the transaction's.
+TXN_PART = 0xFFFFFFFF
+TXN_FINALIZE = 0xFFFFFFFE
+
+
+def encode_txn_part(payload: bytes) -> bytes:
+    """A batch record as a part of the transaction of its timestamp: replay applies it
+    only once the transaction is known committed."""
+    ts, seq_base, n, _ = _HEAD.unpack_from(payload, 0)
+    return _HEAD.pack(ts, seq_base, n, TXN_PART) + payload
+
+
+def encode_txn_finalize(ts: int, seq: int) -> bytes:
+    """The marker that the transaction of ``ts`` committed (its part earlier in this log
+    is to be applied whatever the database's commit log says)."""
+    return _HEAD.pack(ts, seq, 1, TXN_FINALIZE)
+
+
+def txn_envelope(payload: bytes) -> tuple[int, int, int, int, bytes | None] | None:
+    """(kind, ts, seq_base, n, inner payload) of a transaction record (kind TXN_PART or
+    TXN_FINALIZE; the inner payload None for a marker), or None for a plain batch."""
+    if len(payload) < _HEAD.size:
+        return None
+    ts, seq_base, n, kind = _HEAD.unpack_from(payload, 0)
+    if kind == TXN_PART:
+        return kind, ts, seq_base, n, payload[_HEAD.size :]
+    if kind == TXN_FINALIZE:
+        return kind, ts, seq_base, n, None
+    return None
+
+
 def decode_record(payload: bytes, path: str, offset: int) -> DecidedBatch | CompactBatch:
     """A WAL payload in either layout (CorruptionError if it does not decode)."""
     try:

@@ -32,6 +32,10 @@ class TabletMeta:
     next_seq: int = 0
     max_ts: int = 0
     history_max_age_s: float | None = None
+    #: Rowsets a bulk-loaded part of a multi-tablet transaction wrote, by rowset id, with
+    #: the transaction's timestamp: listed before the transaction commits, kept at the
+    #: next load only if it committed (then untagged), else dropped.
+    txn_rowsets: dict[int, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {**self._own_json(), "rowsets": [r.to_dict() for r in self.rowsets]}
@@ -45,6 +49,7 @@ class TabletMeta:
             "next_seq": self.next_seq,
             "max_ts": self.max_ts,
             "history_max_age_s": self.history_max_age_s,
+            "txn_rowsets": {str(k): v for k, v in self.txn_rowsets.items()},
         }
 
     @classmethod
@@ -57,6 +62,7 @@ class TabletMeta:
             d["next_seq"],
             d["max_ts"],
             d.get("history_max_age_s"),
+            {int(k): int(v) for k, v in d.get("txn_rowsets", {}).items()},
         )
 
     def json_text(self) -> str:

@@ -537,6 +537,7 @@ _EXACT_BUILD: dict[TypeKind, frozenset[type]] = {
     TypeKind.TIMESTAMP: frozenset({datetime.datetime}),
 }
 _NONE = type(None)
+_INT_DECIMAL = {int, decimal.Decimal}
 _BUILD_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 
 
@@ -558,6 +559,9 @@ def column_from_values(values: list[Any], dtype: DataType | None) -> pa.Array[An
             return pa.array(values, type=dtype.arrow_type())
         except _BUILD_ERRORS:
             pass  # out of range: the values' own array and the cast report it
+    if types == _INT_DECIMAL:  # every int is exactly a Decimal: one group
+        values = [decimal.Decimal(v) if type(v) is int else v for v in values]
+        types = {decimal.Decimal}
     if len(types) <= 1 or dtype is None:
         return _inferred(values)
     target = dtype.arrow_type()

@@ -27,7 +27,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -51,7 +51,13 @@ from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet import metadata
-from kudusql.storage.tablet.bootstrap import ReplayStats, UnknownRowSetError, replay
+from kudusql.storage.tablet.bootstrap import (
+    ReplayStats,
+    TxnRecords,
+    UnknownRowSetError,
+    committed_records,
+    replay,
+)
 from kudusql.storage.tablet.bulk_load import undo_for_inserts, write_bulk_rowsets
 from kudusql.storage.tablet.compaction_worker import CompactionWorker, DeltaFilesJob, FlushJob
 from kudusql.storage.tablet.delta import Deltas
@@ -85,6 +91,7 @@ from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memrowset
 from kudusql.storage.tablet.tablet_maintenance import TabletMaintainer, delta_bytes
+from kudusql.storage.tablet.txn_part import TxnPart, prepare_part
 from kudusql.storage.tablet.write_ops import (
     E_OK,
     PreparedBatch,
@@ -112,6 +119,10 @@ log = logging.getLogger(__name__)
 WAL_DIR = "wal"
 
 
+def _never_committed(ts: int) -> bool:
+    return False
+
+
 class Tablet(WriteShortcuts):
     """One tablet directory: create with ``Tablet.create``, reopen with ``Tablet.open``."""
 
@@ -123,10 +134,17 @@ class Tablet(WriteShortcuts):
         read_only: bool = False,
         clock: HybridClock | None = None,
         cache: BlockCache | None = None,
+        txn_committed: Callable[[int], bool] | None = None,
     ) -> None:
         self.path = path
         self.options = options
         self.read_only = read_only
+        #: Whether the multi-tablet transaction of a timestamp committed (the database's
+        #: commit log); a tablet outside a database has none, so none of its parts did.
+        self.txn_committed: Callable[[int], bool] = txn_committed or _never_committed
+        #: Transactions whose parts the last load applied on the commit log's word alone
+        #: (no FINALIZE marker here): flushed at once, so the commit log may forget them.
+        self.rolled_forward: set[int] = set()
         self.clock = clock or HybridClock()
         self.mvcc = MvccManager(self.clock)
         self.cache = cache if cache is not None else BlockCache(options.block_cache_bytes)
@@ -171,6 +189,7 @@ class Tablet(WriteShortcuts):
         """(Re)build every in-memory structure from the superblock and the WAL."""
         meta = metadata.load(self.path)
         self.meta = meta
+        resolved = self._resolve_txn_rowsets()
         self.schema = meta.schema
         self._key_types = [c.type for c in self.schema.key_columns]
         self._layouts: dict[tuple[str, ...], RowLayout] = {}
@@ -186,13 +205,18 @@ class Tablet(WriteShortcuts):
         self._rowsets = RowSets(self._new_mrs(), (), drs)
         wal_dir = os.path.join(self.path, WAL_DIR)
         t0 = time.perf_counter()
+        txr = TxnRecords()
         st = replay(
-            read_log(wal_dir, repair=not self.read_only),
+            committed_records(
+                read_log(wal_dir, repair=not self.read_only), self.txn_committed, txr
+            ),
             self._rowsets,
             self.schema,
             meta.last_durable_mrs_id,
             meta.next_rowset_id,
         )
+        st.max_ts = max(st.max_ts, txr.max_ts)
+        st.next_seq = max(st.next_seq, txr.next_seq)
         if st.records:
             log.info(
                 "tablet %s: replayed %d WAL records (%d rows, %d skipped as durable) in %.2f s",
@@ -213,7 +237,30 @@ class Tablet(WriteShortcuts):
                 segment_size=self.options.wal_segment_bytes,
             )
         self._failed = None
+        if not self.read_only:
+            if resolved:
+                self._save_meta()
+            self.rolled_forward = txr.rolled_forward
+            if txr.rolled_forward:
+                # Their parts are in memory only on the commit log's word: made durable
+                # here, the commit log can forget them (txn_log.py).
+                self._flush()
+                self.flush_deltas()
         return st
+
+    def _resolve_txn_rowsets(self) -> bool:
+        """Keep the rowsets of committed transactions' bulk-loaded parts (untagged) and
+        drop the others from ``self.meta`` (their directories are then orphans); True
+        when the superblock changed."""
+        meta = self.meta
+        if not meta.txn_rowsets:
+            return False
+        dropped = {rid for rid, ts in meta.txn_rowsets.items() if not self.txn_committed(ts)}
+        if dropped:
+            log.info("tablet %s: dropping rowsets %s of aborted transactions", self.path, dropped)
+            meta.rowsets = [m for m in meta.rowsets if m.id not in dropped]
+        meta.txn_rowsets = {}
+        return True
 
     # -- lifecycle ----------------------------------------------------------------------------
     @classmethod
@@ -896,6 +943,36 @@ class Tablet(WriteShortcuts):
             self._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
         self.mvcc.finish_op(ts)
         return total
+
+    @contextlib.contextmanager
+    def hold(self, *, maint: bool = False) -> Iterator[None]:
+        """Hold the tablet for a multi-tablet transaction's part (``txn_part.py``): what a
+        write checks first, then the write lock (the maintenance lock first with
+        ``maint``, as a bulk write takes it) on an open, healthy tablet, from the part's
+        prepare to its commit or abort."""
+        self._admit_write()
+        with self._healthy(maint=maint):
+            yield
+
+    def prepare_part(
+        self,
+        data: pa.Table,
+        op: WriteOp | str | int | None,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+        timestamp: int,
+        bulk_rows: int | None = None,
+    ) -> TxnPart:
+        """Decide and log this tablet's part of a multi-tablet transaction at
+        ``timestamp``, applying nothing (``txn_part.prepare_part``; inside ``hold``)."""
+        return prepare_part(self, data, op, op_column, atomic, timestamp, bulk_rows)
+
+    def sync_log(self) -> None:
+        """Make every record appended so far durable (an fsync of the current segment)."""
+        lg = self._log
+        if lg is not None:
+            lg.sync()
 
     @contextlib.contextmanager
     def _healthy(self, *, maint: bool = False) -> Iterator[None]:

@@ -392,6 +392,14 @@ class Log:
         while self._syncing:
             self._cond.wait()
 
+    def roll(self) -> None:
+        """Close the current segment and start the next one now (a later ``gc`` can
+        then delete every segment written so far)."""
+        with self._lock:
+            self._check_usable()
+            if self._cur.count:
+                self._roll()
+
     def _roll(self) -> None:
         """Close the current segment (footer + fsync) and start the next one. Lock held."""
         self._wait_not_syncing()

@@ -1,0 +1,222 @@
+"""A tablet's part of a multi-tablet transaction: prepare, commit, abort.
+
+A table write that spans tablets is all or nothing through the database's commit log
+(``storage/client/txn_log.py``, Kudu's two-phase commit of a multi-tablet transaction
+on one machine). Each participant tablet:
+
+1. **prepares** its part: decides every row against its current state and logs the
+   decided batch wrapped as a transaction part (``log_record.encode_txn_part``); a part
+   big enough to bulk load is written as rowsets that the superblock lists tagged with
+   the transaction (``TabletMeta.txn_rowsets``). Nothing is applied to memory, and the
+   part's MVCC op stays in flight;
+2. once the commit log holds the transaction's COMMIT, **commits**: applies the decided
+   batch to memory and logs a FINALIZE marker right after the part (or serves the
+   rowsets and untags them), then makes it visible;
+3. or **aborts**: nothing was applied, so nothing is undone; replay skips the logged
+   part (no marker, no COMMIT) and the next load drops the tagged rowsets.
+
+The caller holds the tablet's write lock, and for a bulk part its maintenance lock
+first, from ``prepare`` until ``commit`` or ``abort`` (``Tablet.hold``): no flush,
+compaction or other write changes the stores the decisions name in between, and no
+record comes between a part and its marker (replay relies on that adjacency).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from kudusql.common.errors import DataError, IntegrityError, OperationalError
+from kudusql.storage.tablet.bulk_load import write_bulk_rowsets
+from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
+from kudusql.storage.tablet.log_record import encode_txn_finalize, encode_txn_part
+from kudusql.storage.tablet.rowsets import RowSets
+from kudusql.storage.tablet.write_ops import (
+    E_OK,
+    PreparedBatch,
+    WriteOp,
+    WriteResult,
+    operations,
+    prepare,
+)
+from kudusql.storage.tablet.write_path import (
+    A_IGNORED,
+    MUTATES,
+    Decisions,
+    decide,
+    row_errors,
+    to_log_record,
+)
+from kudusql.storage.tablet.write_path import apply as apply_decisions
+from kudusql.storage.wal import AppendTicket
+
+if TYPE_CHECKING:
+    from kudusql.storage.tablet.tablet import Tablet
+
+
+@dataclass
+class TxnPart:
+    """A prepared part: what it decided and where it stands."""
+
+    tablet: Tablet
+    ts: int
+    result: WriteResult
+    pb: PreparedBatch
+    d: Decisions
+    rs: RowSets
+    seq_base: int
+    #: The log append of the part (None: nothing logged, or a bulk part).
+    ticket: AppendTicket | None
+    logged: bool
+    #: The rowsets of a bulk part, listed in the superblock under the transaction's tag.
+    rowsets: list[RowSetMeta] | None = None
+
+    def wait_durable(self) -> None:
+        """Block until the logged part is durable under the fsync policy."""
+        if self.ticket is not None:
+            try:
+                self.ticket.wait_durable()
+            except OperationalError as e:
+                self.tablet._failed = f"write-ahead log failed: {e}"
+                raise
+
+
+def prepare_part(
+    t: Tablet,
+    data: pa.Table,
+    op: WriteOp | str | int | None,
+    op_column: str | None,
+    atomic: bool,
+    ts: int,
+    bulk_rows: int | None,
+) -> TxnPart:
+    """Decide and log (or write, for a bulk part) the tablet's part of the transaction
+    at ``ts``; apply nothing. The caller holds the tablet (``Tablet.hold``)."""
+    threshold = t.options.bulk_load_rows if bulk_rows is None else bulk_rows
+    ops = operations(data, op, op_column)
+    if op_column is not None:
+        data = data.drop_columns([op_column])
+    pb = prepare(t.schema, data, ops, t._pool)
+    rs = t._rowsets
+    d = decide(rs, t.schema, pb)
+    errors = row_errors(t.schema, pb, d.err)
+    if atomic and errors:
+        msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+        if any(x.status in ("AlreadyPresent", "NotFound") for x in errors):
+            raise IntegrityError(msg)
+        raise DataError(msg)
+    ignored = int(np.count_nonzero(d.action == A_IGNORED))
+    applied = int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED)))
+    result = WriteResult(ts, applied, ignored, errors)
+    bulk = pb.n >= threshold and bool(
+        np.all((ops == WriteOp.INSERT) | (ops == WriteOp.INSERT_IGNORE))
+    )
+    t.mvcc.start_op(ts)
+    seq_base = t._next_seq
+    if bulk and not MUTATES[d.action].any():
+        try:
+            metas = _write_tagged_rowsets(t, pb, d, ts, seq_base)
+        except BaseException:
+            t.mvcc.abort_op(ts)
+            raise
+        return TxnPart(t, ts, result, pb, d, rs, seq_base, None, False, metas)
+    ticket = None
+    rec = to_log_record(rs, t.schema, pb, d, ts, seq_base)
+    if rec is not None:
+        try:
+            assert t._log is not None
+            ticket = t._log.append(seq_base, ts, encode_txn_part(rec.encode()))
+        except BaseException:
+            t.mvcc.abort_op(ts)
+            t._failed = "write-ahead log append failed"
+            raise
+    t._next_seq += pb.n
+    return TxnPart(t, ts, result, pb, d, rs, seq_base, ticket, rec is not None)
+
+
+def _write_tagged_rowsets(
+    t: Tablet, pb: PreparedBatch, d: Decisions, ts: int, seq_base: int
+) -> list[RowSetMeta]:
+    """The bulk part's new rows as DiskRowSets, listed in the superblock under the
+    transaction's tag (durable before the COMMIT, kept only if it commits)."""
+    meta = t.meta
+    first_id = meta.next_rowset_id
+    metas: list[RowSetMeta] = []
+    if len(d.new_rows):
+        metas = write_bulk_rowsets(
+            t.path, first_id, t.schema, pb, d.new_rows, ts, seq_base, t._write_opts(), t._pool
+        )
+    t._next_seq += pb.n
+    meta.rowsets.extend(metas)
+    meta.next_rowset_id = first_id + len(metas)
+    for m in metas:
+        meta.txn_rowsets[m.id] = ts
+    try:
+        t._save_meta()
+    except BaseException:
+        _unlist(t, metas)
+        meta.next_rowset_id = first_id
+        t._next_seq -= pb.n
+        raise
+    return metas
+
+
+def _unlist(t: Tablet, metas: list[RowSetMeta]) -> None:
+    ids = {m.id for m in metas}
+    t.meta.rowsets = [m for m in t.meta.rowsets if m.id not in ids]
+    for i in ids:
+        t.meta.txn_rowsets.pop(i, None)
+
+
+def commit_part(part: TxnPart) -> None:
+    """Apply the prepared part (the COMMIT is durable) and make it visible.
+
+    A failure here leaves the transaction committed on disk: the tablet is marked
+    failed, so it reloads from disk (where replay applies the part) before its next
+    write, and OperationalError says so."""
+    t = part.tablet
+    ts = part.ts
+    try:
+        if part.rowsets is not None:
+            for m in part.rowsets:
+                t.meta.txn_rowsets.pop(m.id, None)
+            t.meta.max_ts = max(t.meta.max_ts, ts)
+            t._save_meta()
+            rs = t._rowsets
+            new = tuple(DiskRowSet(t.path, m, t.cache, t._pending) for m in part.rowsets)
+            t._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
+        elif part.logged:
+            grown = apply_decisions(part.rs, t.schema, part.pb, part.d, ts, part.seq_base)
+            t._charge(grown)
+            assert t._log is not None
+            seq = t._next_seq
+            t._log.append(seq, ts, encode_txn_finalize(ts, seq))
+            t._next_seq = seq + 1
+            t.meta.max_ts = max(t.meta.max_ts, ts)
+    except BaseException as e:
+        t._failed = f"committing transaction part at {ts} failed: {e}"
+        t.mvcc.abort_op(ts)
+        raise OperationalError(
+            f"the write committed, but tablet {t.path} failed to apply it ({e}); it "
+            "reloads from disk before its next write"
+        ) from e
+    t.mvcc.finish_op(ts)
+
+
+def abort_part(part: TxnPart) -> None:
+    """Forget the prepared part: nothing was applied. A logged part stays in the log,
+    which replay skips; tagged rowsets leave the superblock (now if it can be saved,
+    else at the next load, which drops them)."""
+    t = part.tablet
+    try:
+        if part.rowsets:
+            _unlist(t, part.rowsets)
+            # If this save fails, the next load drops them: their transaction has no COMMIT.
+            with contextlib.suppress(OSError, OperationalError):
+                t._save_meta()
+    finally:
+        t.mvcc.abort_op(part.ts)

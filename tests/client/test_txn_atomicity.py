@@ -1,0 +1,214 @@
+"""A write that spans tablets is all or nothing, in the writing process and after a
+reopen: a failure at any point before its COMMIT leaves nothing of it anywhere, a
+failure after it leaves all of it (issue 31, item 9). Failures are real: a full tmpfs,
+or an OSError injected into one file's write (``storage/fs/faults.py``) to pin the exact
+point; crashes are the state an abandoned database leaves (SIGKILLs of a real writer
+are in test_database_crash.py and the SQL bank tests)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from kudusql.common.errors import OperationalError
+from kudusql.common.options import TabletOptions
+from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.common.types import DataType
+from kudusql.storage.client import catalog
+from kudusql.storage.client.database import Database
+from kudusql.storage.client.partition import HashDimension, PartitionSchema
+from kudusql.storage.client.table import Table
+from kudusql.storage.fs import faults
+
+SCHEMA = Schema.build(
+    [ColumnSchema("k", DataType.parse("INT64")), ColumnSchema("v", DataType.parse("STRING"))],
+    ["k"],
+)
+OPTIONS = TabletOptions(sync=True, wal_fsync="batch", file_grace_s=0, history_max_age_s=3600)
+
+
+@pytest.fixture(autouse=True)
+def _clear_faults() -> Iterator[None]:
+    faults.clear()
+    yield
+    faults.clear()
+
+
+def batch(lo: int, hi: int, v: str = "x") -> pa.Table:
+    return pa.table({"k": pa.array(range(lo, hi), pa.int64()), "v": [v] * (hi - lo)})
+
+
+def table(db: Database, buckets: int = 2) -> Table:
+    ps = PartitionSchema.create(SCHEMA, [HashDimension(("k",), buckets)])
+    return db.create_table("t", SCHEMA, ps)
+
+
+def rows(t: Table) -> dict[int, str]:
+    got = t.scan().read_all()
+    return dict(zip(got.column("k").to_pylist(), got.column("v").to_pylist(), strict=True))
+
+
+def wal_of(db: Database, t: Table, slot: int) -> str:
+    return os.path.join(catalog.tablet_path(db.path, t.meta.tablets[slot].id), "wal")
+
+
+def test_a_part_that_fails_leaves_nothing_anywhere(tmp_path: Path) -> None:
+    path = str(tmp_path / "db")
+    db = Database(path, OPTIONS, maintenance=False)
+    t = table(db)
+    t.upsert(batch(0, 100, "old"))
+    before = rows(t)
+    # The second tablet's part cannot be logged: the first one's is, already.
+    faults.inject("write", path_contains=wal_of(db, t, 1))
+    with pytest.raises(OperationalError):
+        t.upsert(batch(0, 200, "new"))
+    faults.clear()
+    assert rows(t) == before
+    t.upsert(batch(300, 310, "later"))  # the failed tablet reloads; writes go on
+    db.close()
+    with Database(path, OPTIONS, maintenance=False) as db2:
+        after = rows(db2.table("t"))
+        assert {k: v for k, v in after.items() if k < 300} == before
+        assert len(after) == len(before) + 10
+
+
+def test_a_commit_record_that_cannot_be_written_aborts(tmp_path: Path) -> None:
+    path = str(tmp_path / "db")
+    db = Database(path, OPTIONS, maintenance=False)
+    t = table(db, buckets=3)
+    t.upsert(batch(0, 60, "old"))
+    before = rows(t)
+    # BEGIN is written, every part prepared; the COMMIT append fails.
+    faults.inject("write", path_contains="txnlog", skip=1)
+    with pytest.raises(OperationalError):
+        t.upsert(batch(0, 60, "new"))
+    faults.clear()
+    assert rows(t) == before
+    db.abandon()  # a crash right after
+    with Database(path, OPTIONS, maintenance=False) as db2:
+        assert rows(db2.table("t")) == before
+
+
+def test_a_crash_after_the_commit_keeps_every_part(tmp_path: Path) -> None:
+    path = str(tmp_path / "db")
+    db = Database(path, OPTIONS, maintenance=False)
+    t = table(db, buckets=3)
+    t.upsert(batch(0, 60, "old"))
+    # The COMMIT is durable; the third tablet's FINALIZE marker is not written.
+    faults.inject("write", path_contains=wal_of(db, t, 2), skip=1)
+    with pytest.raises(OperationalError, match="committed"):
+        t.upsert(batch(0, 60, "new"))
+    faults.clear()
+    db.abandon()
+    with Database(path, OPTIONS, maintenance=False) as db2:
+        assert set(rows(db2.table("t")).values()) == {"new"}
+        # The participant rolled its part forward and flushed it: the commit log
+        # forgot the transaction.
+        assert db2.txn_log().pending_tablets() == set()
+    with Database(path, OPTIONS, maintenance=False) as db3:
+        assert set(rows(db3.table("t")).values()) == {"new"}
+
+
+def test_a_failed_commit_applies_on_the_next_write_in_the_same_process(tmp_path: Path) -> None:
+    db = Database(str(tmp_path / "db"), OPTIONS, maintenance=False)
+    t = table(db, buckets=3)
+    t.upsert(batch(0, 60, "old"))
+    faults.inject("write", path_contains=wal_of(db, t, 2), skip=1)
+    with pytest.raises(OperationalError, match="committed"):
+        t.upsert(batch(0, 60, "new"))
+    faults.clear()
+    t.upsert(batch(100, 101, "next"))  # every tablet healthy again, the failed one reloaded
+    got = rows(t)
+    assert {v for k, v in got.items() if k < 100} == {"new"}
+    db.close()
+
+
+def test_a_bulk_part_that_fails_leaves_no_rowset(tmp_path: Path) -> None:
+    path = str(tmp_path / "db")
+    opts = OPTIONS.with_(bulk_load_rows=1000)
+    db = Database(path, opts, maintenance=False)
+    t = table(db)
+    # Bulk parts write rowsets: the second tablet's cannot be written.
+    tablet_dir = catalog.tablet_path(db.path, t.meta.tablets[1].id)
+    faults.inject("write", path_contains=os.path.join(tablet_dir, "rowsets"))
+    with pytest.raises(OperationalError):
+        t.insert(batch(0, 50_000))
+    faults.clear()
+    assert rows(t) == {}
+    t.insert(batch(0, 30_000))  # and a bulk write that succeeds, both parts at once
+    assert len(rows(t)) == 30_000
+    db.abandon()
+    with Database(path, opts, maintenance=False) as db2:
+        t2 = db2.table("t")
+        assert len(rows(t2)) == 30_000
+        assert all(not tt.meta.txn_rowsets for tt in t2.tablets())
+
+
+def test_an_uncommitted_bulk_part_is_dropped_at_open(tmp_path: Path) -> None:
+    """A crash between a bulk part's superblock (its rowsets listed, tagged) and the
+    COMMIT: the next open drops them."""
+    path = str(tmp_path / "db")
+    opts = OPTIONS.with_(bulk_load_rows=1000)
+    db = Database(path, opts, maintenance=False)
+    t = table(db)
+    faults.inject("write", path_contains="txnlog", skip=1)  # the COMMIT
+    with pytest.raises(OperationalError):
+        t.insert(batch(0, 20_000))
+    faults.clear()
+    db.abandon()
+    with Database(path, opts, maintenance=False) as db2:
+        t2 = db2.table("t")
+        assert rows(t2) == {}
+        for tt in t2.tablets():
+            assert not tt.meta.rowsets and not tt.meta.txn_rowsets
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
+    where.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.mark.parametrize("rows_per_write", [60_000, 200_000])
+def test_a_full_disk_leaves_no_half_statement(tmp_path: Path, rows_per_write: int) -> None:
+    """The issue's reproduction: a 2 MiB tmpfs fills up during a write to two tablets
+    (through the log, and through bulk-loaded rowsets)."""
+    with small_tmpfs(tmp_path / "mnt", "2m") as mnt:
+        path = str(mnt / "db")
+        db = Database(path, OPTIONS, maintenance=False)
+        t = table(db)
+        t.upsert(batch(0, 10, "first"))
+        before = rows(t)
+        big = pa.table(
+            {
+                "k": pa.array(range(100, 100 + rows_per_write), pa.int64()),
+                "v": [os.urandom(20).hex() for _ in range(rows_per_write)],  # no compression
+            }
+        )
+        with pytest.raises(OperationalError) as e:
+            t.insert(big)
+        assert e.value.__cause__ is None or getattr(e.value.__cause__, "errno", None) in (
+            errno.ENOSPC,
+            None,
+        )
+        assert rows(t) == before
+        db.abandon()
+        with Database(path, OPTIONS, maintenance=False) as db2:
+            assert rows(db2.table("t")) == before
