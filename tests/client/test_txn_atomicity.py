@@ -212,3 +212,19 @@ def test_a_full_disk_leaves_no_half_statement(tmp_path: Path, rows_per_write: in
         db.abandon()
         with Database(path, OPTIONS, maintenance=False) as db2:
             assert rows(db2.table("t")) == before
+
+
+def test_a_read_only_view_reads_as_of_its_open_until_asked_for_later(tmp_path: Path) -> None:
+    path = str(tmp_path / "db")
+    db = Database(path, OPTIONS, maintenance=False)
+    t = table(db, buckets=3)
+    t.upsert(batch(0, 30, "old"))
+    view = Database(path, OPTIONS, read_only=True)
+    res = t.upsert(batch(0, 30, "new"))
+    tv = view.table("t")
+    assert set(rows(tv).values()) == {"old"}  # as of the view's open, though opened later
+    got = tv.scan(snapshot=res.timestamp + 1).read_all()  # asked for a later snapshot
+    assert set(got.column("v").to_pylist()) == {"new"}
+    assert set(rows(tv).values()) == {"new"}  # the view moved there
+    view.close()
+    db.close()

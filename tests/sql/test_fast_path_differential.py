@@ -160,13 +160,18 @@ def statements(draw: st.DrawFn, shape: Shape) -> Statement:
         if nrows > 1 and draw(st.booleans()):  # a key repeated within the batch
             rows[-1] = rows[0]
         verb = {"insert": "INSERT INTO", "upsert": "UPSERT INTO", "ignore": "INSERT IGNORE INTO"}
+        lits = [[_sql_literal(v) for v in r] for r in rows]
+        if mode == "literal" and draw(st.booleans()) and all(x for r in lits for x in r):
+            # Through DuckDB: the storage write gets an Arrow batch (the row path takes
+            # it as Python values when it is small).
+            selects = " UNION ALL ".join("SELECT " + ", ".join(r) for r in lits)  # type: ignore[arg-type]
+            return Statement(f"{verb[kind]} t ({', '.join(cols)}) {selects}")
         head = f"{verb[kind]} t ({', '.join(cols)}) VALUES "
         one = "(" + ", ".join("?" for _ in cols) + ")"
         if mode == "many":
             return Statement(head + one, rows, many=True)
         if mode == "params":
             return Statement(head + ", ".join(one for _ in rows), [v for r in rows for v in r])
-        lits = [[_sql_literal(v) for v in r] for r in rows]
         if any(x is None for r in lits for x in r):
             return Statement(head + ", ".join(one for _ in rows), [v for r in rows for v in r])
         return Statement(head + ", ".join("(" + ", ".join(r) + ")" for r in lits))  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -276,18 +277,41 @@ class Database:
 
         A read-only view reads as of its open (``read_point``): its tablets open lazily,
         later, and a snapshot past that point could see a multi-tablet write in one
-        tablet and not in another."""
+        tablet and not in another. Asked for a later snapshot, it moves its read point
+        there and reopens its tablets."""
         rp = self._read_point
         if ts is None:
             latest = self.mvcc.latest_snapshot()
             return latest if rp is None else min(latest, rp.timestamp)
+        self.mvcc.wait_for_snapshot(ts)  # refuses a snapshot in the future
         if rp is not None and ts > rp.timestamp:
-            raise ProgrammingError(
-                f"snapshot {describe(ts)} is later than this read-only view of "
-                f"{self.path}, opened at {describe(rp.timestamp)}: open it again to read later"
-            )
-        self.mvcc.wait_for_snapshot(ts)
+            self._advance_read_point(ts)
         return ts
+
+    #: How long a read-only view waits for the writer's transactions below a snapshot it
+    #: is asked for to finish.
+    READ_POINT_WAIT_S = 30.0
+
+    def _advance_read_point(self, ts: int) -> None:
+        """Move a read-only view to a read point at or after ``ts`` (once every
+        transaction below it has its outcome), reopening its tablets there."""
+        deadline = time.monotonic() + self.READ_POINT_WAIT_S
+        txn_dir = os.path.join(self.path, TXN_LOG_DIR)
+        while True:
+            rp = read_point(txn_dir)
+            if rp.timestamp >= ts:
+                break
+            if time.monotonic() > deadline:
+                raise OperationalError(
+                    f"snapshot {describe(ts)}: a write of the writer process below it has "
+                    f"not finished after {self.READ_POINT_WAIT_S:g} s"
+                )
+            time.sleep(0.01)
+        with self._ddl_lock:
+            for rt in list(self._runtimes.values()):
+                for tablet_id in list(rt.opened()):
+                    self.forget_tablet(tablet_id)
+            self._read_point = rp
 
     def latest_timestamp(self) -> int:
         return self.snapshot()
