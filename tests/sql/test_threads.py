@@ -44,7 +44,9 @@ def setup(path: str) -> kudusql.Connection:
     return conn
 
 
-def run_threads(connection_of: Callable[[int], kudusql.Connection], seed: int) -> list[str]:
+def run_threads(
+    connection_of: Callable[[int], kudusql.Connection], seed: int, transfers: int = TRANSFERS
+) -> list[str]:
     """Every thread's transfers, a reader's sums; returns what went wrong."""
     problems: list[str] = []
     stop = threading.Event()
@@ -53,7 +55,7 @@ def run_threads(connection_of: Callable[[int], kudusql.Connection], seed: int) -
         rng = random.Random(seed * 100 + n)
         conn = connection_of(n)
         try:
-            for _ in range(TRANSFERS):
+            for _ in range(transfers):
                 a, b = rng.sample(range(ACCOUNTS), 2)
                 cur = conn.cursor()
                 if rng.random() < 0.7:
@@ -93,6 +95,16 @@ def run_threads(connection_of: Callable[[int], kudusql.Connection], seed: int) -
 
 @pytest.mark.parametrize("shared", [True, False], ids=["one connection", "own connections"])
 def test_threads_keep_the_bank_balanced(tmp_path: Path, shared: bool) -> None:
+    bank(tmp_path, shared, TRANSFERS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shared", [True, False], ids=["one connection", "own connections"])
+def test_threads_keep_the_bank_balanced_long(tmp_path: Path, shared: bool) -> None:
+    bank(tmp_path, shared, TRANSFERS * 25)
+
+
+def bank(tmp_path: Path, shared: bool, transfers: int) -> None:
     path = str(tmp_path / "bank")
     main = setup(path)
     own: dict[int, kudusql.Connection] = {}
@@ -105,7 +117,7 @@ def test_threads_keep_the_bank_balanced(tmp_path: Path, shared: bool) -> None:
         return own[n]
 
     try:
-        problems = run_threads(connection_of, seed=7 if shared else 8)
+        problems = run_threads(connection_of, seed=7 if shared else 8, transfers=transfers)
     finally:
         for c in own.values():
             c.close()
