@@ -170,24 +170,73 @@ def _upsert(t: exp.Expr, text: str) -> st.Statement:
     return st.Upsert(table, columns, source, ast=t, text=text)
 
 
-def _resolve_target(target: exp.Expr, from_tables: list[exp.Table]) -> tuple[st.TableName, str]:
-    """The real table and the reference name of a DML target that may be an alias."""
-    if not isinstance(target, exp.Table):
+def _references(source: exp.Expr) -> list[exp.Expr]:
+    """The table references at the top of a FROM clause: the first one and the joined
+    ones (subqueries and table functions included, so that an alias names them)."""
+    refs = [source]
+    refs += [j.this for j in source.args.get("joins") or () if isinstance(j, exp.Join)]
+    return refs
+
+
+def _reference_name(ref: exp.Expr) -> str | None:
+    """The name a FROM reference is known by: its alias, else a table's own name."""
+    alias = ref.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.this is not None:
+        return ident(alias.this)
+    if isinstance(ref, exp.Table) and isinstance(ref.this, exp.Identifier):
+        return ident(ref.this)
+    return None
+
+
+def _bind_target(target: exp.Expr, source: exp.Expr | None, verb: str) -> tuple[st.TableName, str]:
+    """The real table of an UPDATE or DELETE target and the name the query uses for it.
+
+    Without a FROM clause the target is the only table (an alias it carries is its
+    name). With one, the target must be the alias of exactly one table of the FROM
+    clause, or the name of one table there that has no alias (Impala's rule): the
+    statement changes the rows of that reference only, never the whole table through
+    an implicit join."""
+    if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
         raise StatementError("expected a table as the target", target)
     name = table_name(target)
+    if source is None:
+        return name, _reference_name(target) or name.name
+    shown = str(name)
     if target.alias:
-        return name, target.alias_or_name
-    if name.database is None:
-        for t in from_tables:
-            if t.alias and t.alias == target.name:
-                return table_name(t), t.alias
-    return name, target.name
-
-
-def _tables_of(node: exp.Expr | None) -> list[exp.Table]:
-    if node is None:
-        return []
-    return [t for t in node.find_all(exp.Table) if t.find_ancestor(exp.Subquery) is None]
+        raise StatementError(
+            f"{verb} ... FROM names its target as its FROM clause does: the alias belongs "
+            "in the FROM clause",
+            target,
+        )
+    matches: list[exp.Expr] = []
+    for ref in _references(source):
+        if ref.alias:
+            if name.database is None and _reference_name(ref) == name.name:
+                matches.append(ref)
+        elif isinstance(ref, exp.Table) and isinstance(ref.this, exp.Identifier):
+            here = table_name(ref)
+            if here == name or (name.database is None and here.name == name.name):
+                matches.append(ref)
+    if len(matches) > 1:
+        raise StatementError(
+            f"{verb} ... FROM: {shown!r} names more than one table of its FROM clause; give "
+            "them aliases and name the target by its alias",
+            target,
+        )
+    if not matches or not isinstance(matches[0], exp.Table) or matches[0].name == "":
+        example = (
+            "UPDATE x SET ... FROM t AS x JOIN ..."
+            if verb == "UPDATE"
+            else "DELETE x FROM t AS x JOIN ..."
+        )
+        raise StatementError(
+            f"{verb} ... FROM: {shown!r} is not a table name or alias of its FROM clause; "
+            f"name the table to change as the FROM clause names it ({example})",
+            target,
+        )
+    ref = matches[0]
+    assert isinstance(ref, exp.Table)
+    return table_name(ref), _reference_name(ref) or name.name
 
 
 def _update(t: exp.Expr, text: str) -> st.Statement:
@@ -198,13 +247,14 @@ def _update(t: exp.Expr, text: str) -> st.Statement:
     target = t.this
     if isinstance(target, exp.Table) and target.args.get("joins"):
         raise StatementError("UPDATE t1 JOIN ... is not supported; use UPDATE t1 SET ... FROM", t)
-    table, alias = _resolve_target(target, _tables_of(t.args.get("from_")))
+    from_ = t.args.get("from_")
+    table, alias = _bind_target(target, from_.this if from_ is not None else None, "UPDATE")
     assignments = []
     for eq in t.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise StatementError("expected column = value in SET", eq)
         col = eq.this
-        if col.table and col.table != alias:
+        if col.args.get("db") or (col.table and ident(col.args["table"]) != alias):
             raise StatementError(f"SET can only assign columns of {alias!r}", col)
         assignments.append((ident(col.this), eq.expression))
     if not assignments:
@@ -233,8 +283,9 @@ def _delete(t: exp.Expr, text: str) -> st.Statement:
             raise StatementError(
                 "DELETE with a join names its target: DELETE t1 FROM t1 JOIN ...", t
             )
-        return st.Delete(table_name(source), source.alias_or_name, t, text=text)
-    table, alias = _resolve_target(targets[0], _tables_of(source))
+        table, alias = _bind_target(source, None, "DELETE")
+        return st.Delete(table, alias, t, text=text)
+    table, alias = _bind_target(targets[0], source, "DELETE")
     return st.Delete(table, alias, t, text=text)
 
 

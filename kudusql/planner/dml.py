@@ -3,9 +3,11 @@
 This module owns how INSERT, UPSERT, UPDATE and DELETE become a query plus a storage
 write. INSERT and UPSERT write the rows of their source (``VALUES`` or a query), columns
 matched by position to the column list (or to every column of the table). UPDATE runs
-``SELECT <key columns>, <new values> FROM <target> [FROM ...] WHERE ...`` and writes the
-rows as updates by key; DELETE runs ``SELECT DISTINCT <key columns> ...`` and deletes
-those keys. Constant ``VALUES`` lists skip DuckDB altogether (``constant_rows``).
+``SELECT <key columns of the target>, <new values> FROM <target | its FROM clause>
+WHERE ...`` and writes the rows as updates by key; DELETE runs ``SELECT DISTINCT <key
+columns> ...`` and deletes those keys. A FROM clause always names the target (the
+parser binds the target to one of its references), so the target is never joined in a
+second time. Constant ``VALUES`` lists skip DuckDB altogether (``constant_rows``).
 """
 
 from __future__ import annotations
@@ -79,25 +81,17 @@ def _key_selects(schema: Schema, alias: str) -> list[exp.Expr]:
     ]
 
 
-def _from_target(ast: exp.Update | exp.Delete, alias: str) -> tuple[exp.Expr, list[exp.Expr]]:
-    """(FROM source, joins) for the SELECT behind UPDATE or DELETE."""
-    target = ast.this.copy()
-    joins = list(target.args.get("joins") or [])
-    target.set("joins", None)
-    extra = ast.args.get("from_") or ast.args.get("using")
-    if not isinstance(extra, exp.Expr | list) or not extra:
-        return target, joins
-    if isinstance(extra, exp.From):
-        src = extra.this.copy()
-        src_joins = list(src.args.get("joins") or [])
-        src.set("joins", None)
-        names = {src.alias_or_name} | {j.this.alias_or_name for j in src_joins}
-        if alias in names:
-            return src, src_joins  # UPDATE a SET ... FROM t a JOIN u ...
-        return target, [*joins, exp.Join(this=src), *src_joins]
-    # DELETE ... USING a, b
-    using = extra if isinstance(extra, list) else [extra]
-    return target, [*joins, *(exp.Join(this=u.copy()) for u in using)]
+def _from_target(ast: exp.Update | exp.Delete) -> tuple[exp.Expr, list[exp.Expr]]:
+    """(FROM source, joins) for the SELECT behind UPDATE or DELETE: the statement's FROM
+    clause, which names the target (the parser checked it), or else the target alone."""
+    if isinstance(ast, exp.Update):
+        from_ = ast.args.get("from_")
+        source = (from_.this if from_ is not None else ast.this).copy()
+    else:
+        source = ast.this.copy()  # DELETE's FROM clause, or its target
+    joins = list(source.args.get("joins") or [])
+    source.set("joins", None)
+    return source, joins
 
 
 def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
@@ -114,7 +108,7 @@ def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
         if col in names:
             raise ProgrammingError(f"column {col!r} is assigned twice")
         names.append(col)
-    source, joins = _from_target(stmt.ast, stmt.alias)
+    source, joins = _from_target(stmt.ast)
     values = [exp.alias_(expr.copy(), col, quoted=True) for col, expr in stmt.assignments]
     sel = exp.Select(expressions=[*_key_selects(schema, stmt.alias), *values])
     sel.set("from_", exp.From(this=source))
@@ -128,7 +122,7 @@ def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
 
 def delete_query(stmt: Delete, schema: Schema) -> exp.Select:
     """``SELECT DISTINCT keys FROM ... WHERE ...`` for a DELETE."""
-    source, joins = _from_target(stmt.ast, stmt.alias)
+    source, joins = _from_target(stmt.ast)
     sel = exp.Select(expressions=_key_selects(schema, stmt.alias), distinct=exp.Distinct())
     sel.set("from_", exp.From(this=source))
     if joins:
