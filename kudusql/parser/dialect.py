@@ -84,6 +84,7 @@ class KuduTokenizer(DuckDB.Tokenizer):
         "INT32": TokenType.INT,
         "INT64": TokenType.BIGINT,
         "VARCHAR": TokenType.VARCHAR,
+        "CHAR": TokenType.CHAR,  # not DuckDB's alias of VARCHAR: CAST(x AS CHAR(n)) pads
         "IGNORE": TokenType.IGNORE,
         "EXPLAIN": TokenType.VAR,
         "RESET": TokenType.VAR,
