@@ -48,12 +48,13 @@ from kudusql.parser import to_duckdb_sql
 from kudusql.parser.statements import parse
 from kudusql.planner.dml import (
     Param,
+    assigned_columns,
     delete_query,
     target_columns,
     update_query,
     values_query,
 )
-from kudusql.planner.names import DEFAULT_DATABASE, storage_name
+from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
@@ -118,8 +119,13 @@ class Session:
         return storage_name(name, self.database)
 
     def table(self, name: st.TableName) -> Table:
+        """The table ``name`` denotes: its storage name, else the one equal to it ignoring
+        case (SQL names are case-insensitive; see ``parser.names``)."""
         sname = self.storage_name(name)
         if not self.db.has_table(sname):
+            found = find_table(self.db.table_names(), sname)
+            if found is not None:
+                return self.db.table(found)
             db = name.database or self.database
             if not self.registry.exists(db):
                 raise ProgrammingError(f"database {db!r} does not exist")
@@ -337,7 +343,7 @@ class Session:
     def _update(self, s: st.Update) -> Result:
         table = self.table(s.table)
         tree = update_query(s, table.schema, table.name)
-        cols = [*table.schema.key_names, *(c for c, _ in s.assignments)]
+        cols = [*table.schema.key_names, *assigned_columns(s, table.schema, table.name)]
         with table.exclusive() as snap:  # nothing else writes between the read and the write
             data = self.runner.query(self.plan(tree), snap)
             res = self._write(table, data, cols, WriteOp.UPDATE)

@@ -21,6 +21,7 @@ from sqlglot import exp
 from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.schema import Schema
 from kudusql.parser.literals import constant
+from kudusql.parser.names import column_of
 from kudusql.parser.statements import Delete, Update
 
 
@@ -32,17 +33,17 @@ class Param:
 
 
 def target_columns(schema: Schema, columns: Sequence[str] | None, table: str) -> list[str]:
-    """The columns an INSERT or UPSERT writes: the list given (checked) or all columns."""
+    """The stored names of the columns an INSERT or UPSERT writes: the list given
+    (matched ignoring case and checked) or all columns."""
     if columns is None:
         return list(schema.names)
-    seen: set[str] = set()
+    out: list[str] = []
     for c in columns:
-        if not schema.has_column(c):
-            raise ProgrammingError(f"table {table!r} has no column {c!r}")
-        if c in seen:
+        stored = column_of(schema, c, table)
+        if stored in out:
             raise ProgrammingError(f"column {c!r} is given twice")
-        seen.add(c)
-    return list(columns)
+        out.append(stored)
+    return out
 
 
 def constant_rows(values: exp.Values) -> list[list[Any]] | None:
@@ -94,22 +95,32 @@ def _from_target(ast: exp.Update | exp.Delete) -> tuple[exp.Expr, list[exp.Expr]
     return source, joins
 
 
-def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
-    """``SELECT keys, new values FROM ... WHERE ...`` for an UPDATE."""
+def assigned_columns(stmt: Update, schema: Schema, table: str) -> list[str]:
+    """The stored names of the columns an UPDATE assigns, in order (checked: existing,
+    not a key column, assigned once)."""
     names: list[str] = []
     for col, _ in stmt.assignments:
-        if not schema.has_column(col):
-            raise ProgrammingError(f"table {table!r} has no column {col!r}")
-        if schema.is_key(col):
+        stored = column_of(schema, col, table)
+        if schema.is_key(stored):
             raise ProgrammingError(
-                f"cannot update primary key column {col!r} of {table!r}: delete the row and "
-                "insert it with the new key"
+                f"cannot update primary key column {stored!r} of {table!r}: delete the row "
+                "and insert it with the new key"
             )
-        if col in names:
-            raise ProgrammingError(f"column {col!r} is assigned twice")
-        names.append(col)
+        if stored in names:
+            raise ProgrammingError(f"column {stored!r} is assigned twice")
+        names.append(stored)
+    return names
+
+
+def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
+    """``SELECT keys, new values FROM ... WHERE ...`` for an UPDATE; its columns are the
+    key columns, then ``assigned_columns``."""
+    names = assigned_columns(stmt, schema, table)
     source, joins = _from_target(stmt.ast)
-    values = [exp.alias_(expr.copy(), col, quoted=True) for col, expr in stmt.assignments]
+    values = [
+        exp.alias_(expr.copy(), col, quoted=True)
+        for col, (_, expr) in zip(names, stmt.assignments, strict=True)
+    ]
     sel = exp.Select(expressions=[*_key_selects(schema, stmt.alias), *values])
     sel.set("from_", exp.From(this=source))
     if joins:

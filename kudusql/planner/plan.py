@@ -6,7 +6,8 @@ name the executor registers its scan under (keeping the original name as the ali
 ``t.col`` still resolves), and records what the scan needs:
 
 - the columns the query reads from it, found after sqlglot's ``qualify`` pass (which
-  expands ``*`` and qualifies every column), and
+  expands ``*`` and qualifies every column) and matched to the stored names ignoring
+  case (every identifier of the planned tree is folded, ``parser.names``), and
 - the conjunctive predicates it can push (``pushdown.to_predicates``), found by a walk
   over sqlglot's scopes: the conjuncts of a scope's WHERE that touch one table that no
   outer join makes nullable, the conjuncts of inner-join ON clauses, and the conjuncts
@@ -34,7 +35,7 @@ from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
 from kudusql.common.types import TypeKind
 from kudusql.parser import nodes
-from kudusql.parser.names import table_name
+from kudusql.parser.names import check_case_distinct, fold, table_name
 from kudusql.parser.statements import TableName
 from kudusql.planner.pushdown import to_predicates
 
@@ -47,8 +48,9 @@ Resolver = Callable[[TableName], tuple[str, Schema]]
 
 @dataclass
 class TableScan:
-    """One table reference: read ``columns`` of ``table`` with ``predicates`` (all
-    implied by the query) at the statement snapshot, or at ``as_of`` if given."""
+    """One table reference: read ``columns`` (stored names) of ``table`` with
+    ``predicates`` (all implied by the query) at the statement snapshot, or at ``as_of``
+    if given. The query knows the columns by their folded names."""
 
     ref: str
     table: str
@@ -120,10 +122,18 @@ def _ident(name: str) -> exp.Identifier:
     return exp.Identifier(this=name, quoted=True)
 
 
+def _sql_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
     """Bind every table reference of ``tree`` (a copy is planned; see the module
     docstring)."""
     tree = tree.copy()
+    for ident_node in tree.find_all(exp.Identifier):
+        # SQL names are case-insensitive; DuckDB folds only ASCII letters, so every name
+        # reaches it folded already, as do the columns of the scans (``TableScan``).
+        ident_node.set("this", fold(ident_node.this))
     ctes = _cte_names(tree)
     scans: list[TableScan] = []
     changes: list[ChangesScan] = []
@@ -137,6 +147,7 @@ def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
             continue
         name = table_name(t)
         storage, schema = resolve(name)
+        check_case_distinct(schema, storage)
         ref = f"{SCAN_PREFIX}{len(scans)}"
         alias = t.alias
         version = t.args.get("version")
@@ -173,8 +184,9 @@ def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:
     parts = arg.name.split(".")
     if len(parts) > 2 or not all(parts):
         raise ProgrammingError(f"table_changes: bad table name {arg.name!r}")
-    name = TableName(parts[-1].lower(), parts[0].lower() if len(parts) == 2 else None)
+    name = TableName(fold(parts[-1]), fold(parts[0]) if len(parts) == 2 else None)
     storage, schema = resolve(name)
+    check_case_distinct(schema, storage)
     ref = f"{CHANGES_PREFIX}{i}"
     if not t.alias:
         t.set("alias", exp.TableAlias(this=exp.Identifier(this="table_changes")))
@@ -185,11 +197,12 @@ def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:
 def _analyse(plan: QueryPlan) -> bool:
     """Fill each scan's columns and predicates; False (and full scans) on failure."""
     by_ref = {s.ref: s for s in plan.scans}
+    # sqlglot reads each column name of the mapping as SQL: quoted, any name is itself.
     mapping: dict[str, Any] = {
-        s.ref: {c: duckdb_type(s.schema, c) for c in s.schema.names} for s in plan.scans
+        s.ref: {_sql_ident(c): duckdb_type(s.schema, c) for c in s.schema.names} for s in plan.scans
     }
     for c in plan.changes:
-        cols = {n: duckdb_type(c.schema, n) for n in c.schema.names}
+        cols = {_sql_ident(n): duckdb_type(c.schema, n) for n in c.schema.names}
         cols.update(change_type="VARCHAR", is_deleted="BOOLEAN")
         mapping[c.ref] = cols
     tree = plan.tree.copy()
@@ -219,10 +232,14 @@ def _analyse(plan: QueryPlan) -> bool:
     for t in q.find_all(exp.Table):
         if t.name in by_ref:
             aliases[t.name].add(t.alias_or_name)
+    # qualify folds every name (DuckDB's names are case-insensitive); stored names may
+    # have capitals (tables made outside SQL), so columns are matched by folded name.
+    folded = {ref: {fold(c): c for c in s.schema.names} for ref, s in by_ref.items()}
     for col in q.find_all(exp.Column):
         for ref, names in aliases.items():
-            if col.table in names and col.name in mapping[ref]:
-                used[ref].add(col.name)
+            stored = folded[ref].get(fold(col.name))
+            if col.table in names and stored is not None:
+                used[ref].add(stored)
     for scope in scopes:
         _scope_predicates(scope, by_ref, preds)
     for ref, scan in by_ref.items():
@@ -285,5 +302,5 @@ def _scope_predicates(
         if alias not in allowed or alias not in sources:
             continue
         scan = by_ref[sources[alias]]
-        cols = {c.name: c for c in scan.schema.columns}
+        cols = {fold(c.name): c for c in scan.schema.columns}
         out[scan.ref].extend(to_predicates(cond, alias, cols))
