@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,11 +29,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from sqlglot import exp
 
+from kudusql.common.errors import Error, OperationalError
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, TypeKind
 from kudusql.parser import statements as st
 from kudusql.parser.names import fold, ident, table_name
 from kudusql.planner.dml import constant_rows
+from kudusql.planner.plan import conjuncts
 from kudusql.storage.client.system_tables import SYSTEM_DATABASE
 
 if TYPE_CHECKING:
@@ -197,7 +200,7 @@ def analyse_point_lookup(s: st.Statement) -> PointLookup | None:
         return None
     key: dict[str, _Value] = {}
     counter = [0]
-    for cond in _conjuncts(where.this):
+    for cond in conjuncts(where.this):
         if not isinstance(cond, exp.EQ):
             return None
         col, val = cond.this, cond.expression
@@ -240,14 +243,6 @@ def _columns(
     return out
 
 
-def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
-    if isinstance(e, exp.And):
-        return [*_conjuncts(e.this), *_conjuncts(e.expression)]
-    if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
-    return [e]
-
-
 def _value(e: exp.Expr, counter: list[int]) -> _Value | None:
     if isinstance(e, exp.Placeholder):
         name = e.this if isinstance(e.this, str) else None
@@ -282,14 +277,18 @@ class StatementCache:
             OrderedDict()
         )
         self._values: dict[int, tuple[st.Statement, list[list[Any]] | None]] = {}
+        self._last: tuple[str, list[st.Statement]] | None = None
 
-    def get(self, sql: str) -> tuple[st.Statement, PointLookup | None] | None:
+    def get(
+        self, sql: str, cancelled: threading.Event | None = None
+    ) -> tuple[st.Statement, PointLookup | None] | None:
         """The single statement of ``sql`` with its lookup shape, or None when ``sql``
-        is not one INSERT/UPSERT VALUES or point-lookup statement (also cached)."""
+        is not one INSERT/UPSERT VALUES or point-lookup statement (also cached).
+        ``cancelled`` stops the parse (OperationalError)."""
         if sql in self._items:
             self._items.move_to_end(sql)
             return self._items[sql]
-        entry = self._analyse(sql)
+        entry = self._analyse(sql, cancelled)
         self._items[sql] = entry
         if len(self._items) > self.size:
             self._items.popitem(last=False)
@@ -308,14 +307,23 @@ class StatementCache:
         self._values[id(s)] = (s, rows)
         return rows
 
-    @staticmethod
-    def _analyse(sql: str) -> tuple[st.Statement, PointLookup | None] | None:
-        from kudusql.common.errors import Error
+    def parsed(self, sql: str) -> list[st.Statement] | None:
+        """The statements of ``sql`` if the last text ``get`` analysed was ``sql`` and
+        is not a fast-path statement (handed over once: a large statement is then
+        parsed once, not twice)."""
+        last, self._last = self._last, None
+        return last[1] if last is not None and last[0] == sql else None
 
+    def _analyse(
+        self, sql: str, cancelled: threading.Event | None
+    ) -> tuple[st.Statement, PointLookup | None] | None:
         try:
-            stmts = st.parse(sql)
+            stmts = st.parse(sql, cancelled=cancelled)
+        except OperationalError:
+            raise  # cancelled
         except Error:
             return None  # the general path reports it (after binding)
+        self._last = (sql, stmts)
         if len(stmts) != 1:
             return None
         s = stmts[0]

@@ -31,8 +31,8 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.hybrid_time import from_micros
-from kudusql.executor.dml import check_cancelled
 from kudusql.parser import to_duckdb_sql
+from kudusql.parser.limits import check_cancelled
 from kudusql.parser.names import fold, quote
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
 from kudusql.storage.client import system_tables

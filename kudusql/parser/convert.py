@@ -5,11 +5,15 @@ This module owns ``parse_script`` (what ``statements.parse`` runs) and the seman
 checks that need no catalog: one primary key, types Kudu has, constants of the column
 type, only STORED AS KUDU, DML shapes Kudu supports. Every error becomes a
 ProgrammingError pointing at the offending place (``errors.format_error``).
-Unquoted identifiers fold to lower case, as in Impala; quoted ones keep their case.
+Identifiers fold to lower case, quoted or not, as in Impala (``names``). Before
+conversion, chains of AND/OR are regrouped into balanced trees (``balance_connectors``)
+and a statement's nesting is checked against ``limits.MAX_NESTING``; after it, the
+nodes forget their source positions.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,38 +25,108 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.parser import nodes
 from kudusql.parser import statements as st
 from kudusql.parser.ddl_convert import alter_table, create_table
-from kudusql.parser.dialect import DIALECT
+from kudusql.parser.dialect import DIALECT, KuduParser
 from kudusql.parser.errors import format_error, programming_error
+from kudusql.parser.limits import NestingError, check_cancelled, check_nesting, headroom
 from kudusql.parser.literals import StatementError, constant, offset_of
 from kudusql.parser.names import ident, table_name
 
 
-def parse_script(sql: str) -> list[st.Statement]:
-    """Every statement in ``sql`` (see ``statements.parse``)."""
+def parse_script(sql: str, cancelled: threading.Event | None = None) -> list[st.Statement]:
+    """Every statement in ``sql`` (see ``statements.parse``); ``cancelled`` set stops
+    the parse with OperationalError("statement cancelled")."""
     try:
         tokens = DIALECT.tokenize(sql)
     except TokenError as e:
         raise programming_error(sql, e) from None
     out: list[st.Statement] = []
     for chunk in _split(tokens):
-        text = sql[chunk[0].start : chunk[-1].end + 1]
         try:
-            trees = DIALECT.parser().parse(chunk, sql)
-        except ParseError as e:
-            raise programming_error(sql, e) from None
-        for tree in trees:
-            if tree is None or isinstance(tree, exp.Semicolon):
-                continue
-            try:
-                out.append(convert(tree, text))
-            except StatementError as e:
-                at = offset_of(e.node)
-                raise ProgrammingError(
-                    format_error(sql, chunk[0].start if at is None else at, e.message, "error")
-                ) from None
-            except ProgrammingError as e:
-                raise ProgrammingError(format_error(sql, chunk[0].start, str(e), "error")) from None
+            depth = check_nesting(chunk)
+        except NestingError as e:
+            raise ProgrammingError(format_error(sql, e.offset, e.message, "error")) from None
+        with headroom(depth):
+            out += _parse_chunk(sql, chunk, cancelled)
     return out
+
+
+def _parse_chunk(
+    sql: str, chunk: list[Token], cancelled: threading.Event | None
+) -> list[st.Statement]:
+    text = sql[chunk[0].start : chunk[-1].end + 1]
+    parser = DIALECT.parser()
+    assert isinstance(parser, KuduParser)
+    parser.cancelled = cancelled
+    try:
+        trees = parser.parse(chunk, sql)
+    except ParseError as e:
+        raise programming_error(sql, e) from None
+    connectors = sum(t.token_type in _CONNECTOR_TOKENS for t in chunk)
+    out: list[st.Statement] = []
+    for tree in trees:
+        if tree is None or isinstance(tree, exp.Semicolon):
+            continue
+        check_cancelled(cancelled)
+        if connectors > _BALANCE_FROM:
+            balance_connectors(tree)
+        try:
+            out.append(convert(tree, text))
+        except StatementError as e:
+            at = offset_of(e.node)
+            raise ProgrammingError(
+                format_error(sql, chunk[0].start if at is None else at, e.message, "error")
+            ) from None
+        except ProgrammingError as e:
+            raise ProgrammingError(format_error(sql, chunk[0].start, str(e), "error")) from None
+        _forget_positions(tree)
+    return out
+
+
+def _forget_positions(tree: exp.Expr) -> None:
+    """Drop the source positions the parser put on the nodes: only conversion errors
+    point at the SQL, and every later copy of the tree (planning copies it three times)
+    would copy them, a quarter of the copy's time."""
+    for node in tree.walk():
+        node._meta = None
+
+
+_CONNECTOR_TOKENS = frozenset({TokenType.AND, TokenType.OR})
+#: Chains of fewer ANDs/ORs than this are left as parsed (their depth costs nothing).
+_BALANCE_FROM = 16
+
+
+def balance_connectors(tree: exp.Expr) -> None:
+    """Regroup every chain of ANDs (and of ORs) into a balanced tree, in place.
+
+    The parser builds ``a AND b AND c ...`` as a left-deep tree: n predicates are a tree
+    n deep, and every walk up or down it (sqlglot's scopes look up each column's
+    ancestors) costs n per node, n squared in all, and recursion that deep overflows
+    Python's stack. AND and OR are associative (in SQL's three-valued logic too) and SQL
+    fixes no evaluation order, so regrouping keeps the meaning; the operands keep their
+    order and the SQL printed is the same (``a AND b AND c AND d``), now log2(n) deep."""
+    for node in list(tree.walk()):
+        if not isinstance(node, exp.And | exp.Or) or type(node.parent) is type(node):
+            continue  # not a connector, or inside a chain whose top is handled
+        kind = type(node)
+        operands: list[exp.Expr] = []
+        stack: list[exp.Expr] = [node]
+        while stack:
+            n = stack.pop()
+            if type(n) is kind and not n.comments:
+                stack += [n.expression, n.this]
+            else:
+                operands.append(n)
+        if len(operands) <= 2:
+            continue
+        while len(operands) > 1:
+            paired: list[exp.Expr] = [
+                kind(this=operands[i], expression=operands[i + 1])
+                for i in range(0, len(operands) - 1, 2)
+            ]
+            if len(operands) % 2:
+                paired.append(operands[-1])
+            operands = paired
+        node.replace(operands[0])
 
 
 def _split(tokens: Sequence[Token]) -> list[list[Token]]:

@@ -360,7 +360,7 @@ def to_duckdb_sql(expression: exp.Expr, **opts: Any) -> str:
         _strip_time_travel(t)
     for c in reversed(casts):  # innermost first: an outer cast wraps the rewritten inner one
         _sized_string_cast(c)
-    return tree.sql(dialect="duckdb", **opts)
+    return tree.sql(dialect="duckdb", copy=False, **opts)  # the tree is this call's copy
 
 
 _SIZED_STRINGS = _VARCHARS | _CHARS | {exp.DType.TEXT}

@@ -13,6 +13,7 @@ converted by the ``...(schema)`` methods once the table's schema is known.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -437,12 +438,14 @@ class Explain(Statement):
     statement: Statement
 
 
-def parse(sql: str) -> list[Statement]:
+def parse(sql: str, *, cancelled: threading.Event | None = None) -> list[Statement]:
     """Every statement of the script ``sql`` (split on ``;`` outside strings and
-    comments); raises ProgrammingError with line, column and a caret."""
+    comments); raises ProgrammingError with line, column and a caret. A statement
+    nests at most ``limits.MAX_NESTING`` levels. Setting ``cancelled`` (from another
+    thread) stops the parse with OperationalError("statement cancelled")."""
     from kudusql.parser.convert import parse_script
 
-    return parse_script(sql)
+    return parse_script(sql, cancelled)
 
 
 def parse_one(sql: str) -> Statement:

@@ -21,9 +21,10 @@ evaluates the query as written, so a plan never changes a result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -35,9 +36,12 @@ from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
 from kudusql.common.types import TypeKind
 from kudusql.parser import nodes
+from kudusql.parser.limits import check_cancelled
 from kudusql.parser.names import check_case_distinct, fold, table_name
 from kudusql.parser.statements import TableName
 from kudusql.planner.pushdown import to_predicates
+
+T = TypeVar("T")
 
 SCAN_PREFIX = "__kudusql_scan_"
 CHANGES_PREFIX = "__kudusql_changes_"
@@ -126,18 +130,30 @@ def _sql_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
+def _checked(items: Iterable[T], cancelled: threading.Event | None) -> Iterator[T]:
+    """``items``, checking ``cancelled`` every 1024 of them (``Session.interrupt``)."""
+    for i, item in enumerate(items):
+        if not i & 1023:
+            check_cancelled(cancelled)
+        yield item
+
+
+def plan_query(
+    tree: exp.Expr, resolve: Resolver, *, cancelled: threading.Event | None = None
+) -> QueryPlan:
     """Bind every table reference of ``tree`` (a copy is planned; see the module
-    docstring)."""
+    docstring). Setting ``cancelled`` stops the planning with OperationalError
+    ("statement cancelled"); every step is linear in the size of the tree."""
+    check_cancelled(cancelled)
     tree = tree.copy()
-    for ident_node in tree.find_all(exp.Identifier):
+    for ident_node in _checked(tree.find_all(exp.Identifier), cancelled):
         # SQL names are case-insensitive; DuckDB folds only ASCII letters, so every name
         # reaches it folded already, as do the columns of the scans (``TableScan``).
         ident_node.set("this", fold(ident_node.this))
     ctes = _cte_names(tree)
     scans: list[TableScan] = []
     changes: list[ChangesScan] = []
-    for t in list(tree.find_all(exp.Table)):
+    for t in list(_checked(tree.find_all(exp.Table), cancelled)):
         if isinstance(t.this, nodes.TableChanges):
             changes.append(_bind_changes(t, len(changes), resolve))
             continue
@@ -170,7 +186,7 @@ def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
         )
     plan = QueryPlan(tree, scans, changes)
     if scans:
-        plan.analysed = _analyse(plan)
+        plan.analysed = _analyse(plan, cancelled)
     return plan
 
 
@@ -194,7 +210,7 @@ def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:
     return ChangesScan(ref, storage, schema, call.args["start"], call.args.get("end"))
 
 
-def _analyse(plan: QueryPlan) -> bool:
+def _analyse(plan: QueryPlan, cancelled: threading.Event | None) -> bool:
     """Fill each scan's columns and predicates; False (and full scans) on failure."""
     by_ref = {s.ref: s for s in plan.scans}
     # sqlglot reads each column name of the mapping as SQL: quoted, any name is itself.
@@ -205,8 +221,9 @@ def _analyse(plan: QueryPlan) -> bool:
         cols = {_sql_ident(n): duckdb_type(c.schema, n) for n in c.schema.names}
         cols.update(change_type="VARCHAR", is_deleted="BOOLEAN")
         mapping[c.ref] = cols
+    check_cancelled(cancelled)
     tree = plan.tree.copy()
-    for ex in tree.find_all(exp.Exists):
+    for ex in _checked(tree.find_all(exp.Exists), cancelled):
         # EXISTS (SELECT * ...) reads no column of its SELECT list: only what its WHERE
         # and joins use (TPC-H Q4 and Q21 read all 16 lineitem columns otherwise).
         if isinstance(ex.this, exp.Select):
@@ -223,25 +240,26 @@ def _analyse(plan: QueryPlan) -> bool:
         scopes = traverse_scope(q)
     except (SqlglotError, RecursionError, KeyError, ValueError):
         return False
-    for star in q.find_all(exp.Star):
+    check_cancelled(cancelled)
+    for star in _checked(q.find_all(exp.Star), cancelled):
         if not isinstance(star.parent, exp.Count):
             return False  # an unexpanded *: keep every column
     used: dict[str, set[str]] = {ref: set() for ref in by_ref}
     preds: dict[str, list[ColumnPredicate]] = {ref: [] for ref in by_ref}
     aliases: dict[str, set[str]] = {ref: set() for ref in by_ref}
-    for t in q.find_all(exp.Table):
+    for t in _checked(q.find_all(exp.Table), cancelled):
         if t.name in by_ref:
             aliases[t.name].add(t.alias_or_name)
     # qualify folds every name (DuckDB's names are case-insensitive); stored names may
     # have capitals (tables made outside SQL), so columns are matched by folded name.
     folded = {ref: {fold(c): c for c in s.schema.names} for ref, s in by_ref.items()}
-    for col in q.find_all(exp.Column):
+    for col in _checked(q.find_all(exp.Column), cancelled):
         for ref, names in aliases.items():
             stored = folded[ref].get(fold(col.name))
             if col.table in names and stored is not None:
                 used[ref].add(stored)
     for scope in scopes:
-        _scope_predicates(scope, by_ref, preds)
+        _scope_predicates(scope, by_ref, preds, cancelled)
     for ref, scan in by_ref.items():
         wanted = [c for c in scan.schema.names if c in used[ref]]
         scan.columns = wanted  # none (COUNT(*)): the scan returns row counts only
@@ -250,16 +268,26 @@ def _analyse(plan: QueryPlan) -> bool:
 
 
 def conjuncts(e: exp.Expr) -> list[exp.Expr]:
-    """The operands of a chain of ANDs (parentheses looked through)."""
-    if isinstance(e, exp.Paren):
-        return conjuncts(e.this)
-    if isinstance(e, exp.And):
-        return conjuncts(e.this) + conjuncts(e.expression)
-    return [e]
+    """The operands of a chain of ANDs (parentheses looked through), in order; a loop,
+    not a recursion, since a chain of n ANDs is a tree n deep."""
+    out: list[exp.Expr] = []
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Paren):
+            stack.append(node.this)
+        elif isinstance(node, exp.And):
+            stack += [node.expression, node.this]
+        else:
+            out.append(node)
+    return out
 
 
 def _scope_predicates(
-    scope: object, by_ref: dict[str, TableScan], out: dict[str, list[ColumnPredicate]]
+    scope: object,
+    by_ref: dict[str, TableScan],
+    out: dict[str, list[ColumnPredicate]],
+    cancelled: threading.Event | None,
 ) -> None:
     sel = getattr(scope, "expression", None)
     if not isinstance(sel, exp.Select):
@@ -292,7 +320,7 @@ def _scope_predicates(
             candidates += [(c, preserved) for c in conjuncts(on)]
         elif j.side == "LEFT" and not j.kind and isinstance(j.this, exp.Table):
             candidates += [(c, {j.this.alias_or_name}) for c in conjuncts(on)]
-    for cond, allowed in candidates:
+    for cond, allowed in _checked(candidates, cancelled):
         if cond.find(exp.Select, exp.Subquery) is not None:
             continue
         tables = {c.table for c in cond.find_all(exp.Column)}
