@@ -219,8 +219,8 @@ def analyse_point_lookup(s: st.Statement) -> PointLookup | None:
 
 
 def _owned(col: exp.Expr, owner: set[str]) -> bool:
-    """``col`` is a plain column of the statement's table (unqualified, or qualified by
-    its name or alias only)."""
+    """``col`` is a plain column of the statement's table: unqualified, or qualified by
+    the table's alias (its name when it has none) and nothing more."""
     if not isinstance(col, exp.Column) or not isinstance(col.this, exp.Identifier):
         return False
     if col.args.get("db") or col.args.get("catalog"):
