@@ -93,7 +93,8 @@ def too_deep() -> ProgrammingError:
     return ProgrammingError(
         f"the statement is nested too deeply to process (at most {MAX_NESTING} levels of "
         "parentheses, subqueries, brackets and CASE; long chains of NOT or unary "
-        "operators also count): write it with less nesting"
+        "operators also count), or the calling program left too little stack: write it "
+        "with less nesting"
     )
 
 
