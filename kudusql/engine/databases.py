@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
+from kudusql.parser.names import fold
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name
 from kudusql.storage.client.database import Database
 from kudusql.storage.client.system_tables import SYSTEM_DATABASE
@@ -47,14 +48,22 @@ class DatabaseRegistry:
         out.update(split_storage_name(t)[0] for t in self.db.table_names())
         return sorted(out)
 
+    def find(self, name: str) -> str | None:
+        """The stored name of database ``name``, compared ignoring case as every SQL name
+        is (an exact match first), or None."""
+        names = self.names()
+        if name in names:
+            return name
+        return next((n for n in names if fold(n) == fold(name)), None)
+
     def exists(self, name: str) -> bool:
-        return name in self.names()
+        return self.find(name) is not None
 
     def comment(self, name: str) -> str:
         return str(self._load().get(name, {}).get("comment", ""))
 
     def tables(self, name: str) -> list[str]:
-        """Storage names of the tables of database ``name``."""
+        """Storage names of the tables of database ``name`` (its stored name)."""
         return [t for t in self.db.table_names() if split_storage_name(t)[0] == name]
 
     def create(self, name: str, *, if_not_exists: bool, comment: str) -> None:
@@ -73,10 +82,12 @@ class DatabaseRegistry:
     def drop(self, name: str, *, if_exists: bool, cascade: bool) -> None:
         if name == DEFAULT_DATABASE:
             raise ProgrammingError("the default database cannot be dropped")
-        if not self.exists(name):
+        stored = self.find(name)
+        if stored is None:
             if if_exists:
                 return
             raise ProgrammingError(f"database {name!r} does not exist")
+        name = stored
         tables = self.tables(name)
         if tables and not cascade:
             raise ProgrammingError(

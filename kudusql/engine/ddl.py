@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.schema import Schema
 from kudusql.parser import statements as st
+from kudusql.parser.names import fold
+from kudusql.planner.names import find_table
 
 if TYPE_CHECKING:
     from kudusql.engine.session import Result, Session
@@ -27,10 +29,14 @@ def _result(**kw: Any) -> Result:
     return Result(**kw)
 
 
-def _check_database(session: Session, name: st.TableName) -> None:
+def _new_table_name(session: Session, name: st.TableName) -> str:
+    """The storage name of a table to create as ``name``: in its database's stored name
+    (found ignoring case, as every SQL name), which must exist."""
     db = name.database or session.database
-    if not session.registry.exists(db):
+    stored = session.registry.find(db)
+    if stored is None:
         raise ProgrammingError(f"database {db!r} does not exist")
+    return session.storage_name(st.TableName(name.name, stored))
 
 
 def create_database(session: Session, s: st.CreateDatabase) -> Result:
@@ -40,7 +46,7 @@ def create_database(session: Session, s: st.CreateDatabase) -> Result:
 
 def drop_database(session: Session, s: st.DropDatabase) -> Result:
     session.registry.drop(s.name, if_exists=s.if_exists, cascade=s.cascade)
-    if session.database == s.name:
+    if fold(session.database) == fold(s.name):
         from kudusql.planner.names import DEFAULT_DATABASE
 
         session.database = DEFAULT_DATABASE
@@ -48,9 +54,10 @@ def drop_database(session: Session, s: st.DropDatabase) -> Result:
 
 
 def use_database(session: Session, s: st.UseDatabase) -> Result:
-    if not session.registry.exists(s.name):
+    stored = session.registry.find(s.name)
+    if stored is None:
         raise ProgrammingError(f"database {s.name!r} does not exist")
-    session.database = s.name
+    session.database = stored
     return _result()
 
 
@@ -71,12 +78,21 @@ def _fresh(schema: Schema) -> Schema:
     return Schema.build(cols, schema.key_names)
 
 
+def _existing(session: Session, name: str) -> str | None:
+    """The stored table a new table called ``name`` would collide with: one of the same
+    name ignoring case (SQL names are case-insensitive)."""
+    if session.db.has_table(name):
+        return name
+    return find_table(session.db.table_names(), name)
+
+
 def create_table(session: Session, s: st.CreateTable) -> Result:
-    _check_database(session, s.table)
-    name = session.storage_name(s.table)
+    name = _new_table_name(session, s.table)
     warnings = list(s.warnings)
-    if s.if_not_exists and session.db.has_table(name):
-        return _result(warnings=[f"table {s.table} already exists"])
+    if _existing(session, name) is not None:
+        if s.if_not_exists:
+            return _result(warnings=[f"table {s.table} already exists"])
+        raise ProgrammingError(f"table {s.table} already exists")
     if s.like is not None:
         src = session.table(s.like)
         schema = _fresh(src.schema)
@@ -103,6 +119,7 @@ def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: l
     assert s.as_select is not None
     snap = session.db.snapshot()
     data = session.runner.query(session.plan(s.as_select), snap)
+    data = data.rename_columns([fold(n) for n in data.column_names])  # new names fold
     schema, order = session.schema_from_arrow(data.schema, s.primary_key, str(s.table))
     table = session.db.create_table(
         name, schema, s.partition_schema(schema), properties=_properties(s)
@@ -118,11 +135,12 @@ def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: l
 
 
 def drop_table(session: Session, s: st.DropTable) -> Result:
-    name = session.storage_name(s.table)
-    if not session.db.has_table(name):
+    name = _existing(session, session.storage_name(s.table))
+    if name is None:
         if s.if_exists:
             return _result()
         session.table(s.table)  # raises the right "does not exist" error
+        raise AssertionError("unreachable")
     session.db.drop_table(name, if_exists=s.if_exists)
     return _result()
 
@@ -131,8 +149,11 @@ def alter_table(session: Session, s: st.AlterTable) -> Result:
     table = session.table(s.table)
 
     def rename(target: st.TableName) -> str:
-        _check_database(session, target)
-        return session.storage_name(target)
+        new = _new_table_name(session, target)
+        clash = _existing(session, new)
+        if clash is not None and clash != table.name:
+            raise ProgrammingError(f"table {target} already exists")
+        return new
 
     steps = s.storage_steps(table.schema, table.partition_schema, rename)
     session.db.alter_table(table.name, steps)

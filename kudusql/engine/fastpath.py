@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,9 +29,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from sqlglot import exp
 
+from kudusql.common.errors import Error, OperationalError
+from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, TypeKind
 from kudusql.parser import statements as st
+from kudusql.parser.names import fold, ident, table_name
 from kudusql.planner.dml import constant_rows
+from kudusql.planner.plan import conjuncts
 from kudusql.storage.client.system_tables import SYSTEM_DATABASE
 
 if TYPE_CHECKING:
@@ -52,17 +57,56 @@ class _Value:
 
 
 @dataclass(frozen=True)
+class _Binding:
+    """A point lookup bound to one schema version: the value source of each key column
+    (in key order), the stored columns to read, and the output (stored name, label)
+    pairs with their Arrow schema."""
+
+    key: tuple[_Value, ...]
+    read: tuple[str, ...]
+    columns: tuple[tuple[str, str], ...]
+    schema: pa.Schema
+
+
+@dataclass(frozen=True)
 class PointLookup:
     table: st.TableName
     alias: str | None
-    #: Output columns: (column name, output name); None for ``*``.
-    columns: tuple[tuple[str, str], ...] | None
-    #: Key column name -> its value source.
+    #: Output columns: (folded column name, folded label or None); None for ``*``.
+    columns: tuple[tuple[str, str | None], ...] | None
+    #: Folded key column name -> its value source.
     key: tuple[tuple[str, _Value], ...]
-    #: The output schema per (table id, schema version): built once per version.
-    _schemas: dict[tuple[int, int], pa.Schema] = field(
+    #: The binding per (table id, schema version), None when the shape does not fit that
+    #: schema: built once per version.
+    _bindings: dict[tuple[int, int], _Binding | None] = field(
         default_factory=dict, compare=False, repr=False, hash=False
     )
+
+    def _bind_schema(self, schema: Schema) -> _Binding | None:
+        """Names matched to the stored ones ignoring case, as the general path does;
+        None sends the statement there (it reports unknown and ambiguous names)."""
+        folded: dict[str, str] = {}
+        for n in schema.names:
+            if folded.setdefault(fold(n), n) != n:
+                return None  # names equal ignoring case: the general path refuses it
+        given = dict(self.key)
+        if set(given) != {fold(k) for k in schema.key_names}:
+            return None
+        key = tuple(given[fold(k)] for k in schema.key_names)
+        # Results label columns by folded names, as the general path (``plan_query``).
+        if self.columns is None:
+            cols = tuple((n, fold(n)) for n in schema.names)
+        else:
+            stored = [folded.get(c) for c, _ in self.columns]
+            if any(c is None for c in stored):
+                return None  # the general path names the unknown column
+            cols = tuple(
+                (c, label or name)
+                for c, (name, label) in zip(stored, self.columns, strict=True)
+                if c is not None
+            )
+        out = pa.schema([schema.column(c).arrow_field().with_name(label) for c, label in cols])
+        return _Binding(key, tuple(dict.fromkeys(c for c, _ in cols)), cols, out)
 
     def run(self, session: Session, params: Any) -> Result | None:
         from kudusql.engine.session import Result
@@ -70,33 +114,24 @@ class PointLookup:
         if (self.table.database or session.database) == SYSTEM_DATABASE:
             return None
         table = session.table(self.table)
-        schema = table.meta.schema
-        key_names = schema.key_names
-        given = dict(self.key)
-        if set(given) != set(key_names):
+        version = (table.id, table.meta.schema_version)
+        if version in self._bindings:
+            bound = self._bindings[version]
+        else:
+            bound = self._bind_schema(table.meta.schema)
+            self._bindings.clear()  # one schema version at a time
+            self._bindings[version] = bound
+        if bound is None:
             return None
         values = []
-        for c in schema.key_columns:
-            v = _bind(given[c.name], params)
+        for c, source in zip(table.meta.schema.key_columns, bound.key, strict=True):
+            v = _bind(source, params)
             if v is _MISSING or not _fits(v, c.type.kind):
                 return None
             values.append(v)
-        if self.columns is None:
-            cols = [(n, n) for n in schema.names]
-        else:
-            if any(not schema.has_column(c) for c, _ in self.columns):
-                return None  # the general path names the unknown column
-            cols = list(self.columns)
-        names = list(dict.fromkeys(c for c, _ in cols))
-        row = table.lookup(values, names)
-        key = (table.id, table.meta.schema_version)
-        out = self._schemas.get(key)
-        if out is None:
-            out = pa.schema([schema.column(c).arrow_field().with_name(alias) for c, alias in cols])
-            self._schemas.clear()  # one schema version at a time
-            self._schemas[key] = out
-        rows = [] if row is None else [tuple(row[c] for c, _ in cols)]
-        return Result(rows=rows, row_schema=out)
+        row = table.lookup(values, list(bound.read))
+        rows = [] if row is None else [tuple(row[c] for c, _ in bound.columns)]
+        return Result(rows=rows, row_schema=bound.schema)
 
 
 _MISSING = object()
@@ -152,51 +187,60 @@ def analyse_point_lookup(s: st.Statement) -> PointLookup | None:
         return None  # time travel, catalogs, hints, samples
     if not isinstance(tref.this, exp.Identifier):
         return None
-    alias = tref.alias or None
-    owner = {"", tref.name, *([alias] if alias else [])}
+    name = table_name(tref)
+    alias_node = tref.args.get("alias")
+    alias = ident(alias_node.this) if alias_node is not None and alias_node.this else None
+    if alias_node is not None and (alias is None or alias_node.args.get("columns")):
+        return None
+    # A column is qualified by the alias when there is one (the table's own name is
+    # then hidden, as in DuckDB), else by the table name.
+    owner = {"", alias or name.name}
     columns = _columns(tree.expressions, owner)
     if columns is False or columns is True:
         return None
     key: dict[str, _Value] = {}
     counter = [0]
-    for cond in _conjuncts(where.this):
+    for cond in conjuncts(where.this):
         if not isinstance(cond, exp.EQ):
             return None
         col, val = cond.this, cond.expression
         if not isinstance(col, exp.Column):
             col, val = val, col
-        if not isinstance(col, exp.Column) or col.table not in owner:
+        if not _owned(col, owner):
             return None
+        assert isinstance(col, exp.Column)
         source = _value(val, counter)
-        if source is None or col.name in key:
+        column = ident(col.this)
+        if source is None or column in key:
             return None
-        key[col.name] = source
-    db = tref.args.get("db")
-    name = st.TableName(tref.name, db.name if db is not None else None)
+        key[column] = source
     cols = None if columns is None else tuple(columns)  # type: ignore[arg-type]
     return PointLookup(name, alias, cols, tuple(key.items()))
 
 
-def _columns(exprs: Sequence[exp.Expr], owner: set[str]) -> list[tuple[str, str]] | bool | None:
+def _owned(col: exp.Expr, owner: set[str]) -> bool:
+    """``col`` is a plain column of the statement's table: unqualified, or qualified by
+    the table's alias (its name when it has none) and nothing more."""
+    if not isinstance(col, exp.Column) or not isinstance(col.this, exp.Identifier):
+        return False
+    if col.args.get("db") or col.args.get("catalog"):
+        return False
+    table = col.args.get("table")
+    return (ident(table) if table is not None else "") in owner
+
+
+def _columns(
+    exprs: Sequence[exp.Expr], owner: set[str]
+) -> list[tuple[str, str | None]] | bool | None:
     if len(exprs) == 1 and isinstance(exprs[0], exp.Star):
         return None
-    out = []
+    out: list[tuple[str, str | None]] = []
     for e in exprs:
-        inner, alias = (e.this, e.alias) if isinstance(e, exp.Alias) else (e, None)
-        if not isinstance(inner, exp.Column) or inner.table not in owner:
+        inner, label = (e.this, e.alias) if isinstance(e, exp.Alias) else (e, None)
+        if not _owned(inner, owner):
             return False
-        if isinstance(inner.this, exp.Star):
-            return False
-        out.append((inner.name, alias or inner.name))
+        out.append((ident(inner.this), fold(label) if label else None))
     return out
-
-
-def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
-    if isinstance(e, exp.And):
-        return [*_conjuncts(e.this), *_conjuncts(e.expression)]
-    if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
-    return [e]
 
 
 def _value(e: exp.Expr, counter: list[int]) -> _Value | None:
@@ -233,14 +277,18 @@ class StatementCache:
             OrderedDict()
         )
         self._values: dict[int, tuple[st.Statement, list[list[Any]] | None]] = {}
+        self._last: tuple[str, list[st.Statement]] | None = None
 
-    def get(self, sql: str) -> tuple[st.Statement, PointLookup | None] | None:
+    def get(
+        self, sql: str, cancelled: threading.Event | None = None
+    ) -> tuple[st.Statement, PointLookup | None] | None:
         """The single statement of ``sql`` with its lookup shape, or None when ``sql``
-        is not one INSERT/UPSERT VALUES or point-lookup statement (also cached)."""
+        is not one INSERT/UPSERT VALUES or point-lookup statement (also cached).
+        ``cancelled`` stops the parse (OperationalError)."""
         if sql in self._items:
             self._items.move_to_end(sql)
             return self._items[sql]
-        entry = self._analyse(sql)
+        entry = self._analyse(sql, cancelled)
         self._items[sql] = entry
         if len(self._items) > self.size:
             self._items.popitem(last=False)
@@ -259,14 +307,23 @@ class StatementCache:
         self._values[id(s)] = (s, rows)
         return rows
 
-    @staticmethod
-    def _analyse(sql: str) -> tuple[st.Statement, PointLookup | None] | None:
-        from kudusql.common.errors import Error
+    def parsed(self, sql: str) -> list[st.Statement] | None:
+        """The statements of ``sql`` if the last text ``get`` analysed was ``sql`` and
+        is not a fast-path statement (handed over once: a large statement is then
+        parsed once, not twice)."""
+        last, self._last = self._last, None
+        return last[1] if last is not None and last[0] == sql else None
 
+    def _analyse(
+        self, sql: str, cancelled: threading.Event | None
+    ) -> tuple[st.Statement, PointLookup | None] | None:
         try:
-            stmts = st.parse(sql)
+            stmts = st.parse(sql, cancelled=cancelled)
+        except OperationalError:
+            raise  # cancelled
         except Error:
             return None  # the general path reports it (after binding)
+        self._last = (sql, stmts)
         if len(stmts) != 1:
             return None
         s = stmts[0]

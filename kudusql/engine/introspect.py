@@ -20,8 +20,9 @@ from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.schema import ColumnSchema
 from kudusql.engine.params import literal_sql
 from kudusql.parser import statements as st
-from kudusql.planner.dml import delete_query, update_query, values_query
-from kudusql.planner.names import DEFAULT_DATABASE, sql_name, storage_name
+from kudusql.parser.names import quote
+from kudusql.planner.dml import delete_query, target_columns, update_query, values_query
+from kudusql.planner.names import DEFAULT_DATABASE, quoted_sql_name, sql_name, storage_name
 from kudusql.storage.client.partition import RangeBounds
 from kudusql.storage.client.pruning import prune_partitions
 from kudusql.storage.client.table import Table
@@ -55,10 +56,11 @@ def show_databases(session: Session, s: st.ShowDatabases) -> Result:
 
 def show_tables(session: Session, s: st.ShowTables) -> Result:
     db = s.database or session.database
-    if not session.registry.exists(db):
+    stored = session.registry.find(db)
+    if stored is None:
         raise ProgrammingError(f"database {db!r} does not exist")
     ok = _like(s.like)
-    names = [sql_name(t).rpartition(".")[2] for t in session.registry.tables(db)]
+    names = [sql_name(t).rpartition(".")[2] for t in session.registry.tables(stored)]
     return _rows(["name"], [(n,) for n in sorted(names) if ok(n)])
 
 
@@ -118,15 +120,11 @@ def range_sql(b: RangeBounds) -> str:
     return "VALUES" if b.lower is None and b.upper is None else b.describe(_row_sql)
 
 
-def _quote(name: str) -> str:
-    return exp.to_identifier(name).sql(dialect="duckdb")
-
-
 def create_table_sql(t: Table) -> str:
     schema = t.schema
     lines = []
     for c in schema.columns:
-        parts = [_quote(c.name), _type_sql(c)]
+        parts = [quote(c.name), _type_sql(c)]
         if not schema.is_key(c.name):
             parts.append("NULL" if c.nullable else "NOT NULL")
         if c.default is not None:
@@ -140,17 +138,17 @@ def create_table_sql(t: Table) -> str:
         if c.comment:
             parts.append(f"COMMENT {literal_sql(c.comment)}")
         lines.append("  " + " ".join(parts))
-    lines.append(f"  PRIMARY KEY ({', '.join(_quote(k) for k in schema.key_names)})")
-    out = f"CREATE TABLE {sql_name(t.name)} (\n" + ",\n".join(lines) + "\n)"
+    lines.append(f"  PRIMARY KEY ({', '.join(quote(k) for k in schema.key_names)})")
+    out = f"CREATE TABLE {quoted_sql_name(t.name)} (\n" + ",\n".join(lines) + "\n)"
     ps = t.partition_schema
     levels = [
-        f"HASH ({', '.join(_quote(c) for c in d.columns)}) PARTITIONS {d.num_buckets}"
+        f"HASH ({', '.join(quote(c) for c in d.columns)}) PARTITIONS {d.num_buckets}"
         + (f" SEED {d.seed}" if d.seed else "")
         for d in ps.hash_dimensions
     ]
     if ps.range_columns:
         bounds = ",\n  ".join(f"PARTITION {range_sql(b)}" for b in ps.range_bounds)
-        cols = ", ".join(_quote(c) for c in ps.range_columns)
+        cols = ", ".join(quote(c) for c in ps.range_columns)
         levels.append(f"RANGE ({cols}) (\n  {bounds}\n)")
     if levels:
         out += "\nPARTITION BY " + ", ".join(levels)
@@ -254,8 +252,7 @@ def explain(session: Session, s: st.Explain) -> Result:
         src = inner.source
         if isinstance(src, exp.Values):
             t = session.table(inner.table)
-            cols = list(inner.columns or t.schema.names)
-            tree = values_query(src, cols)
+            tree = values_query(src, target_columns(t.schema, inner.columns, t.name))
         else:
             tree = src
     elif isinstance(inner, st.Update):

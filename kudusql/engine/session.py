@@ -38,22 +38,23 @@ from kudusql.engine.settings import Settings
 from kudusql.executor.dml import (
     MAX_ERROR_SAMPLES,
     DmlResult,
-    check_cancelled,
     rows_to_table,
     write_batches,
 )
 from kudusql.executor.duck import DuckRunner
 from kudusql.parser import statements as st
 from kudusql.parser import to_duckdb_sql
+from kudusql.parser.limits import check_cancelled, headroom, nesting_bound
 from kudusql.parser.statements import parse
 from kudusql.planner.dml import (
     Param,
+    assigned_columns,
     delete_query,
     target_columns,
     update_query,
     values_query,
 )
-from kudusql.planner.names import DEFAULT_DATABASE, storage_name
+from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
@@ -119,8 +120,13 @@ class Session:
         return storage_name(name, self.database)
 
     def table(self, name: st.TableName) -> Table:
+        """The table ``name`` denotes: its storage name, else the one equal to it ignoring
+        case (SQL names are case-insensitive; see ``parser.names``)."""
         sname = self.storage_name(name)
         if not self.db.has_table(sname):
+            found = find_table(self.db.table_names(), sname)
+            if found is not None:
+                return self.db.table(found)
             db = name.database or self.database
             if not self.registry.exists(db):
                 raise ProgrammingError(f"database {db!r} does not exist")
@@ -148,10 +154,16 @@ class Session:
         self.runner.interrupt()
 
     def execute(self, sql: str, params: Params = None) -> Result:
-        """Run every statement of ``sql``; the last one's result (warnings of all)."""
+        """Run every statement of ``sql``; the last one's result (warnings of all). A
+        statement nests at most ``limits.MAX_NESTING`` levels (ProgrammingError past it,
+        from any caller's stack depth)."""
         self.runner.cancelled.clear()
+        with headroom(nesting_bound(sql)):
+            return self._execute(sql, params)
+
+    def _execute(self, sql: str, params: Params) -> Result:
         fast_paths = self.db.options.fast_paths
-        fast = self.statements.get(sql) if fast_paths else None
+        fast = self.statements.get(sql, self.runner.cancelled) if fast_paths else None
         if fast is not None:
             stmt, lookup = fast
             res: Result | None
@@ -170,7 +182,7 @@ class Session:
         cached = self.plans.get(sql, self.database, self.resolve) if fast_paths else None
         if cached is not None:
             return self._run_planned(cached)
-        stmts = parse(sql)
+        stmts = self.statements.parsed(sql) or parse(sql, cancelled=self.runner.cancelled)
         if not stmts:
             raise ProgrammingError("no SQL statement to execute")
         warnings: list[str] = []
@@ -189,11 +201,12 @@ class Session:
         becomes one batched write of every row."""
         self.runner.cancelled.clear()
         seq = list(seq_of_params)
-        stmts = parse(sql)
-        if len(stmts) == 1 and isinstance(stmts[0], st.Insert | st.Upsert) and seq:
-            res = self._insert_many(stmts[0], seq)
-            if res is not None:
-                return res
+        with headroom(nesting_bound(sql)):
+            stmts = parse(sql, cancelled=self.runner.cancelled)
+            if len(stmts) == 1 and isinstance(stmts[0], st.Insert | st.Upsert) and seq:
+                res = self._insert_many(stmts[0], seq)
+                if res is not None:
+                    return res
         total = Result(rowcount=0)
         for p in seq:
             r = self.execute(sql, p)
@@ -222,7 +235,7 @@ class Session:
 
     # -- queries ------------------------------------------------------------------------------
     def plan(self, tree: exp.Expr) -> QueryPlan:
-        return plan_query(tree, self.resolve)
+        return plan_query(tree, self.resolve, cancelled=self.runner.cancelled)
 
     def query(self, tree: exp.Expr, text: str | None = None) -> Result:
         """Run a query; with its statement ``text``, the plan is cached for the next
@@ -232,8 +245,9 @@ class Session:
             return Result(table=self.runner.query(self.plan(tree), snap), timestamp=snap)
         resolver = RecordingResolver(self.resolve)
         database = self.database
-        plan = plan_query(tree, resolver)
+        plan = plan_query(tree, resolver, cancelled=self.runner.cancelled)
         cached = CachedQuery(plan, to_duckdb_sql(plan.tree), tuple(resolver.seen))
+        check_cancelled(self.runner.cancelled)
         self.plans.put(text, database, cached)
         return self._run_planned(cached)
 
@@ -341,7 +355,7 @@ class Session:
     def _update(self, s: st.Update) -> Result:
         table = self.table(s.table)
         tree = update_query(s, table.schema, table.name)
-        cols = [*table.schema.key_names, *(c for c, _ in s.assignments)]
+        cols = [*table.schema.key_names, *assigned_columns(s, table.schema, table.name)]
         with table.exclusive() as snap:  # nothing else writes between the read and the write
             data = self.runner.query(self.plan(tree), snap)
             res = self._write(table, data, cols, WriteOp.UPDATE)

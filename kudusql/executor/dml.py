@@ -19,7 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from kudusql.common.errors import OperationalError, ProgrammingError
+from kudusql.common.errors import ProgrammingError
+from kudusql.parser.limits import check_cancelled
 from kudusql.storage.client.table import Table
 from kudusql.storage.tablet.write_ops import RowError, WriteOp
 
@@ -104,12 +105,6 @@ def write_batches(
             flush()
     flush()
     return res
-
-
-def check_cancelled(cancelled: threading.Event | None) -> None:
-    """Raise if the statement was cancelled (``Session.interrupt``)."""
-    if cancelled is not None and cancelled.is_set():
-        raise OperationalError("statement cancelled")
 
 
 def rows_to_table(rows: Sequence[Sequence[Any]], columns: Sequence[str], table: Table) -> pa.Table:

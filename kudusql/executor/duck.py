@@ -31,8 +31,9 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.hybrid_time import from_micros
-from kudusql.executor.dml import check_cancelled
 from kudusql.parser import to_duckdb_sql
+from kudusql.parser.limits import check_cancelled
+from kudusql.parser.names import fold, quote
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
 from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
@@ -130,9 +131,11 @@ class DuckRunner:
 
     # -- scans -------------------------------------------------------------------------------
     def read_scan(self, scan: TableScan, snapshot: int) -> pa.Table:
+        """The scan's rows, columns named by their folded names as the planned query
+        knows them (DuckDB folds only ASCII letters itself)."""
         data = self._read_scan(scan, snapshot)
         if data.num_columns:
-            return data
+            return data.rename_columns([fold(n) for n in data.column_names])
         # A scan of no column (COUNT(*)): storage counts rows without reading pages;
         # DuckDB needs one column, and a NULL-typed one costs no memory.
         return pa.table({ROWS_ONLY: pa.nulls(data.num_rows)})
@@ -170,18 +173,18 @@ class DuckRunner:
         diff = table.diff_scan(start, end).read_all()
         keys = table.schema.key_names
         before = table.scan(keys, snapshot=start).read_all() if diff.num_rows else None
-        names = [*table.schema.names]
+        if before is None:
+            before = table.schema.arrow_schema(keys).empty_table()
+        diff = diff.rename_columns([fold(n) for n in diff.column_names])
+        before = before.rename_columns([fold(n) for n in before.column_names])
         self.con.register("__kudusql_diff", diff)
-        self.con.register(
-            "__kudusql_before",
-            before if before is not None else table.schema.arrow_schema(keys).empty_table(),
-        )
+        self.con.register("__kudusql_before", before)
         try:
-            on = " AND ".join(f'd."{k}" = b."{k}"' for k in keys)
-            cols = ", ".join(f'd."{c}"' for c in names)
+            on = " AND ".join(f"d.{quote(fold(k))} = b.{quote(fold(k))}" for k in keys)
+            cols = ", ".join(f"d.{quote(fold(c))}" for c in table.schema.names)
             sql = (
                 f"SELECT {cols}, CASE WHEN d.is_deleted THEN 'delete' "
-                f"WHEN b.\"{keys[0]}\" IS NOT NULL THEN 'update' ELSE 'insert' END "
+                f"WHEN b.{quote(fold(keys[0]))} IS NOT NULL THEN 'update' ELSE 'insert' END "
                 "AS change_type, d.is_deleted FROM __kudusql_diff d "
                 f"LEFT JOIN __kudusql_before b ON {on}"
             )

@@ -6,7 +6,8 @@ Modules: ``dialect`` (tokenizer, statement parser, the ``KuduSQL`` dialect),
 ``ddl_parser`` (CREATE/ALTER/DROP grammar), ``nodes`` (syntax-tree nodes), ``generator``
 (canonical SQL and DuckDB SQL), ``statements`` (typed statements), ``convert`` and
 ``ddl_convert`` (trees to statements), ``literals`` (constants and types), ``names``
-(identifier folding), ``errors`` (messages with line, column and caret).
+(identifier folding and matching), ``limits`` (nesting limit, stack headroom,
+cancellation), ``errors`` (messages with line, column and caret).
 """
 
 from kudusql.parser.dialect import DIALECT, KuduSQL

@@ -5,11 +5,15 @@ This module owns ``parse_script`` (what ``statements.parse`` runs) and the seman
 checks that need no catalog: one primary key, types Kudu has, constants of the column
 type, only STORED AS KUDU, DML shapes Kudu supports. Every error becomes a
 ProgrammingError pointing at the offending place (``errors.format_error``).
-Unquoted identifiers fold to lower case, as in Impala; quoted ones keep their case.
+Identifiers fold to lower case, quoted or not, as in Impala (``names``). Before
+conversion, chains of AND/OR are regrouped into balanced trees (``balance_connectors``)
+and a statement's nesting is checked against ``limits.MAX_NESTING``; after it, the
+nodes forget their source positions.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,38 +25,108 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.parser import nodes
 from kudusql.parser import statements as st
 from kudusql.parser.ddl_convert import alter_table, create_table
-from kudusql.parser.dialect import DIALECT
+from kudusql.parser.dialect import DIALECT, KuduParser
 from kudusql.parser.errors import format_error, programming_error
+from kudusql.parser.limits import NestingError, check_cancelled, check_nesting, headroom
 from kudusql.parser.literals import StatementError, constant, offset_of
 from kudusql.parser.names import ident, table_name
 
 
-def parse_script(sql: str) -> list[st.Statement]:
-    """Every statement in ``sql`` (see ``statements.parse``)."""
+def parse_script(sql: str, cancelled: threading.Event | None = None) -> list[st.Statement]:
+    """Every statement in ``sql`` (see ``statements.parse``); ``cancelled`` set stops
+    the parse with OperationalError("statement cancelled")."""
     try:
         tokens = DIALECT.tokenize(sql)
     except TokenError as e:
         raise programming_error(sql, e) from None
     out: list[st.Statement] = []
     for chunk in _split(tokens):
-        text = sql[chunk[0].start : chunk[-1].end + 1]
         try:
-            trees = DIALECT.parser().parse(chunk, sql)
-        except ParseError as e:
-            raise programming_error(sql, e) from None
-        for tree in trees:
-            if tree is None or isinstance(tree, exp.Semicolon):
-                continue
-            try:
-                out.append(convert(tree, text))
-            except StatementError as e:
-                at = offset_of(e.node)
-                raise ProgrammingError(
-                    format_error(sql, chunk[0].start if at is None else at, e.message, "error")
-                ) from None
-            except ProgrammingError as e:
-                raise ProgrammingError(format_error(sql, chunk[0].start, str(e), "error")) from None
+            depth = check_nesting(chunk)
+        except NestingError as e:
+            raise ProgrammingError(format_error(sql, e.offset, e.message, "error")) from None
+        with headroom(depth):
+            out += _parse_chunk(sql, chunk, cancelled)
     return out
+
+
+def _parse_chunk(
+    sql: str, chunk: list[Token], cancelled: threading.Event | None
+) -> list[st.Statement]:
+    text = sql[chunk[0].start : chunk[-1].end + 1]
+    parser = DIALECT.parser()
+    assert isinstance(parser, KuduParser)
+    parser.cancelled = cancelled
+    try:
+        trees = parser.parse(chunk, sql)
+    except ParseError as e:
+        raise programming_error(sql, e) from None
+    connectors = sum(t.token_type in _CONNECTOR_TOKENS for t in chunk)
+    out: list[st.Statement] = []
+    for tree in trees:
+        if tree is None or isinstance(tree, exp.Semicolon):
+            continue
+        check_cancelled(cancelled)
+        if connectors > _BALANCE_FROM:
+            balance_connectors(tree)
+        try:
+            out.append(convert(tree, text))
+        except StatementError as e:
+            at = offset_of(e.node)
+            raise ProgrammingError(
+                format_error(sql, chunk[0].start if at is None else at, e.message, "error")
+            ) from None
+        except ProgrammingError as e:
+            raise ProgrammingError(format_error(sql, chunk[0].start, str(e), "error")) from None
+        _forget_positions(tree)
+    return out
+
+
+def _forget_positions(tree: exp.Expr) -> None:
+    """Drop the source positions the parser put on the nodes: only conversion errors
+    point at the SQL, and every later copy of the tree (planning copies it three times)
+    would copy them, a quarter of the copy's time."""
+    for node in tree.walk():
+        node._meta = None
+
+
+_CONNECTOR_TOKENS = frozenset({TokenType.AND, TokenType.OR})
+#: Chains of fewer ANDs/ORs than this are left as parsed (their depth costs nothing).
+_BALANCE_FROM = 16
+
+
+def balance_connectors(tree: exp.Expr) -> None:
+    """Regroup every chain of ANDs (and of ORs) into a balanced tree, in place.
+
+    The parser builds ``a AND b AND c ...`` as a left-deep tree: n predicates are a tree
+    n deep, and every walk up or down it (sqlglot's scopes look up each column's
+    ancestors) costs n per node, n squared in all, and recursion that deep overflows
+    Python's stack. AND and OR are associative (in SQL's three-valued logic too) and SQL
+    fixes no evaluation order, so regrouping keeps the meaning; the operands keep their
+    order and the SQL printed is the same (``a AND b AND c AND d``), now log2(n) deep."""
+    for node in list(tree.walk()):
+        if not isinstance(node, exp.And | exp.Or) or type(node.parent) is type(node):
+            continue  # not a connector, or inside a chain whose top is handled
+        kind = type(node)
+        operands: list[exp.Expr] = []
+        stack: list[exp.Expr] = [node]
+        while stack:
+            n = stack.pop()
+            if type(n) is kind and not n.comments:
+                stack += [n.expression, n.this]
+            else:
+                operands.append(n)
+        if len(operands) <= 2:
+            continue
+        while len(operands) > 1:
+            paired: list[exp.Expr] = [
+                kind(this=operands[i], expression=operands[i + 1])
+                for i in range(0, len(operands) - 1, 2)
+            ]
+            if len(operands) % 2:
+                paired.append(operands[-1])
+            operands = paired
+        node.replace(operands[0])
 
 
 def _split(tokens: Sequence[Token]) -> list[list[Token]]:
@@ -170,24 +244,73 @@ def _upsert(t: exp.Expr, text: str) -> st.Statement:
     return st.Upsert(table, columns, source, ast=t, text=text)
 
 
-def _resolve_target(target: exp.Expr, from_tables: list[exp.Table]) -> tuple[st.TableName, str]:
-    """The real table and the reference name of a DML target that may be an alias."""
-    if not isinstance(target, exp.Table):
+def _references(source: exp.Expr) -> list[exp.Expr]:
+    """The table references at the top of a FROM clause: the first one and the joined
+    ones (subqueries and table functions included, so that an alias names them)."""
+    refs = [source]
+    refs += [j.this for j in source.args.get("joins") or () if isinstance(j, exp.Join)]
+    return refs
+
+
+def _reference_name(ref: exp.Expr) -> str | None:
+    """The name a FROM reference is known by: its alias, else a table's own name."""
+    alias = ref.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.this is not None:
+        return ident(alias.this)
+    if isinstance(ref, exp.Table) and isinstance(ref.this, exp.Identifier):
+        return ident(ref.this)
+    return None
+
+
+def _bind_target(target: exp.Expr, source: exp.Expr | None, verb: str) -> tuple[st.TableName, str]:
+    """The real table of an UPDATE or DELETE target and the name the query uses for it.
+
+    Without a FROM clause the target is the only table (an alias it carries is its
+    name). With one, the target must be the alias of exactly one table of the FROM
+    clause, or the name of one table there that has no alias (Impala's rule): the
+    statement changes the rows of that reference only, never the whole table through
+    an implicit join."""
+    if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
         raise StatementError("expected a table as the target", target)
     name = table_name(target)
+    if source is None:
+        return name, _reference_name(target) or name.name
+    shown = str(name)
     if target.alias:
-        return name, target.alias_or_name
-    if name.database is None:
-        for t in from_tables:
-            if t.alias and t.alias == target.name:
-                return table_name(t), t.alias
-    return name, target.name
-
-
-def _tables_of(node: exp.Expr | None) -> list[exp.Table]:
-    if node is None:
-        return []
-    return [t for t in node.find_all(exp.Table) if t.find_ancestor(exp.Subquery) is None]
+        raise StatementError(
+            f"{verb} ... FROM names its target as its FROM clause does: the alias belongs "
+            "in the FROM clause",
+            target,
+        )
+    matches: list[exp.Expr] = []
+    for ref in _references(source):
+        if ref.alias:
+            if name.database is None and _reference_name(ref) == name.name:
+                matches.append(ref)
+        elif isinstance(ref, exp.Table) and isinstance(ref.this, exp.Identifier):
+            here = table_name(ref)
+            if here == name or (name.database is None and here.name == name.name):
+                matches.append(ref)
+    if len(matches) > 1:
+        raise StatementError(
+            f"{verb} ... FROM: {shown!r} names more than one table of its FROM clause; give "
+            "them aliases and name the target by its alias",
+            target,
+        )
+    if not matches or not isinstance(matches[0], exp.Table) or matches[0].name == "":
+        example = (
+            "UPDATE x SET ... FROM t AS x JOIN ..."
+            if verb == "UPDATE"
+            else "DELETE x FROM t AS x JOIN ..."
+        )
+        raise StatementError(
+            f"{verb} ... FROM: {shown!r} is not a table name or alias of its FROM clause; "
+            f"name the table to change as the FROM clause names it ({example})",
+            target,
+        )
+    ref = matches[0]
+    assert isinstance(ref, exp.Table)
+    return table_name(ref), _reference_name(ref) or name.name
 
 
 def _update(t: exp.Expr, text: str) -> st.Statement:
@@ -198,13 +321,14 @@ def _update(t: exp.Expr, text: str) -> st.Statement:
     target = t.this
     if isinstance(target, exp.Table) and target.args.get("joins"):
         raise StatementError("UPDATE t1 JOIN ... is not supported; use UPDATE t1 SET ... FROM", t)
-    table, alias = _resolve_target(target, _tables_of(t.args.get("from_")))
+    from_ = t.args.get("from_")
+    table, alias = _bind_target(target, from_.this if from_ is not None else None, "UPDATE")
     assignments = []
     for eq in t.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise StatementError("expected column = value in SET", eq)
         col = eq.this
-        if col.table and col.table != alias:
+        if col.args.get("db") or (col.table and ident(col.args["table"]) != alias):
             raise StatementError(f"SET can only assign columns of {alias!r}", col)
         assignments.append((ident(col.this), eq.expression))
     if not assignments:
@@ -233,8 +357,9 @@ def _delete(t: exp.Expr, text: str) -> st.Statement:
             raise StatementError(
                 "DELETE with a join names its target: DELETE t1 FROM t1 JOIN ...", t
             )
-        return st.Delete(table_name(source), source.alias_or_name, t, text=text)
-    table, alias = _resolve_target(targets[0], _tables_of(source))
+        table, alias = _bind_target(source, None, "DELETE")
+        return st.Delete(table, alias, t, text=text)
+    table, alias = _bind_target(targets[0], source, "DELETE")
     return st.Delete(table, alias, t, text=text)
 
 

@@ -14,6 +14,7 @@ to sqlglot's generic ``exp.Command``.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -25,6 +26,7 @@ from kudusql.parser import nodes
 from kudusql.parser.ddl_parser import DdlParser
 from kudusql.parser.errors import KuduParseError
 from kudusql.parser.generator import KuduGenerator
+from kudusql.parser.limits import check_cancelled
 
 _QUERY_STARTS = frozenset(
     {
@@ -84,6 +86,7 @@ class KuduTokenizer(DuckDB.Tokenizer):
         "INT32": TokenType.INT,
         "INT64": TokenType.BIGINT,
         "VARCHAR": TokenType.VARCHAR,
+        "CHAR": TokenType.CHAR,  # not DuckDB's alias of VARCHAR: CAST(x AS CHAR(n)) pads
         "IGNORE": TokenType.IGNORE,
         "EXPLAIN": TokenType.VAR,
         "RESET": TokenType.VAR,
@@ -108,6 +111,14 @@ class KuduParser(DdlParser):
         ("FOR", "TIMESTAMP"): "TIMESTAMP",
         ("TIMESTAMP", "AS", "OF"): "TIMESTAMP",
     }
+
+    #: Set by ``convert.parse_script``: the statement's cancellation (``Session.interrupt``).
+    cancelled: threading.Event | None = None
+
+    def _advance(self, times: int = 1) -> None:
+        super()._advance(times)
+        if self.cancelled is not None and self.cancelled.is_set():
+            check_cancelled(self.cancelled)
 
     # -- dispatch -------------------------------------------------------------------------------
     def _parse_statement(self) -> exp.Expr | None:

@@ -5,7 +5,8 @@ This module owns ``KuduGenerator``: a sqlglot DuckDB generator that also prints 
 node of ``nodes.py`` (canonical kudusql SQL that parses back to the same tree) and prints
 time travel as ``FOR SYSTEM_TIME AS OF <expr>``. ``to_duckdb_sql`` prints a query for
 DuckDB itself: time-travel clauses are removed (the planner resolves them into a snapshot
-of the scan) and left as a comment such as ``/* t FOR SYSTEM_TIME AS OF 5 */``.
+of the scan) and left as a comment such as ``/* t FOR SYSTEM_TIME AS OF 5 */``, and
+casts to ``VARCHAR(n)`` and ``CHAR(n)`` get Impala's truncation (and CHAR's padding).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sqlglot import exp
 from sqlglot.generators.duckdb import DuckDBGenerator
 
 from kudusql.common.errors import ProgrammingError
-from kudusql.common.types import TypeKind
+from kudusql.common.types import MAX_VARCHAR_LENGTH, TypeKind
 from kudusql.parser import nodes
 from kudusql.parser.literals import data_type
 
@@ -48,6 +49,16 @@ def _flag(expression: exp.Expr, arg: str, text: str) -> str:
 
 class KuduGenerator(DuckDBGenerator):
     """DuckDB SQL plus kudusql's statements (see the module docstring)."""
+
+    # VARCHAR(n) and CHAR(n) keep their names (DuckDB prints both as TEXT, which drops
+    # the difference between them), so that the canonical SQL parses back the same.
+    TYPE_MAPPING: ClassVar[dict[exp.DType, str]] = {
+        **DuckDBGenerator.TYPE_MAPPING,
+        exp.DType.CHAR: "CHAR",
+        exp.DType.NCHAR: "CHAR",
+        exp.DType.VARCHAR: "VARCHAR",
+        exp.DType.NVARCHAR: "VARCHAR",
+    }
 
     # -- databases and settings ---------------------------------------------------------------
     def k_create_database(self, e: nodes.CreateDatabase) -> str:
@@ -281,16 +292,75 @@ class KuduGenerator(DuckDBGenerator):
     }
 
 
-def _strip_time_travel(node: exp.Expr) -> exp.Expr:
-    if isinstance(node, exp.Table) and node.args.get("version") is not None:
-        version = node.args["version"]
-        note = f"{node.name} FOR SYSTEM_TIME AS OF {version.expression.sql('duckdb')}"
-        node.set("version", None)
-        node.add_comments([note.replace("*/", "* /")])
-    return node
+#: Impala's longest CHAR; VARCHAR's bound is Kudu's (``common.types.MAX_VARCHAR_LENGTH``).
+MAX_CHAR_LENGTH = 255
+_VARCHARS = frozenset({exp.DType.VARCHAR, exp.DType.NVARCHAR})
+_CHARS = frozenset({exp.DType.CHAR, exp.DType.NCHAR})
+
+
+def _strip_time_travel(node: exp.Table) -> None:
+    version = node.args["version"]
+    note = f"{node.name} FOR SYSTEM_TIME AS OF {version.expression.sql('duckdb')}"
+    node.set("version", None)
+    node.add_comments([note.replace("*/", "* /")])
+
+
+def _length(to: exp.DataType, kind: str, most: int) -> int:
+    params = to.expressions
+    text = params[0].name if len(params) == 1 else ""
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise ProgrammingError(
+            f"{kind} length must be 1..{most}, got {to.sql(dialect='kudusql')}"
+            if text.isdigit()
+            else f"{kind} takes one length, as in {kind}(10): {to.sql(dialect='kudusql')}"
+        )
+    return int(text)
+
+
+def _sized_string_cast(cast: exp.Cast) -> None:
+    """``CAST(x AS VARCHAR(n))`` and ``CAST(x AS CHAR(n))`` with Impala's result, which
+    DuckDB (whose strings have no length) does not give: VARCHAR(n) keeps the first n
+    characters (code points, as Kudu's VARCHAR on write), CHAR(n) also pads with spaces
+    to n. The cast becomes a cast to a plain string inside ``substring`` or ``rpad``."""
+    to = cast.to
+    if to.this in _VARCHARS:
+        n = _length(to, "VARCHAR", MAX_VARCHAR_LENGTH)
+        outer: exp.Expr = exp.Substring(start=exp.Literal.number(1), length=exp.Literal.number(n))
+    elif to.this in _CHARS:
+        n = _length(to, "CHAR", MAX_CHAR_LENGTH)
+        outer = exp.Pad(
+            expression=exp.Literal.number(n), fill_pattern=exp.Literal.string(" "), is_left=False
+        )
+    else:  # TEXT(n), STRING(n): no such type, and DuckDB would drop the length
+        raise ProgrammingError(
+            f"type {to.sql(dialect='kudusql')} takes no length; use VARCHAR(n) or CHAR(n)"
+        )
+    cast.replace(outer)
+    cast.set("to", exp.DataType.build("TEXT"))
+    outer.set("this", cast)
 
 
 def to_duckdb_sql(expression: exp.Expr, **opts: Any) -> str:
-    """``expression`` as DuckDB SQL, time travel stripped and noted in a comment."""
-    tree = expression.copy().transform(_strip_time_travel, copy=False)
-    return tree.sql(dialect="duckdb", **opts)
+    """``expression`` as DuckDB SQL: time travel stripped and noted in a comment, casts
+    to sized strings truncated (and CHAR padded) as Impala does."""
+    tree = expression.copy()
+    tables: list[exp.Table] = []
+    casts: list[exp.Cast] = []
+    for node in tree.walk():
+        if isinstance(node, exp.Table) and node.args.get("version") is not None:
+            tables.append(node)
+        elif (
+            isinstance(node, exp.Cast)
+            and isinstance(node.to, exp.DataType)
+            and node.to.expressions
+            and node.to.this in _SIZED_STRINGS
+        ):
+            casts.append(node)
+    for t in tables:
+        _strip_time_travel(t)
+    for c in reversed(casts):  # innermost first: an outer cast wraps the rewritten inner one
+        _sized_string_cast(c)
+    return tree.sql(dialect="duckdb", copy=False, **opts)  # the tree is this call's copy
+
+
+_SIZED_STRINGS = _VARCHARS | _CHARS | {exp.DType.TEXT}

@@ -13,20 +13,23 @@ converted by the ``...(schema)`` methods once the table's schema is known.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from sqlglot import exp
 
-from kudusql.common.errors import NotSupportedError
+from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.parser.literals import coerce
 from kudusql.storage.client.alter import (
+    AddColumn,
     AddRangePartition,
     AlterColumn,
     AlterStep,
+    DropColumn,
     DropRangePartition,
     RenameColumn,
     RenameTable,
@@ -242,14 +245,29 @@ class AlterTable(Statement):
         partition_schema: PartitionSchema | None = None,
         rename: Callable[[TableName], str] = str,
     ) -> list[AlterStep]:
-        """Steps for ``Database.alter_table``: range bounds and defaults cast to the column
+        """Steps for ``Database.alter_table``: column names matched to the stored ones
+        (ignoring case, ``parser.names``), range bounds and defaults cast to the column
         types of ``schema`` (range columns from ``partition_schema``, else the key);
         ``rename`` maps a ``TableName`` to a storage table name."""
+        from kudusql.parser.names import find_column
+
         cols = tuple(partition_schema.range_columns if partition_schema else schema.key_names)
         out: list[AlterStep] = []
         for step in self.steps:
             if isinstance(step, ChangeColumn):
-                out.extend(_change_column_steps(step, schema))
+                old = find_column(schema, step.old) or step.old
+                clash = _clash(schema, step.column.name, old)
+                if clash is not None:
+                    raise ProgrammingError(f"column {clash!r} already exists")
+                out.extend(_change_column_steps(replace(step, old=old), schema))
+            elif isinstance(step, AddColumn):
+                existing = find_column(schema, step.column.name)
+                if existing is None:
+                    out.append(step)
+                elif not step.if_not_exists:
+                    raise ProgrammingError(f"column {existing!r} already exists")
+            elif isinstance(step, DropColumn):
+                out.append(replace(step, name=find_column(schema, step.name) or step.name))
             elif isinstance(step, RenameTo):
                 out.append(RenameTable(rename(step.table)))
             elif isinstance(step, AddRangePartition):
@@ -259,13 +277,24 @@ class AlterTable(Statement):
                 out.append(
                     DropRangePartition(_typed_bounds(step.bounds, cols, schema), step.if_exists)
                 )
-            elif isinstance(step, AlterColumn) and step.changes.get("default") is not None:
-                col = schema.column(step.name)
-                default = coerce(step.changes["default"], col.type, f"DEFAULT of {col.name!r}")
-                out.append(AlterColumn(step.name, {**step.changes, "default": default}))
+            elif isinstance(step, AlterColumn):
+                name = find_column(schema, step.name) or step.name
+                changes = dict(step.changes)
+                if changes.get("default") is not None:
+                    col = schema.column(name)
+                    what = f"DEFAULT of {name!r}"
+                    changes["default"] = coerce(changes["default"], col.type, what)
+                out.append(AlterColumn(name, changes))
             else:
                 out.append(step)
         return out
+
+
+def _clash(schema: Schema, new: str, old: str) -> str | None:
+    """The column other than ``old`` whose name equals ``new`` ignoring case, if any."""
+    from kudusql.parser.names import fold
+
+    return next((c for c in schema.names if c != old and fold(c) == fold(new)), None)
 
 
 def _change_column_steps(step: ChangeColumn, schema: Schema) -> list[AlterStep]:
@@ -409,18 +438,18 @@ class Explain(Statement):
     statement: Statement
 
 
-def parse(sql: str) -> list[Statement]:
+def parse(sql: str, *, cancelled: threading.Event | None = None) -> list[Statement]:
     """Every statement of the script ``sql`` (split on ``;`` outside strings and
-    comments); raises ProgrammingError with line, column and a caret."""
+    comments); raises ProgrammingError with line, column and a caret. A statement
+    nests at most ``limits.MAX_NESTING`` levels. Setting ``cancelled`` (from another
+    thread) stops the parse with OperationalError("statement cancelled")."""
     from kudusql.parser.convert import parse_script
 
-    return parse_script(sql)
+    return parse_script(sql, cancelled)
 
 
 def parse_one(sql: str) -> Statement:
     """The single statement in ``sql``; ProgrammingError unless there is exactly one."""
-    from kudusql.common.errors import ProgrammingError
-
     stmts = parse(sql)
     if len(stmts) != 1:
         raise ProgrammingError(f"expected one SQL statement, found {len(stmts)}")

@@ -3,9 +3,11 @@
 This module owns how INSERT, UPSERT, UPDATE and DELETE become a query plus a storage
 write. INSERT and UPSERT write the rows of their source (``VALUES`` or a query), columns
 matched by position to the column list (or to every column of the table). UPDATE runs
-``SELECT <key columns>, <new values> FROM <target> [FROM ...] WHERE ...`` and writes the
-rows as updates by key; DELETE runs ``SELECT DISTINCT <key columns> ...`` and deletes
-those keys. Constant ``VALUES`` lists skip DuckDB altogether (``constant_rows``).
+``SELECT <key columns of the target>, <new values> FROM <target | its FROM clause>
+WHERE ...`` and writes the rows as updates by key; DELETE runs ``SELECT DISTINCT <key
+columns> ...`` and deletes those keys. A FROM clause always names the target (the
+parser binds the target to one of its references), so the target is never joined in a
+second time. Constant ``VALUES`` lists skip DuckDB altogether (``constant_rows``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sqlglot import exp
 from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.schema import Schema
 from kudusql.parser.literals import constant
+from kudusql.parser.names import column_of
 from kudusql.parser.statements import Delete, Update
 
 
@@ -30,17 +33,17 @@ class Param:
 
 
 def target_columns(schema: Schema, columns: Sequence[str] | None, table: str) -> list[str]:
-    """The columns an INSERT or UPSERT writes: the list given (checked) or all columns."""
+    """The stored names of the columns an INSERT or UPSERT writes: the list given
+    (matched ignoring case and checked) or all columns."""
     if columns is None:
         return list(schema.names)
-    seen: set[str] = set()
+    out: list[str] = []
     for c in columns:
-        if not schema.has_column(c):
-            raise ProgrammingError(f"table {table!r} has no column {c!r}")
-        if c in seen:
+        stored = column_of(schema, c, table)
+        if stored in out:
             raise ProgrammingError(f"column {c!r} is given twice")
-        seen.add(c)
-    return list(columns)
+        out.append(stored)
+    return out
 
 
 def constant_rows(values: exp.Values) -> list[list[Any]] | None:
@@ -79,43 +82,45 @@ def _key_selects(schema: Schema, alias: str) -> list[exp.Expr]:
     ]
 
 
-def _from_target(ast: exp.Update | exp.Delete, alias: str) -> tuple[exp.Expr, list[exp.Expr]]:
-    """(FROM source, joins) for the SELECT behind UPDATE or DELETE."""
-    target = ast.this.copy()
-    joins = list(target.args.get("joins") or [])
-    target.set("joins", None)
-    extra = ast.args.get("from_") or ast.args.get("using")
-    if not isinstance(extra, exp.Expr | list) or not extra:
-        return target, joins
-    if isinstance(extra, exp.From):
-        src = extra.this.copy()
-        src_joins = list(src.args.get("joins") or [])
-        src.set("joins", None)
-        names = {src.alias_or_name} | {j.this.alias_or_name for j in src_joins}
-        if alias in names:
-            return src, src_joins  # UPDATE a SET ... FROM t a JOIN u ...
-        return target, [*joins, exp.Join(this=src), *src_joins]
-    # DELETE ... USING a, b
-    using = extra if isinstance(extra, list) else [extra]
-    return target, [*joins, *(exp.Join(this=u.copy()) for u in using)]
+def _from_target(ast: exp.Update | exp.Delete) -> tuple[exp.Expr, list[exp.Expr]]:
+    """(FROM source, joins) for the SELECT behind UPDATE or DELETE: the statement's FROM
+    clause, which names the target (the parser checked it), or else the target alone."""
+    if isinstance(ast, exp.Update):
+        from_ = ast.args.get("from_")
+        source = (from_.this if from_ is not None else ast.this).copy()
+    else:
+        source = ast.this.copy()  # DELETE's FROM clause, or its target
+    joins = list(source.args.get("joins") or [])
+    source.set("joins", None)
+    return source, joins
+
+
+def assigned_columns(stmt: Update, schema: Schema, table: str) -> list[str]:
+    """The stored names of the columns an UPDATE assigns, in order (checked: existing,
+    not a key column, assigned once)."""
+    names: list[str] = []
+    for col, _ in stmt.assignments:
+        stored = column_of(schema, col, table)
+        if schema.is_key(stored):
+            raise ProgrammingError(
+                f"cannot update primary key column {stored!r} of {table!r}: delete the row "
+                "and insert it with the new key"
+            )
+        if stored in names:
+            raise ProgrammingError(f"column {stored!r} is assigned twice")
+        names.append(stored)
+    return names
 
 
 def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
-    """``SELECT keys, new values FROM ... WHERE ...`` for an UPDATE."""
-    names: list[str] = []
-    for col, _ in stmt.assignments:
-        if not schema.has_column(col):
-            raise ProgrammingError(f"table {table!r} has no column {col!r}")
-        if schema.is_key(col):
-            raise ProgrammingError(
-                f"cannot update primary key column {col!r} of {table!r}: delete the row and "
-                "insert it with the new key"
-            )
-        if col in names:
-            raise ProgrammingError(f"column {col!r} is assigned twice")
-        names.append(col)
-    source, joins = _from_target(stmt.ast, stmt.alias)
-    values = [exp.alias_(expr.copy(), col, quoted=True) for col, expr in stmt.assignments]
+    """``SELECT keys, new values FROM ... WHERE ...`` for an UPDATE; its columns are the
+    key columns, then ``assigned_columns``."""
+    names = assigned_columns(stmt, schema, table)
+    source, joins = _from_target(stmt.ast)
+    values = [
+        exp.alias_(expr.copy(), col, quoted=True)
+        for col, (_, expr) in zip(names, stmt.assignments, strict=True)
+    ]
     sel = exp.Select(expressions=[*_key_selects(schema, stmt.alias), *values])
     sel.set("from_", exp.From(this=source))
     if joins:
@@ -128,7 +133,7 @@ def update_query(stmt: Update, schema: Schema, table: str) -> exp.Select:
 
 def delete_query(stmt: Delete, schema: Schema) -> exp.Select:
     """``SELECT DISTINCT keys FROM ... WHERE ...`` for a DELETE."""
-    source, joins = _from_target(stmt.ast, stmt.alias)
+    source, joins = _from_target(stmt.ast)
     sel = exp.Select(expressions=_key_selects(schema, stmt.alias), distinct=exp.Distinct())
     sel.set("from_", exp.From(this=source))
     if joins:

@@ -6,7 +6,8 @@ name the executor registers its scan under (keeping the original name as the ali
 ``t.col`` still resolves), and records what the scan needs:
 
 - the columns the query reads from it, found after sqlglot's ``qualify`` pass (which
-  expands ``*`` and qualifies every column), and
+  expands ``*`` and qualifies every column) and matched to the stored names ignoring
+  case (every identifier of the planned tree is folded, ``parser.names``), and
 - the conjunctive predicates it can push (``pushdown.to_predicates``), found by a walk
   over sqlglot's scopes: the conjuncts of a scope's WHERE that touch one table that no
   outer join makes nullable, the conjuncts of inner-join ON clauses, and the conjuncts
@@ -20,9 +21,10 @@ evaluates the query as written, so a plan never changes a result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -34,9 +36,12 @@ from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import Schema
 from kudusql.common.types import TypeKind
 from kudusql.parser import nodes
-from kudusql.parser.names import table_name
+from kudusql.parser.limits import check_cancelled
+from kudusql.parser.names import check_case_distinct, fold, table_name
 from kudusql.parser.statements import TableName
 from kudusql.planner.pushdown import to_predicates
+
+T = TypeVar("T")
 
 SCAN_PREFIX = "__kudusql_scan_"
 CHANGES_PREFIX = "__kudusql_changes_"
@@ -47,8 +52,9 @@ Resolver = Callable[[TableName], tuple[str, Schema]]
 
 @dataclass
 class TableScan:
-    """One table reference: read ``columns`` of ``table`` with ``predicates`` (all
-    implied by the query) at the statement snapshot, or at ``as_of`` if given."""
+    """One table reference: read ``columns`` (stored names) of ``table`` with
+    ``predicates`` (all implied by the query) at the statement snapshot, or at ``as_of``
+    if given. The query knows the columns by their folded names."""
 
     ref: str
     table: str
@@ -120,14 +126,34 @@ def _ident(name: str) -> exp.Identifier:
     return exp.Identifier(this=name, quoted=True)
 
 
-def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
+def _sql_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _checked(items: Iterable[T], cancelled: threading.Event | None) -> Iterator[T]:
+    """``items``, checking ``cancelled`` every 1024 of them (``Session.interrupt``)."""
+    for i, item in enumerate(items):
+        if not i & 1023:
+            check_cancelled(cancelled)
+        yield item
+
+
+def plan_query(
+    tree: exp.Expr, resolve: Resolver, *, cancelled: threading.Event | None = None
+) -> QueryPlan:
     """Bind every table reference of ``tree`` (a copy is planned; see the module
-    docstring)."""
+    docstring). Setting ``cancelled`` stops the planning with OperationalError
+    ("statement cancelled"); every step is linear in the size of the tree."""
+    check_cancelled(cancelled)
     tree = tree.copy()
+    for ident_node in _checked(tree.find_all(exp.Identifier), cancelled):
+        # SQL names are case-insensitive; DuckDB folds only ASCII letters, so every name
+        # reaches it folded already, as do the columns of the scans (``TableScan``).
+        ident_node.set("this", fold(ident_node.this))
     ctes = _cte_names(tree)
     scans: list[TableScan] = []
     changes: list[ChangesScan] = []
-    for t in list(tree.find_all(exp.Table)):
+    for t in list(_checked(tree.find_all(exp.Table), cancelled)):
         if isinstance(t.this, nodes.TableChanges):
             changes.append(_bind_changes(t, len(changes), resolve))
             continue
@@ -137,6 +163,7 @@ def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
             continue
         name = table_name(t)
         storage, schema = resolve(name)
+        check_case_distinct(schema, storage)
         ref = f"{SCAN_PREFIX}{len(scans)}"
         alias = t.alias
         version = t.args.get("version")
@@ -159,7 +186,7 @@ def plan_query(tree: exp.Expr, resolve: Resolver) -> QueryPlan:
         )
     plan = QueryPlan(tree, scans, changes)
     if scans:
-        plan.analysed = _analyse(plan)
+        plan.analysed = _analyse(plan, cancelled)
     return plan
 
 
@@ -173,8 +200,9 @@ def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:
     parts = arg.name.split(".")
     if len(parts) > 2 or not all(parts):
         raise ProgrammingError(f"table_changes: bad table name {arg.name!r}")
-    name = TableName(parts[-1].lower(), parts[0].lower() if len(parts) == 2 else None)
+    name = TableName(fold(parts[-1]), fold(parts[0]) if len(parts) == 2 else None)
     storage, schema = resolve(name)
+    check_case_distinct(schema, storage)
     ref = f"{CHANGES_PREFIX}{i}"
     if not t.alias:
         t.set("alias", exp.TableAlias(this=exp.Identifier(this="table_changes")))
@@ -182,18 +210,20 @@ def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:
     return ChangesScan(ref, storage, schema, call.args["start"], call.args.get("end"))
 
 
-def _analyse(plan: QueryPlan) -> bool:
+def _analyse(plan: QueryPlan, cancelled: threading.Event | None) -> bool:
     """Fill each scan's columns and predicates; False (and full scans) on failure."""
     by_ref = {s.ref: s for s in plan.scans}
+    # sqlglot reads each column name of the mapping as SQL: quoted, any name is itself.
     mapping: dict[str, Any] = {
-        s.ref: {c: duckdb_type(s.schema, c) for c in s.schema.names} for s in plan.scans
+        s.ref: {_sql_ident(c): duckdb_type(s.schema, c) for c in s.schema.names} for s in plan.scans
     }
     for c in plan.changes:
-        cols = {n: duckdb_type(c.schema, n) for n in c.schema.names}
+        cols = {_sql_ident(n): duckdb_type(c.schema, n) for n in c.schema.names}
         cols.update(change_type="VARCHAR", is_deleted="BOOLEAN")
         mapping[c.ref] = cols
+    check_cancelled(cancelled)
     tree = plan.tree.copy()
-    for ex in tree.find_all(exp.Exists):
+    for ex in _checked(tree.find_all(exp.Exists), cancelled):
         # EXISTS (SELECT * ...) reads no column of its SELECT list: only what its WHERE
         # and joins use (TPC-H Q4 and Q21 read all 16 lineitem columns otherwise).
         if isinstance(ex.this, exp.Select):
@@ -210,21 +240,26 @@ def _analyse(plan: QueryPlan) -> bool:
         scopes = traverse_scope(q)
     except (SqlglotError, RecursionError, KeyError, ValueError):
         return False
-    for star in q.find_all(exp.Star):
+    check_cancelled(cancelled)
+    for star in _checked(q.find_all(exp.Star), cancelled):
         if not isinstance(star.parent, exp.Count):
             return False  # an unexpanded *: keep every column
     used: dict[str, set[str]] = {ref: set() for ref in by_ref}
     preds: dict[str, list[ColumnPredicate]] = {ref: [] for ref in by_ref}
     aliases: dict[str, set[str]] = {ref: set() for ref in by_ref}
-    for t in q.find_all(exp.Table):
+    for t in _checked(q.find_all(exp.Table), cancelled):
         if t.name in by_ref:
             aliases[t.name].add(t.alias_or_name)
-    for col in q.find_all(exp.Column):
+    # qualify folds every name (DuckDB's names are case-insensitive); stored names may
+    # have capitals (tables made outside SQL), so columns are matched by folded name.
+    folded = {ref: {fold(c): c for c in s.schema.names} for ref, s in by_ref.items()}
+    for col in _checked(q.find_all(exp.Column), cancelled):
         for ref, names in aliases.items():
-            if col.table in names and col.name in mapping[ref]:
-                used[ref].add(col.name)
+            stored = folded[ref].get(fold(col.name))
+            if col.table in names and stored is not None:
+                used[ref].add(stored)
     for scope in scopes:
-        _scope_predicates(scope, by_ref, preds)
+        _scope_predicates(scope, by_ref, preds, cancelled)
     for ref, scan in by_ref.items():
         wanted = [c for c in scan.schema.names if c in used[ref]]
         scan.columns = wanted  # none (COUNT(*)): the scan returns row counts only
@@ -233,16 +268,26 @@ def _analyse(plan: QueryPlan) -> bool:
 
 
 def conjuncts(e: exp.Expr) -> list[exp.Expr]:
-    """The operands of a chain of ANDs (parentheses looked through)."""
-    if isinstance(e, exp.Paren):
-        return conjuncts(e.this)
-    if isinstance(e, exp.And):
-        return conjuncts(e.this) + conjuncts(e.expression)
-    return [e]
+    """The operands of a chain of ANDs (parentheses looked through), in order; a loop,
+    not a recursion, since a chain of n ANDs is a tree n deep."""
+    out: list[exp.Expr] = []
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Paren):
+            stack.append(node.this)
+        elif isinstance(node, exp.And):
+            stack += [node.expression, node.this]
+        else:
+            out.append(node)
+    return out
 
 
 def _scope_predicates(
-    scope: object, by_ref: dict[str, TableScan], out: dict[str, list[ColumnPredicate]]
+    scope: object,
+    by_ref: dict[str, TableScan],
+    out: dict[str, list[ColumnPredicate]],
+    cancelled: threading.Event | None,
 ) -> None:
     sel = getattr(scope, "expression", None)
     if not isinstance(sel, exp.Select):
@@ -275,7 +320,7 @@ def _scope_predicates(
             candidates += [(c, preserved) for c in conjuncts(on)]
         elif j.side == "LEFT" and not j.kind and isinstance(j.this, exp.Table):
             candidates += [(c, {j.this.alias_or_name}) for c in conjuncts(on)]
-    for cond, allowed in candidates:
+    for cond, allowed in _checked(candidates, cancelled):
         if cond.find(exp.Select, exp.Subquery) is not None:
             continue
         tables = {c.table for c in cond.find_all(exp.Column)}
@@ -285,5 +330,5 @@ def _scope_predicates(
         if alias not in allowed or alias not in sources:
             continue
         scan = by_ref[sources[alias]]
-        cols = {c.name: c for c in scan.schema.columns}
+        cols = {fold(c.name): c for c in scan.schema.columns}
         out[scan.ref].extend(to_predicates(cond, alias, cols))

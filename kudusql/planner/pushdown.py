@@ -24,6 +24,7 @@ from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import ColumnSchema
 from kudusql.common.types import TypeKind
 from kudusql.parser.literals import constant
+from kudusql.parser.names import fold
 
 _INTEGERS = {TypeKind.INT8, TypeKind.INT16, TypeKind.INT32, TypeKind.INT64}
 _FLOATS = {TypeKind.FLOAT, TypeKind.DOUBLE}
@@ -80,13 +81,15 @@ def typed_value(node: exp.Expr, col: ColumnSchema) -> Any:
     return out
 
 
-def _column_of(node: exp.Expr, alias: str) -> str | None:
+def _column_of(node: exp.Expr, alias: str, columns: dict[str, ColumnSchema]) -> ColumnSchema | None:
+    """The column of table ``alias`` that ``node`` names (``columns`` is keyed by folded
+    names: SQL names are case-insensitive), or None."""
     if (
         isinstance(node, exp.Column)
         and node.table == alias
         and isinstance(node.this, exp.Identifier)
     ):
-        return str(node.name)
+        return columns.get(fold(node.name))
     return None
 
 
@@ -94,7 +97,8 @@ def to_predicates(
     cond: exp.Expr, alias: str, columns: dict[str, ColumnSchema]
 ) -> list[ColumnPredicate]:
     """The storage predicates one conjunct ``cond`` implies for the table ``alias``
-    (columns qualified by the sqlglot ``qualify`` pass), or [] when it is not pushable."""
+    (columns qualified by the sqlglot ``qualify`` pass; ``columns`` by folded name), or
+    [] when it is not pushable. Predicates name columns by their stored names."""
     if cond.args.get("negate"):
         return []  # NOT LIKE and other negated forms sqlglot marks with a flag
     if isinstance(cond, exp.Paren):
@@ -102,26 +106,23 @@ def to_predicates(
     if isinstance(cond, exp.Not):
         inner = cond.this
         if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
-            name = _column_of(inner.this, alias)
-            if name in columns:
-                return [ColumnPredicate.is_not_null(name)]
+            col = _column_of(inner.this, alias, columns)
+            if col is not None:
+                return [ColumnPredicate.is_not_null(col.name)]
         return []
     if isinstance(cond, exp.Is):
-        name = _column_of(cond.this, alias)
-        if name in columns and isinstance(cond.expression, exp.Null):
-            return [ColumnPredicate.is_null(name)]
+        col = _column_of(cond.this, alias, columns)
+        if col is not None and isinstance(cond.expression, exp.Null):
+            return [ColumnPredicate.is_null(col.name)]
         return []
     if type(cond) in _FLIP:
         assert isinstance(cond, exp.Binary)
         op: type[exp.Expr] = type(cond)
         left, right = cond.this, cond.expression
-        name = _column_of(left, alias)
-        if name is None:
-            name, right, op = _column_of(right, alias), left, _FLIP[op]
-        if name is None or name not in columns:
-            return []
-        col = columns[name]
-        if col.type.kind in _FLOATS:
+        col = _column_of(left, alias, columns)
+        if col is None:
+            col, right, op = _column_of(right, alias, columns), left, _FLIP[op]
+        if col is None or col.type.kind in _FLOATS:
             return []
         v = typed_value(right, col)
         if v is _NO_VALUE:
@@ -134,16 +135,15 @@ def to_predicates(
             exp.GTE: ColumnPredicate.ge,
         }
         make = makers[op]
-        return [make(name, v)]
+        return [make(col.name, v)]
     if isinstance(cond, exp.Between):
         lo = exp.GTE(this=cond.this.copy(), expression=cond.args["low"].copy())
         hi = exp.LTE(this=cond.this.copy(), expression=cond.args["high"].copy())
         return to_predicates(lo, alias, columns) + to_predicates(hi, alias, columns)
     if isinstance(cond, exp.In):
-        name = _column_of(cond.this, alias)
-        if name not in columns or cond.args.get("query") or cond.args.get("unnest"):
+        col = _column_of(cond.this, alias, columns)
+        if col is None or cond.args.get("query") or cond.args.get("unnest"):
             return []
-        col = columns[name]
         if col.type.kind in _FLOATS or not cond.expressions:
             return []
         values = []
@@ -154,16 +154,16 @@ def to_predicates(
             if v is _NO_VALUE:
                 return []
             values.append(v)
-        return [ColumnPredicate.in_list(name, values)]
+        return [ColumnPredicate.in_list(col.name, values)]
     if isinstance(cond, exp.Like):
-        name = _column_of(cond.this, alias)
+        col = _column_of(cond.this, alias, columns)
         pattern = cond.expression
-        if name not in columns or not isinstance(pattern, exp.Literal) or not pattern.is_string:
+        if col is None or not isinstance(pattern, exp.Literal) or not pattern.is_string:
             return []
-        if columns[name].type.kind not in (TypeKind.STRING, TypeKind.VARCHAR):
+        if col.type.kind not in (TypeKind.STRING, TypeKind.VARCHAR):
             return []
         text = pattern.name
         body = text[:-1]
         if text.endswith("%") and body and not any(c in body for c in "%_\\"):
-            return [ColumnPredicate.prefix(name, body)]
+            return [ColumnPredicate.prefix(col.name, body)]
     return []

@@ -148,17 +148,17 @@ CreateTable(
   comment='c'
 )
 
--- statement quoted identifiers keep their case, unquoted fold to lower case
+-- statement identifiers fold to lower case, quoted or not (Impala)
 CREATE TABLE "MyTable" ("Id" INT PRIMARY KEY, Name STRING) PARTITION BY HASH ("Id") PARTITIONS 2
 -- expect
 CreateTable(
-  table=MyTable
+  table=mytable
   columns=[
-    ColumnSpec(name='Id', type=INT32, primary_key=True)
+    ColumnSpec(name='id', type=INT32, primary_key=True)
     ColumnSpec(name='name', type=STRING)
   ]
-  primary_key=['Id']
-  partitioning=PartitionSpec(hash=[HashSpec(columns=['Id'], buckets=2)])
+  primary_key=['id']
+  partitioning=PartitionSpec(hash=[HashSpec(columns=['id'], buckets=2)])
 )
 
 -- statement CREATE TABLE AS SELECT with key and partitioning

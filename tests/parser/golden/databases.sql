@@ -35,10 +35,10 @@ USE sales
 -- expect
 UseDatabase(name='sales')
 
--- statement quoted names keep their case
+-- statement quoted names fold to lower case too (Impala)
 USE "Sales"
 -- expect
-UseDatabase(name='Sales')
+UseDatabase(name='sales')
 
 -- statement
 SHOW DATABASES

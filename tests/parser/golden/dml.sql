@@ -116,15 +116,60 @@ Update(
   ast=`UPDATE a SET a.v = b.v FROM t1 AS a JOIN t2 AS b ON a.id = b.id WHERE b.v > 0`
 )
 
--- statement
+-- statement the target is a name or alias of the FROM clause (Impala), never joined in again
 UPDATE t SET v = u.v FROM u WHERE t.id = u.id
+-- error
+error at line 1, column 8: UPDATE ... FROM: 't' is not a table name or alias of its FROM clause; name the table to change as the FROM clause names it (UPDATE x SET ... FROM t AS x JOIN ...)
+  UPDATE t SET v = u.v FROM u WHERE t.id = u.id
+         ^
+
+-- statement a table FROM calls by an alias is known only by that alias
+UPDATE a SET v = b.v FROM a AS x JOIN b ON b.k = x.k WHERE x.k = 1
+-- error
+error at line 1, column 8: UPDATE ... FROM: 'a' is not a table name or alias of its FROM clause; name the table to change as the FROM clause names it (UPDATE x SET ... FROM t AS x JOIN ...)
+  UPDATE a SET v = b.v FROM a AS x JOIN b ON b.k = x.k WHERE x.k = 1
+         ^
+
+-- statement
+UPDATE a AS y SET v = 1 FROM a AS y
+-- error
+error at line 1, column 8: UPDATE ... FROM names its target as its FROM clause does: the alias belongs in the FROM clause
+  UPDATE a AS y SET v = 1 FROM a AS y
+         ^
+
+-- statement
+UPDATE x SET v = b.v FROM a AS x JOIN b ON b.k = x.k
 -- expect
 Update(
-  table=t
-  alias='t'
-  assignments=[['v', `u.v`]]
-  ast=`UPDATE t SET v = u.v FROM u WHERE t.id = u.id`
+  table=a
+  alias='x'
+  assignments=[['v', `b.v`]]
+  ast=`UPDATE x SET v = b.v FROM a AS x JOIN b ON b.k = x.k`
 )
+
+-- statement
+UPDATE db.t SET v = 1 FROM db.t JOIN u ON t.id = u.id
+-- expect
+Update(
+  table=db.t
+  alias='t'
+  assignments=[['v', `1`]]
+  ast=`UPDATE db.t SET v = 1 FROM db.t JOIN u ON t.id = u.id`
+)
+
+-- statement
+UPDATE t SET v = 1 FROM t JOIN db.t ON true
+-- error
+error at line 1, column 8: UPDATE ... FROM: 't' names more than one table of its FROM clause; give them aliases and name the target by its alias
+  UPDATE t SET v = 1 FROM t JOIN db.t ON true
+         ^
+
+-- statement
+DELETE a FROM a AS x JOIN b ON b.k = x.k
+-- error
+error at line 1, column 8: DELETE ... FROM: 'a' is not a table name or alias of its FROM clause; name the table to change as the FROM clause names it (DELETE x FROM t AS x JOIN ...)
+  DELETE a FROM a AS x JOIN b ON b.k = x.k
+         ^
 
 -- statement
 UPDATE t SET v = (SELECT max(v) FROM u) WHERE id IN (SELECT id FROM u)

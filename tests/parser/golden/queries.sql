@@ -138,3 +138,10 @@ SELECT * FORM t
 syntax error at line 1, column 15: Unexpected 't': expected the end of the statement here
   SELECT * FORM t
                 ^
+
+-- statement sized string casts keep their type names (DuckDB would print TEXT for both)
+SELECT CAST(v AS VARCHAR(3)), TRY_CAST(v AS CHAR(2)), v::VARCHAR, CAST(v AS CHAR) FROM t
+-- expect
+Query(
+  ast=`SELECT CAST(v AS VARCHAR(3)), TRY_CAST(v AS CHAR(2)), CAST(v AS VARCHAR), CAST(v AS CHAR) FROM t`
+)
