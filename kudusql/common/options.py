@@ -75,6 +75,11 @@ class TabletOptions:
     wal_fsync: str = "none"
     #: WAL segments roll at this size.
     wal_segment_bytes: int = 8 * 1024 * 1024
+    #: A writer closing a tablet flushes its in-memory stores first when the next open
+    #: would otherwise replay more WAL segments than this: every writer session starts a
+    #: segment, so short sessions that each write a little would make the log (and the
+    #: replay at open) grow without bound. 0: never flush at close.
+    wal_replay_max_segments: int = 16
     #: Obsolete files (WAL segments, rowset files replaced by compactions) are deleted only
     #: after this long, so a read-only process that loaded an older state can still read
     #: them (and, in this process, only once no running scan holds them).

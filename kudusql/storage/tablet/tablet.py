@@ -212,6 +212,7 @@ class Tablet(WriteShortcuts):
                 fsync=FsyncPolicy.parse(self.options.wal_fsync),
                 segment_size=self.options.wal_segment_bytes,
             )
+            self._seed_log_gc()
         self._failed = None
         return st
 
@@ -245,9 +246,13 @@ class Tablet(WriteShortcuts):
         if self._closed:
             return
         try:
-            if flush and not self.read_only and self._failed is None:
-                self.flush()
-                self.flush_deltas()
+            if not self.read_only and self._failed is None:
+                if flush:
+                    self.flush()
+                    self.flush_deltas()
+                elif self._replay_too_long():
+                    self._flush_before_close()
+                self._gc_log_quietly()
         finally:
             if self.maintenance is not None:
                 self.maintenance.unregister(self)
@@ -1138,6 +1143,46 @@ class Tablet(WriteShortcuts):
             if dms is not None and dms.min_seq is not None
         )
         return min(firsts, default=next_seq) - 1
+
+    def _seed_log_gc(self) -> None:
+        """Start the log GC's history (a writer's open) with what the superblock on disk
+        made durable, dated when it was saved (its mtime): segments that earlier
+        sessions left below that point have been garbage since then at the latest, and
+        go once that is ``file_grace_s`` ago, whoever wrote them."""
+        try:
+            saved = os.stat(os.path.join(self.path, metadata.META_FILE)).st_mtime
+        except OSError:
+            saved = time.time()
+        age = max(0.0, time.time() - saved)
+        self._durable_history = [(time.monotonic() - age, self.durable_seq())]
+        self._gc_log_quietly()
+
+    def _replay_too_long(self) -> bool:
+        """Whether the next open would replay more WAL segments than
+        ``wal_replay_max_segments`` (what the in-memory stores anchor)."""
+        lg, limit = self._log, self.options.wal_replay_max_segments
+        if lg is None or limit <= 0:
+            return False
+        return lg.segments_from(self.durable_seq() + 1) > limit
+
+    def _flush_before_close(self) -> None:
+        """Flush the in-memory stores (``_replay_too_long``); a failure leaves their rows
+        in the WAL, where the next open finds them, and does not fail the close."""
+        try:
+            self.flush()
+            self.flush_deltas()
+        except Error as e:
+            log.warning(
+                "tablet %s: flush before close failed (rows stay in the WAL): %s", self.path, e
+            )
+
+    def _gc_log_quietly(self) -> None:
+        """``_gc_log`` at open or close: a segment that cannot be deleted now is deleted
+        by a later GC, so a failure is logged and does not fail the open or close."""
+        try:
+            self._gc_log()
+        except OperationalError as e:
+            log.warning("tablet %s: WAL GC failed: %s", self.path, e)
 
     def _gc_log(self) -> None:
         """Delete WAL segments whose records have all been durable for the grace period

@@ -624,11 +624,20 @@ class Log:
         event is ``seq`` anchors, as Kudu's replay size of a log anchor; ``gc`` keeps
         exactly these while ``seq`` is not durable)."""
         with self._lock:
-            total = self._cur.size
-            for s, nxt in zip(self._old, self._next_firsts(), strict=True):
-                if s.count and (nxt is None or nxt - 1 >= seq):
-                    total += s.size
-            return total
+            return self._cur.size + sum(s.size for s in self._closed_from(seq))
+
+    def segments_from(self, seq: int) -> int:
+        """How many segments ``bytes_from(seq)`` counts (the current one included)."""
+        with self._lock:
+            return 1 + len(self._closed_from(seq))
+
+    def _closed_from(self, seq: int) -> list[_Segment]:
+        """The closed segments with a record covering ``seq`` or later. Lock held."""
+        return [
+            s
+            for s, nxt in zip(self._old, self._next_firsts(), strict=True)
+            if s.count and (nxt is None or nxt - 1 >= seq)
+        ]
 
     @property
     def fsync_count(self) -> int:
