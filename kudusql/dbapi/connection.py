@@ -57,17 +57,28 @@ def connect(path: str, **options: Any) -> Connection:
         raise ProgrammingError(
             f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(known)}"
         )
+    for k, v in db_kw.items():
+        if not isinstance(v, bool):
+            raise ProgrammingError(f"option {k!r} must be True or False, got {v!r}")
+    # Every option is checked before anything is opened or created.
+    tablet_options = TabletOptions().with_(**tablet)
+    Settings(tablet_options, **settings)
     temp = None
-    if path == ":memory:":
+    if isinstance(path, str) and path == ":memory:":
         temp = tempfile.mkdtemp(prefix="kudusql-")
         path = temp
     try:
-        db = Database(path, TabletOptions().with_(**tablet), **db_kw)
+        db = Database(path, tablet_options, **db_kw)
+        try:
+            session = Session(db, **settings)
+        except BaseException:
+            db.close()
+            raise
     except BaseException:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
         raise
-    return Connection(Session(db, **settings), temp_dir=temp)
+    return Connection(session, temp_dir=temp)
 
 
 class Connection:

@@ -29,6 +29,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from kudusql.common.types import TypeKind
+from kudusql.engine.params import statement_placement_error
 from kudusql.parser import statements as st
 from kudusql.planner.dml import constant_rows
 from kudusql.storage.client.system_tables import SYSTEM_DATABASE
@@ -266,8 +267,8 @@ class StatementCache:
             stmts = st.parse(sql)
         except Error:
             return None  # the general path reports it (after binding)
-        if len(stmts) != 1:
-            return None
+        if len(stmts) != 1 or statement_placement_error(stmts, sql) is not None:
+            return None  # the general path raises it (``params.bind``)
         s = stmts[0]
         if isinstance(s, st.Insert | st.Upsert) and isinstance(s.source, exp.Values):
             return s, None

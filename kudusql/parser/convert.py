@@ -47,7 +47,7 @@ def parse_script(sql: str) -> list[st.Statement]:
                 out.append(convert(tree, text))
             except StatementError as e:
                 at = offset_of(e.node)
-                raise ProgrammingError(
+                raise e.error_class(
                     format_error(sql, chunk[0].start if at is None else at, e.message, "error")
                 ) from None
             except ProgrammingError as e:

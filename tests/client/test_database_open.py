@@ -147,7 +147,10 @@ def test_an_interrupted_creation_is_completed(tmp_path: Path, leftover: list[str
 
 
 def test_a_new_database_in_a_missing_or_empty_directory(tmp_path: Path) -> None:
-    for path in (tmp_path / "missing" / "db", tmp_path / "empty"):
+    with pytest.raises(OperationalError, match=r"parent directory .* does not exist"):
+        Database(str(tmp_path / "missing" / "db"), OPTS, maintenance=False)
+    assert not (tmp_path / "missing").exists()
+    for path in (tmp_path / "new", tmp_path / "empty"):
         if path.name == "empty":
             path.mkdir()
         with Database(str(path), OPTS, maintenance=False) as db:

@@ -96,7 +96,7 @@ class Database:
         maintenance: bool = True,
         maintenance_manager: MaintenanceManager | None = None,
     ) -> None:
-        self.path = os.path.abspath(path)
+        self.path = directory.database_path(path)
         self.options = options or TabletOptions()
         self.read_only = read_only
         self._lock: DirLock | None = None

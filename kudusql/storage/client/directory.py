@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
+from typing import Any
 
-from kudusql.common.errors import OperationalError
+from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.storage.client import catalog
 from kudusql.storage.client.catalog import CatalogState
 from kudusql.storage.fs import faults
@@ -33,12 +34,34 @@ from kudusql.storage.fs.lock import LOCK_FILE
 _MAX_LOCK_BYTES = 32
 
 
+def database_path(path: Any) -> str:
+    """``path`` (a non-empty string or path-like object) made absolute; ProgrammingError
+    for anything else."""
+    try:
+        p = os.fspath(path)
+    except TypeError:
+        raise ProgrammingError(
+            f"a database path must be a string or a path-like object, not {type(path).__name__}"
+        ) from None
+    if not isinstance(p, str):
+        raise ProgrammingError(f"a database path must be a string, not {type(p).__name__}")
+    if not p:
+        raise ProgrammingError("a database path must not be empty")
+    return os.path.abspath(p)
+
+
 def check_openable(path: str, *, read_only: bool, create: bool) -> None:
     """Raise OperationalError unless ``path`` is a database, or (for a writer allowed to
     create) a place where a new one may be made."""
     if os.path.lexists(path) and not os.path.isdir(path):
         raise OperationalError(f"cannot open database {path}: not a directory")
-    if catalog.exists(path):
+    try:
+        os.stat(catalog.catalog_path(path))
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise OperationalError(f"cannot open database {path}: {e.strerror}") from e
+    else:
         return
     foreign = _foreign_entries(path)
     if foreign:
@@ -54,9 +77,20 @@ def check_openable(path: str, *, read_only: bool, create: bool) -> None:
 
 
 def make_directory(path: str) -> None:
-    """Make ``path`` (and its parents) if missing."""
+    """Make the directory ``path`` if missing; its parent must exist (a mistyped path
+    does not grow a tree of directories)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise OperationalError(
+            f"cannot create database directory {path}: its parent directory {parent} does not exist"
+        )
     try:
-        os.makedirs(path, exist_ok=True)
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise OperationalError(f"cannot open database {path}: not a directory") from None
     except OSError as e:
         raise OperationalError(f"cannot create database directory {path}: {e.strerror}") from e
 
@@ -77,15 +111,18 @@ def _foreign_entries(path: str) -> list[str]:
     except OSError as e:
         raise OperationalError(f"cannot open database {path}: {e.strerror}") from e
     foreign = []
-    for name in names:
-        full = os.path.join(path, name)
-        if name == LOCK_FILE and _is_lock_file(full):
-            continue
-        if name == catalog.CATALOG_FILE + ".tmp" and os.path.isfile(full):
-            continue
-        if name == catalog.TABLETS_DIR and os.path.isdir(full) and not os.listdir(full):
-            continue
-        foreign.append(name + ("/" if os.path.isdir(full) else ""))
+    try:
+        for name in names:
+            full = os.path.join(path, name)
+            if name == LOCK_FILE and _is_lock_file(full):
+                continue
+            if name == catalog.CATALOG_FILE + ".tmp" and os.path.isfile(full):
+                continue
+            if name == catalog.TABLETS_DIR and os.path.isdir(full) and not os.listdir(full):
+                continue
+            foreign.append(name + ("/" if os.path.isdir(full) else ""))
+    except OSError as e:
+        raise OperationalError(f"cannot open database {path}: {e.strerror}") from e
     return foreign
 
 
