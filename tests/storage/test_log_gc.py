@@ -125,3 +125,40 @@ def test_sessions_that_write_nothing_leave_nothing(tmp_path: Path) -> None:
     for _ in range(20):
         Tablet.open(path, OPTS).close()
     assert len(segments(path)) <= 2
+
+
+def test_continuous_short_sessions_collect_what_is_older_than_the_grace(tmp_path: Path) -> None:
+    """Sessions one after another, each flushing every few (so the superblock is always
+    younger than the grace period): a segment still goes once what made it garbage is
+    ``file_grace_s`` old, because the superblock records when each point became durable
+    (``wal_gc_marks``), not only when it was last saved."""
+    grace = 1.0
+    opts = OPTS.with_(file_grace_s=grace, wal_replay_max_segments=2)
+    path = str(tmp_path / "t")
+    Tablet.create(path, SCH, opts).close()
+    made: list[tuple[float, set[str]]] = []  # per session: its close time, its new segments
+    start = time.monotonic()
+    i = 0
+    while True:
+        before = set(segments(path))
+        t = Tablet.open(path, opts)
+        insert(t, [i])
+        t.close()
+        made.append((time.monotonic(), set(segments(path)) - before))
+        i += 1
+        # a session's segment is durable after a flush within ~2 sessions and marked by
+        # the save after it: ripe ~ grace after the close 6 sessions on
+        old = [
+            segs
+            for n, (_, segs) in enumerate(made[:-6])
+            if made[n + 6][0] + grace < time.monotonic() - 0.5
+        ]
+        if (len(old) >= 10 and time.monotonic() - start > 4 * grace) or i >= 400:
+            break
+    assert len(old) >= 10
+    left = set(segments(path))
+    stale = set().union(*old) & left
+    assert not stale, (len(stale), len(left), i)
+    t = Tablet.open(path, opts, read_only=True)
+    assert keys(t) == list(range(i))
+    t.close()

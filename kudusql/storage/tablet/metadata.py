@@ -32,6 +32,9 @@ class TabletMeta:
     next_seq: int = 0
     max_ts: int = 0
     history_max_age_s: float | None = None
+    #: (wall-clock seconds, seq): at that time every WAL record up to seq was durable
+    #: (log GC across sessions: ``Tablet._seed_log_gc``); oldest first, a few entries.
+    wal_gc_marks: list[tuple[float, int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {**self._own_json(), "rowsets": [r.to_dict() for r in self.rowsets]}
@@ -45,6 +48,7 @@ class TabletMeta:
             "next_seq": self.next_seq,
             "max_ts": self.max_ts,
             "history_max_age_s": self.history_max_age_s,
+            "wal_gc_marks": [[t, seq] for t, seq in self.wal_gc_marks],
         }
 
     @classmethod
@@ -57,6 +61,8 @@ class TabletMeta:
             d["next_seq"],
             d["max_ts"],
             d.get("history_max_age_s"),
+            # absent in superblocks written before it existed
+            [(float(t), int(seq)) for t, seq in d.get("wal_gc_marks", [])],
         )
 
     def json_text(self) -> str:

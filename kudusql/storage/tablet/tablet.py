@@ -1145,16 +1145,18 @@ class Tablet(WriteShortcuts):
         return min(firsts, default=next_seq) - 1
 
     def _seed_log_gc(self) -> None:
-        """Start the log GC's history (a writer's open) with what the superblock on disk
-        made durable, dated when it was saved (its mtime): segments that earlier
-        sessions left below that point have been garbage since then at the latest, and
-        go once that is ``file_grace_s`` ago, whoever wrote them."""
+        """Start the log GC's history (a writer's open) from the superblock on disk: its
+        marks (what was durable when each earlier save happened) and what it makes
+        durable, dated when it was saved (its mtime). Segments that earlier sessions
+        left below those points go once they have been garbage for ``file_grace_s``,
+        whoever wrote them."""
         try:
             saved = os.stat(os.path.join(self.path, metadata.META_FILE)).st_mtime
         except OSError:
             saved = time.time()
-        age = max(0.0, time.time() - saved)
-        self._durable_history = [(time.monotonic() - age, self.durable_seq())]
+        wall, mono = time.time(), time.monotonic()
+        marks = [*self.meta.wal_gc_marks, (saved, self.durable_seq())]
+        self._durable_history = sorted((mono - max(0.0, wall - t), seq) for t, seq in marks)
         self._gc_log_quietly()
 
     def _replay_too_long(self) -> bool:
@@ -1196,9 +1198,10 @@ class Tablet(WriteShortcuts):
         ripe = [s for t, s in self._durable_history if now - t >= grace]
         if not ripe:
             return
+        # each entry: "records up to s were durable at t" (durability is for good)
         self._durable_history = [(t, s) for t, s in self._durable_history if now - t < grace]
-        self._durable_history.insert(0, (now - grace, ripe[-1]))
-        lg.gc(ripe[-1])
+        self._durable_history.insert(0, (now - grace, max(ripe)))
+        lg.gc(max(ripe))
 
     def wal_size(self) -> int:
         lg = self._log  # read once: a close may clear it meanwhile
@@ -1216,9 +1219,27 @@ class Tablet(WriteShortcuts):
         o = self.options
         return RowSetWriteOptions(o.rowset_target_bytes, o.rows_per_page, o.sync, o.bloom_fp_rate)
 
+    #: Most ``wal_gc_marks`` younger than ``file_grace_s`` a superblock keeps.
+    _GC_MARKS = 16
+
     def _save_meta(self) -> None:
         self.meta.next_seq = self._next_seq
+        self.meta.wal_gc_marks = self._gc_marks()
         metadata.save(self.path, self.meta, sync=self.options.sync)
+
+    def _gc_marks(self) -> list[tuple[float, int]]:
+        """The superblock's log GC marks with one for now: every record up to
+        ``durable_seq()`` is durable before this save (so at least after it). Kept: the
+        highest mark older than ``file_grace_s`` and a few younger ones (dropping one
+        only makes GC later)."""
+        now = time.time()
+        marks = [*self.meta.wal_gc_marks, (now, self.durable_seq())]
+        grace = self.options.file_grace_s
+        ripe = [m for m in marks if now - m[0] >= grace]
+        young = [m for m in marks if now - m[0] < grace]
+        if len(young) > self._GC_MARKS:
+            young = young[: self._GC_MARKS - 1] + young[-1:]
+        return ([max(ripe, key=lambda m: m[1])] if ripe else []) + young
 
     # -- compactions, GC and maintenance (tablet_maintenance.py) -------------------------------
     def minor_delta_compaction(
