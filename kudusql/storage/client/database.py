@@ -368,7 +368,7 @@ class Database:
                 self._runtimes.pop(meta.id, None)
                 if rt is not None:
                     for t in rt.opened().values():
-                        t.close()
+                        t.close(flush=False)
                 self._delete_dropped(dropped)
 
     def alter_table(self, name: str, steps: Sequence[AlterStep]) -> Table:
@@ -408,7 +408,7 @@ class Database:
                 for e in res.dropped:
                     t = rt.forget(e.id)
                     if t is not None:
-                        t.close()
+                        t.close(flush=False)
                 if res.dropped:
                     self._delete_dropped(e.id for e in res.dropped)
                 rt.meta = new

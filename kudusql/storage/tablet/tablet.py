@@ -241,8 +241,11 @@ class Tablet(WriteShortcuts):
         share with the writer."""
         return cls(path, options or TabletOptions(), read_only=read_only, **kw)
 
-    def close(self, *, flush: bool = False) -> None:
-        """Sync the log and release the tablet (``flush=True`` also flushes memory)."""
+    def close(self, *, flush: bool | None = None) -> None:
+        """Sync the log and release the tablet. ``flush=True`` flushes memory first;
+        None (the default) flushes it only when the next open would replay more than
+        ``wal_replay_max_segments`` WAL segments; False never (a tablet about to be
+        deleted)."""
         if self._closed:
             return
         try:
@@ -250,7 +253,7 @@ class Tablet(WriteShortcuts):
                 if flush:
                     self.flush()
                     self.flush_deltas()
-                elif self._replay_too_long():
+                elif flush is None and self._replay_too_long():
                     self._flush_before_close()
                 self._gc_log_quietly()
         finally:
