@@ -8,13 +8,23 @@ and the user-facing ones (dbapi, shell, spark). See docs/ARCHITECTURE.md.
 (``kudusql.dbapi``; ``":memory:"`` is a temporary directory removed on close). The
 DB-API module globals and exceptions are available here too; they load on first use,
 so ``import kudusql.client`` stays free of DuckDB.
+
+Logging: every module logs to its own logger under ``kudusql``; nothing is printed
+unless the host program configures ``logging`` (background errors included).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# A library's records go where the host program's logging configuration sends them, and
+# nowhere if it configured none: without a handler here, Python's last-resort handler
+# would print background maintenance warnings and tracebacks on the host's stderr.
+# Every module logs to its own logger below "kudusql" (``logging.getLogger(__name__)``).
+logging.getLogger("kudusql").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from kudusql.dbapi import Connection

@@ -3,6 +3,7 @@ table properties later)."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -10,6 +11,68 @@ from typing import Any
 from kudusql.common.errors import ProgrammingError
 
 _MIB = 1024 * 1024
+
+#: What ``wal_fsync`` accepts (``storage/wal``'s FsyncPolicy values).
+WAL_FSYNC_POLICIES = ("none", "batch", "always")
+#: Most threads a tablet or database pool may have.
+MAX_THREADS = 1024
+
+
+@dataclass(frozen=True)
+class _Int:
+    """An integer option (``bool`` is not one) in [low, high]."""
+
+    low: int
+    high: int | None = None
+
+    def check(self, name: str, v: Any) -> None:
+        ok = isinstance(v, int) and not isinstance(v, bool) and v >= self.low
+        if ok and (self.high is None or v <= self.high):
+            return
+        upto = f" and at most {self.high}" if self.high is not None else ""
+        raise ProgrammingError(
+            f"option {name!r} must be an integer of at least {self.low}{upto}, got {v!r}"
+        )
+
+
+@dataclass(frozen=True)
+class _Real:
+    """A finite number option, at least ``low`` (above it if ``above``), below ``below``."""
+
+    low: float
+    above: bool = False
+    below: float | None = None
+
+    def check(self, name: str, v: Any) -> None:
+        number = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        if (
+            number
+            and (v > self.low if self.above else v >= self.low)
+            and (self.below is None or v < self.below)
+        ):
+            return
+        bound = f"above {self.low:g}" if self.above else f"at least {self.low:g}"
+        if self.below is not None:
+            bound += f" and below {self.below:g}"
+        raise ProgrammingError(f"option {name!r} must be a finite number {bound}, got {v!r}")
+
+
+@dataclass(frozen=True)
+class _Bool:
+    def check(self, name: str, v: Any) -> None:
+        if not isinstance(v, bool):
+            raise ProgrammingError(f"option {name!r} must be True or False, got {v!r}")
+
+
+@dataclass(frozen=True)
+class _Choice:
+    choices: tuple[str, ...]
+
+    def check(self, name: str, v: Any) -> None:
+        if not isinstance(v, str) or v.strip().lower() not in self.choices:
+            raise ProgrammingError(
+                f"option {name!r} must be one of {', '.join(self.choices)}, got {v!r}"
+            )
 
 
 def default_block_cache_bytes() -> int:
@@ -56,6 +119,7 @@ class TabletOptions:
     #: DuckDB without copying, so a warm working set skips decompression and decoding.
     block_cache_bytes: int = field(default_factory=default_block_cache_bytes)
     #: History kept for time travel; older snapshots are refused (and GC'd later).
+    #: Negative: keep all history.
     history_max_age_s: float = 15 * 60
     #: fsync new files and metadata.
     sync: bool = True
@@ -75,6 +139,11 @@ class TabletOptions:
     wal_fsync: str = "none"
     #: WAL segments roll at this size.
     wal_segment_bytes: int = 8 * 1024 * 1024
+    #: A writer closing a tablet flushes its in-memory stores first when the next open
+    #: would otherwise replay more WAL segments than this: every writer session starts a
+    #: segment, so short sessions that each write a little would make the log (and the
+    #: replay at open) grow without bound. 0: never flush at close.
+    wal_replay_max_segments: int = 16
     #: Obsolete files (WAL segments, rowset files replaced by compactions) are deleted only
     #: after this long, so a read-only process that loaded an older state can still read
     #: them (and, in this process, only once no running scan holds them).
@@ -86,15 +155,40 @@ class TabletOptions:
     fast_paths: bool = True
 
     def __post_init__(self) -> None:
-        if self.compaction_small_rowset_merge_inputs < 2:
-            raise ProgrammingError(
-                "compaction_small_rowset_merge_inputs must be at least 2, got "
-                f"{self.compaction_small_rowset_merge_inputs}"
-            )
+        for name, rule in _RULES.items():
+            rule.check(name, getattr(self, name))
 
     def with_(self, **kw: Any) -> TabletOptions:
+        """A copy with ``kw`` changed (checked like a new instance)."""
         names = {f.name for f in fields(self)}
         for k in kw:
             if k not in names:
                 raise ProgrammingError(f"unknown option {k!r}; known: {', '.join(sorted(names))}")
         return replace(self, **kw)
+
+
+#: The check of every option (``TabletOptions.__post_init__``).
+_RULES: dict[str, _Int | _Real | _Bool | _Choice] = {
+    "flush_threshold_bytes": _Int(1),
+    "flush_threshold_s": _Real(0),
+    "compaction_budget_mb": _Real(0, above=True),
+    "compaction_small_rowset_merge_inputs": _Int(2),
+    "minor_compaction_max_files": _Int(1),
+    "minor_compaction_min_files": _Int(1),
+    "major_compaction_min_ratio": _Real(0, above=True),
+    "rowset_target_bytes": _Int(1),
+    "rows_per_page": _Int(1),
+    "block_cache_bytes": _Int(0),
+    "history_max_age_s": _Real(-math.inf),  # negative: keep all history
+    "sync": _Bool(),
+    "bloom_fp_rate": _Real(0, above=True, below=1),
+    "threads": _Int(1, MAX_THREADS),
+    "scan_batch_rows": _Int(1),
+    "bulk_load_rows": _Int(1),
+    "wal_fsync": _Choice(WAL_FSYNC_POLICIES),
+    "wal_segment_bytes": _Int(4096),
+    "wal_replay_max_segments": _Int(0),
+    "file_grace_s": _Real(0),
+    "fast_paths": _Bool(),
+}
+assert set(_RULES) == {f.name for f in fields(TabletOptions)}, "every option has a check"

@@ -58,8 +58,14 @@ def connect(path: str, **options: Any) -> Connection:
         raise ProgrammingError(
             f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(known)}"
         )
+    for k, v in db_kw.items():
+        if not isinstance(v, bool):
+            raise ProgrammingError(f"option {k!r} must be True or False, got {v!r}")
+    # Every option is checked before anything is opened or created.
+    tablet_options = TabletOptions().with_(**tablet)
+    Settings(tablet_options, **settings)
     temp = None
-    if path == ":memory:":
+    if isinstance(path, str) and path == ":memory:":
         temp = tempfile.mkdtemp(prefix="kudusql-")
         path = temp
     try:

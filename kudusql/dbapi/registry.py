@@ -19,6 +19,7 @@ from typing import Any
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.options import TabletOptions
+from kudusql.storage.client import directory
 from kudusql.storage.client.database import Database
 
 _lock = threading.Lock()
@@ -42,7 +43,7 @@ def open_database(
     it) and the function that releases this use of it. ``tablet_options`` are the
     ``TabletOptions`` fields the caller gave, ``db_options`` the ``Database`` keywords."""
     read_only = bool(db_options.get("read_only", False))
-    key = (os.path.realpath(path), read_only)
+    key = (os.path.realpath(directory.database_path(path)), read_only)
     given = {**tablet_options, **db_options}
     with _lock:
         entry = _open.get(key)

@@ -32,6 +32,7 @@ from sqlglot import exp
 from kudusql.common.errors import Error, OperationalError
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, TypeKind
+from kudusql.engine.params import statement_placement_error
 from kudusql.parser import statements as st
 from kudusql.parser.names import fold, ident, table_name
 from kudusql.planner.dml import constant_rows
@@ -324,8 +325,8 @@ class StatementCache:
         except Error:
             return None  # the general path reports it (after binding)
         self._last = (sql, stmts)
-        if len(stmts) != 1:
-            return None
+        if len(stmts) != 1 or statement_placement_error(stmts, sql) is not None:
+            return None  # the general path raises a misplaced parameter (``params.bind``)
         s = stmts[0]
         if isinstance(s, st.Insert | st.Upsert) and isinstance(s.source, exp.Values):
             return s, None

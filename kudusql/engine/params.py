@@ -5,21 +5,32 @@ This module owns parameter substitution: ``?`` (qmark, by position), ``:name`` a
 literal printed by sqlglot (strings escaped, bytes as ``X'..'``, dates and timestamps
 as typed literals) and replaces its placeholder *token*, so a value can never change the
 statement's structure: ``"x'); DROP TABLE t; --"`` is one string literal.
+
+A parameter binds only as a value: before binding, the statement is parsed with its
+placeholders (``check_placement``, once per statement text), and a placeholder where a
+table, column, alias or other name goes, or where an ORDER BY / GROUP BY item goes (a
+number there names a column by position), is a ``ParameterPlacementError``; a string
+literal in those places would otherwise pick the table or column.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 import math
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from kudusql.common.errors import InterfaceError, ProgrammingError
-from kudusql.parser import DIALECT
+from kudusql.common.errors import Error, InterfaceError, ProgrammingError
+from kudusql.parser import DIALECT, Statement, parse
+from kudusql.parser.errors import format_error
+from kudusql.parser.literals import PARAMETER_AS_NAME, ParameterPlacementError, offset_of
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 
@@ -73,11 +84,13 @@ def has_placeholders(sql: str) -> bool:
 
 
 def bind(sql: str, params: Params) -> str:
-    """``sql`` with every placeholder replaced by its parameter's literal."""
+    """``sql`` with every placeholder replaced by its parameter's literal
+    (ParameterPlacementError if one stands where a value cannot)."""
     if params is None:
         return sql
     if isinstance(params, str | bytes):
         raise InterfaceError("parameters must be a sequence or a mapping, not a string")
+    check_placement(sql)
     try:
         tokens = DIALECT.tokenize(sql)
     except Exception as e:  # a tokenizer error: let the parser report it with a caret
@@ -131,3 +144,84 @@ def _lookup(params: Sequence[Any] | Mapping[str, Any], key: int | str, named: bo
             f"the statement needs parameter {key + 1} but {len(params)} were given"
         )
     return params[key]
+
+
+# -- where parameters may stand -----------------------------------------------------------------
+#: Statement texts whose placement verdict is kept (None: every placeholder is a value).
+_PLACEMENT_SIZE = 256
+_placements: OrderedDict[str, str | None] = OrderedDict()
+_placements_lock = threading.Lock()
+
+_ORDINAL = (
+    "a parameter cannot be an ORDER BY or GROUP BY item: a number there would name a "
+    "column by its position (bind it inside an expression, or name the column)"
+)
+
+
+def check_placement(sql: str) -> None:
+    """Raise ParameterPlacementError if a placeholder of ``sql`` stands where a name or
+    an ORDER BY / GROUP BY item goes."""
+    with _placements_lock:
+        known = sql in _placements
+        verdict = _placements.get(sql)
+        if known:
+            _placements.move_to_end(sql)
+    if not known:
+        verdict = placement_error(sql)
+        with _placements_lock:
+            _placements[sql] = verdict
+            if len(_placements) > _PLACEMENT_SIZE:
+                _placements.popitem(last=False)
+    if verdict is not None:
+        raise ParameterPlacementError(verdict)
+
+
+def placement_error(sql: str) -> str | None:
+    """What is wrong with where the placeholders of ``sql`` stand, or None.
+
+    A statement whose text does not parse with its placeholders in place (a placeholder
+    where the grammar wants a literal constant, as a range partition bound) is left to
+    the parse of the bound text; names are never among those places, since the parser
+    refuses a placeholder in a name itself (``parser.names``)."""
+    try:
+        stmts = parse(sql)
+    except ParameterPlacementError as e:
+        return str(e)
+    except Error:
+        return None
+    return statement_placement_error(stmts, sql)
+
+
+def statement_placement_error(stmts: Sequence[Statement], sql: str) -> str | None:
+    """``placement_error`` of statements already parsed from ``sql``."""
+    for s in stmts:
+        for e in _expressions(s):
+            for ph in e.find_all(exp.Placeholder):
+                what = _misplaced(ph)
+                if what is not None:
+                    at = offset_of(ph)
+                    return format_error(sql, 0 if at is None else at, what, "error")
+    return None
+
+
+def _misplaced(ph: exp.Placeholder) -> str | None:
+    parent, key = ph.parent, ph.arg_key
+    if key == "alias" or isinstance(
+        parent, exp.Table | exp.TableAlias | exp.Column | exp.Identifier | exp.ColumnDef | exp.Dot
+    ):
+        return PARAMETER_AS_NAME
+    if (isinstance(parent, exp.Ordered) and key == "this") or isinstance(parent, exp.Group):
+        return _ORDINAL
+    return None
+
+
+def _expressions(value: Any) -> Iterator[exp.Expr]:
+    """Every syntax tree a parsed statement holds."""
+    if isinstance(value, exp.Expr):
+        yield value
+    elif isinstance(value, Statement):
+        for f in dataclasses.fields(value):
+            yield from _expressions(getattr(value, f.name))
+    elif isinstance(value, tuple | list):
+        for v in value:
+            yield from _expressions(v)

@@ -73,7 +73,7 @@ def _parse_chunk(
             out.append(convert(tree, text))
         except StatementError as e:
             at = offset_of(e.node)
-            raise ProgrammingError(
+            raise e.error_class(
                 format_error(sql, chunk[0].start if at is None else at, e.message, "error")
             ) from None
         except ProgrammingError as e:

@@ -24,12 +24,31 @@ from kudusql.common.types import DataType, TypeKind
 
 
 class StatementError(ProgrammingError):
-    """A semantic error in a parsed statement, at ``node`` (for the caret)."""
+    """A semantic error in a parsed statement, at ``node`` (for the caret); reported as
+    ``error_class``."""
 
-    def __init__(self, message: str, node: exp.Expr | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        node: exp.Expr | None = None,
+        *,
+        error_class: type[ProgrammingError] = ProgrammingError,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.node = node
+        self.error_class = error_class
+
+
+class ParameterPlacementError(ProgrammingError):
+    """A parameter placeholder (``?``, ``:name``, ``$1``) where the statement needs a
+    name or a column position: a parameter binds only as a value."""
+
+
+#: The message of ``ParameterPlacementError`` for a parameter in the place of a name.
+PARAMETER_AS_NAME = (
+    "a parameter can stand only for a value, not for a table, column, alias or other name"
+)
 
 
 def offset_of(node: exp.Expr | None) -> int | None:

@@ -198,3 +198,78 @@ def test_a_torn_last_line_acknowledges_nothing() -> None:
         proc.stdout.close()
         proc.wait()
     assert model.rows == {}
+
+
+# -- a SIGKILL at an exact point of a DDL statement ------------------------------------------
+def _tablet_dirs(path: str) -> set[int]:
+    return {int(n) for n in os.listdir(os.path.join(path, catalog.TABLETS_DIR))}
+
+
+def _listed(db: Database) -> set[int]:
+    return {e.id for n in db.table_names() for e in db.table(n).meta.tablets}
+
+
+def _keys(db: Database, name: str) -> list[int]:
+    rows = db.table(name).scan(ordered=True).read_all().to_pylist()
+    assert all(r["v"] == r["k"] for r in rows)
+    return [r["k"] for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("op", "point", "contains", "skip", "left"),
+    [
+        ("create", "rename", catalog.CATALOG_FILE, 0, 2),  # tablets made, catalog not saved
+        ("add_range", "rename", catalog.CATALOG_FILE, 0, 2),
+        ("drop", "delete", catalog.TABLETS_DIR, 0, 3),  # catalog saved, nothing deleted
+        ("drop", "delete", catalog.TABLETS_DIR, 1, 2),  # one of three tablets deleted
+        ("drop", "rename", catalog.CATALOG_FILE, 1, 0),  # all deleted, the list not cleared
+        ("drop_range", "delete", catalog.TABLETS_DIR, 0, 2),
+    ],
+)
+def test_sigkill_inside_ddl(
+    tmp_path: Path, op: str, point: str, contains: str, skip: int, left: int
+) -> None:
+    """Killed between a DDL statement's tablet work and its catalog save (CREATE, ADD
+    RANGE) or between its catalog save and the deletion (DROP, DROP RANGE): a read-only
+    open sees the catalog's state and deletes nothing; the writer's open deletes exactly
+    the tablets the catalog proves garbage, and every other row is there."""
+    from tests.support import ddl_kill
+
+    path = str(tmp_path / "db")
+    ddl_kill.make(path)
+    before = catalog.load(path)
+    listed_before = {e.id for m in before.tables.values() for e in m.tablets}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.support.ddl_kill", path, op, point, contains, str(skip)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert proc.returncode == -9, proc.stderr
+    after = catalog.load(path)
+    on_disk = _tablet_dirs(path)
+    if op in ("create", "add_range"):
+        assert after.to_dict() == before.to_dict()  # not committed
+        garbage = on_disk - listed_before
+        assert len(garbage) == left and min(garbage) >= after.next_tablet_id
+    else:
+        listed_after = {e.id for m in after.tables.values() for e in m.tablets}
+        dropped = listed_before - listed_after
+        assert set(after.pending_deletion) == dropped
+        assert len(on_disk & dropped) == left
+        garbage = on_disk - listed_after
+    with Database(path, ddl_kill.OPTIONS, read_only=True) as ro:
+        want_tables = ["t"] if op == "drop" else ["t", "u"]
+        assert ro.table_names() == want_tables
+        assert _tablet_dirs(path) == on_disk
+    assert _tablet_dirs(path) == on_disk
+    with Database(path, ddl_kill.OPTIONS, maintenance=False) as db:
+        assert db.table_names() == want_tables
+        assert _tablet_dirs(path) == _listed(db)
+        assert not garbage & _tablet_dirs(path)
+        t_keys = list(range(1000, 2000)) if op == "drop_range" else list(range(2000))
+        assert _keys(db, "t") == t_keys
+        if "u" in want_tables:
+            assert _keys(db, "u") == list(range(2000))
+    assert catalog.load(path).pending_deletion == []

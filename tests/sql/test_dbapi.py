@@ -27,7 +27,7 @@ def conn() -> Iterator[kudusql.Connection]:
 
 def test_module_globals() -> None:
     assert kudusql.apilevel == "2.0"
-    assert kudusql.threadsafety == 1
+    assert kudusql.threadsafety == 2
     assert kudusql.paramstyle == "qmark"
     for name in (
         "Warning",

@@ -24,6 +24,7 @@ from kudusql.storage.wal.format import (
     encode_footer,
     encode_record_header,
     encode_segment_header,
+    encode_segment_header_v1,
     segment_name,
 )
 
@@ -240,10 +241,15 @@ def test_torn_tail_at_every_offset(tmp_path: Path, caplog: pytest.LogCaptureFixt
         assert as_tuples(list(read_log(str(d)))) == [*expect, (1000, 1, b"next")]
 
 
-def test_torn_segment_header_is_removed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    items = [(i, i, payload(i)) for i in range(1, 5)]
-    write_log(tmp_path, items)
-    for content in (b"", encode_segment_header(2)[:10], b"\0" * 300):
+def test_torn_segment_header_of_a_version_1_log_is_removed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A version 1 writer made a segment in place, so a crash could leave its header
+    torn; after a version 1 segment such a last segment is a torn tail. (Version 2
+    writers name a segment once its header is durable: see test_wal_damage.py.)"""
+    (tmp_path / segment_name(1)).write_bytes(_handmade_segment(1, [1, 2, 3, 4], v1=True))
+    items = [(i, i, f"seq {i}".encode()) for i in range(1, 5)]
+    for content in (b"", encode_segment_header_v1(2)[:10], b"\0" * 300):
         new = tmp_path / segment_name(2)
         new.write_bytes(content)
         assert as_tuples(list(read_log(str(tmp_path), repair=False))) == items
@@ -320,8 +326,15 @@ def test_damaged_tail_of_non_last_segment_is_corruption(tmp_path: Path) -> None:
     assert ei.value.path == str(first)
 
 
-def _handmade_segment(number: int, seqs: list[int], footer: Footer | None = None) -> bytes:
-    out = encode_segment_header(number)
+def _handmade_segment(
+    number: int,
+    seqs: list[int],
+    footer: Footer | None = None,
+    *,
+    prev_seq: int | None = None,
+    v1: bool = False,
+) -> bytes:
+    out = encode_segment_header_v1(number) if v1 else encode_segment_header(number, prev_seq)
     for s in seqs:
         body = f"seq {s}".encode()
         out += encode_record_header(body, len(body), 0, s, s) + body
@@ -332,14 +345,14 @@ def _handmade_segment(number: int, seqs: list[int], footer: Footer | None = None
 
 def test_seq_going_backwards_is_corruption(tmp_path: Path) -> None:
     (tmp_path / segment_name(1)).write_bytes(_handmade_segment(1, [1, 5, 9]))
-    (tmp_path / segment_name(2)).write_bytes(_handmade_segment(2, [10, 12]))
+    (tmp_path / segment_name(2)).write_bytes(_handmade_segment(2, [10, 12], prev_seq=9))
     assert [r.seq for r in read_log(str(tmp_path))] == [1, 5, 9, 10, 12]
-    (tmp_path / segment_name(2)).write_bytes(_handmade_segment(2, [9, 12]))
+    (tmp_path / segment_name(2)).write_bytes(_handmade_segment(2, [9, 12], prev_seq=9))
     with pytest.raises(CorruptionError, match="backwards") as ei:
         list(read_log(str(tmp_path)))
     assert ei.value.path == str(tmp_path / segment_name(2))
     assert ei.value.offset == SEGMENT_HEADER_SIZE
-    (tmp_path / segment_name(2)).write_bytes(_handmade_segment(2, [10, 10]))
+    (tmp_path / segment_name(2)).write_bytes(_handmade_segment(2, [10, 10], prev_seq=9))
     with pytest.raises(CorruptionError, match="backwards"):
         list(read_log(str(tmp_path)))
 

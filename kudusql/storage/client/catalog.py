@@ -2,9 +2,12 @@
 
 This is the Kudu master's metadata on one machine. One file, ``catalog.meta`` in the
 database directory (see ``FORMAT.md``), replaced atomically on every DDL change, is the
-single source of truth: a table exists exactly when the catalog lists it, a tablet
-directory the catalog does not list is a leftover of an interrupted CREATE or DROP and
-is removed at open.
+single source of truth: a table exists exactly when the catalog lists it. A tablet
+directory the catalog does not list is removed at open only when the catalog proves it
+garbage: its id is at or past ``next_tablet_id`` (ids advance only when a CREATE or ADD
+RANGE PARTITION commits, so it is one that never did), or ``pending_deletion`` lists it
+(a DROP that committed records its tablets there in the same save, and the list is
+cleared once they are deleted). Any other one is kept (``directory.py``).
 
 Each tablet entry records the partition it serves (hash buckets and range bounds, and
 the partition key range) and lives in ``tablets/<tablet id>``. Each table records its
@@ -128,26 +131,40 @@ class TableMeta:
 
 @dataclass
 class CatalogState:
-    """Every table by name, and the id counters (ids are never reused)."""
+    """Every table by name, the id counters (ids are never reused), and the tablets of
+    committed drops whose directories may still exist (``pending_deletion``)."""
 
     tables: dict[str, TableMeta] = field(default_factory=dict)
     next_table_id: int = 1
     next_tablet_id: int = 1
+    pending_deletion: list[int] = field(default_factory=list)
 
     def copy(self) -> CatalogState:
-        return CatalogState(dict(self.tables), self.next_table_id, self.next_tablet_id)
+        return CatalogState(
+            dict(self.tables),
+            self.next_table_id,
+            self.next_tablet_id,
+            list(self.pending_deletion),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "tables": [t.to_dict() for t in sorted(self.tables.values(), key=lambda t: t.id)],
             "next_table_id": self.next_table_id,
             "next_tablet_id": self.next_tablet_id,
+            "pending_deletion": sorted(self.pending_deletion),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CatalogState:
         tables = [TableMeta.from_dict(t) for t in d["tables"]]
-        return cls({t.name: t for t in tables}, int(d["next_table_id"]), int(d["next_tablet_id"]))
+        return cls(
+            {t.name: t for t in tables},
+            int(d["next_table_id"]),
+            int(d["next_tablet_id"]),
+            # absent in catalogs written before it existed
+            [int(i) for i in d.get("pending_deletion", [])],
+        )
 
 
 def catalog_path(db_dir: str) -> str:
@@ -155,7 +172,20 @@ def catalog_path(db_dir: str) -> str:
 
 
 def tablet_path(db_dir: str, tablet_id: int) -> str:
-    return os.path.join(db_dir, TABLETS_DIR, f"{tablet_id:08d}")
+    return os.path.join(db_dir, TABLETS_DIR, tablet_dir_name(tablet_id))
+
+
+def tablet_dir_name(tablet_id: int) -> str:
+    return f"{tablet_id:08d}"
+
+
+def parse_tablet_dir_name(name: str) -> int | None:
+    """The tablet id a directory name under ``tablets/`` stands for, or None if it is not
+    one (exactly ``tablet_dir_name`` of some id)."""
+    if not name.isascii() or not name.isdigit():
+        return None
+    tablet_id = int(name)
+    return tablet_id if tablet_dir_name(tablet_id) == name else None
 
 
 def exists(db_dir: str) -> bool:

@@ -6,18 +6,23 @@ Layout: ``catalog.meta`` (``catalog.py``), ``LOCK`` (one writer process), and
 HybridClock, one MVCC manager for multi-tablet batches, one block cache, one thread pool
 and one maintenance manager.
 
+Opening refuses a directory that is not a database, and creates a new database only in
+a missing or empty one (``directory.py``).
+
 DDL is crash-safe by ordering: CREATE writes the new tablets and then commits them by
-saving the catalog; DROP commits the catalog and then deletes the tablets; ALTER commits
-the catalog and then brings the tablets to the new schema. At open, tablet directories
-the catalog does not list are removed and tablets behind the catalog's schema version
-are altered, so an interrupted DDL statement is either fully done or not at all.
+saving the catalog (which advances ``next_tablet_id`` past them); DROP commits the
+catalog, recording the dropped tablets as pending deletion, and then deletes them; ALTER
+commits the catalog and then brings the tablets to the new schema. At open, the writer
+deletes the tablet directories the catalog proves garbage (an id at or past
+``next_tablet_id``, or pending deletion) and alters tablets behind the catalog's schema
+version, so an interrupted DDL statement is either fully done or not at all. A tablet
+directory the catalog does not explain is never deleted.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -29,9 +34,9 @@ from kudusql.common.hybrid_time import HybridClock, describe, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
-from kudusql.storage.client import catalog
+from kudusql.storage.client import catalog, directory
 from kudusql.storage.client.alter import AlterStep, apply_alter
-from kudusql.storage.client.catalog import CatalogState, TableMeta, TabletEntry
+from kudusql.storage.client.catalog import TableMeta, TabletEntry
 from kudusql.storage.client.partition import Partition, PartitionSchema, create_partitions
 from kudusql.storage.client.table import Table
 from kudusql.storage.client.txn_log import TXN_LOG_DIR, ReadPoint, TxnLog, read_point
@@ -93,23 +98,23 @@ class Database:
         maintenance: bool = True,
         maintenance_manager: MaintenanceManager | None = None,
     ) -> None:
-        self.path = os.path.abspath(path)
+        self.path = directory.database_path(path)
         self.options = options or TabletOptions()
         self.read_only = read_only
         self._lock: DirLock | None = None
-        if not catalog.exists(self.path):
-            if read_only or not create:
-                raise OperationalError(f"no database at {self.path}")
-            os.makedirs(os.path.join(self.path, catalog.TABLETS_DIR), exist_ok=True)
+        directory.check_openable(self.path, read_only=read_only, create=create)
         if not read_only:
+            directory.make_directory(self.path)
             self._lock = DirLock(self.path)
             self._lock.acquire()
         try:
             if not catalog.exists(self.path):
-                catalog.save(self.path, CatalogState(), sync=self.options.sync)
+                # the directory may have changed before the lock was ours
+                directory.check_openable(self.path, read_only=read_only, create=create)
+                directory.create(self.path, sync=self.options.sync)
             self._state = catalog.load(self.path)
             if not read_only:
-                self._remove_orphans()
+                self._remove_garbage()
         except BaseException:
             if self._lock is not None:
                 self._lock.release()
@@ -230,19 +235,39 @@ class Database:
         assert self._read_point is not None
         return ts in self._read_point.committed
 
-    def _remove_orphans(self) -> None:
-        """Remove tablet directories no table lists (an interrupted CREATE or DROP)."""
-        d = os.path.join(self.path, catalog.TABLETS_DIR)
-        os.makedirs(d, exist_ok=True)
-        known = {
-            os.path.basename(catalog.tablet_path(self.path, t.id))
-            for m in self._state.tables.values()
-            for t in m.tablets
-        }
-        for name in os.listdir(d):
-            if name not in known:
-                log.warning("removing orphaned tablet directory %s", os.path.join(d, name))
-                shutil.rmtree(os.path.join(d, name), ignore_errors=True)
+    def _remove_garbage(self) -> None:
+        """Delete the tablet directories the catalog proves garbage (``directory.py``):
+        an interrupted CREATE or ADD RANGE, a DROP not yet carried out. Keep, with a
+        warning, every other one no table lists."""
+        directory.make_directory(os.path.join(self.path, catalog.TABLETS_DIR))
+        found = directory.survey(self.path, self._state)
+        for name in found.unexplained:
+            log.warning(
+                "keeping %s: no table of the catalog lists it and the catalog does not show "
+                "it is garbage (delete it by hand if it is not needed)",
+                os.path.join(self.path, catalog.TABLETS_DIR, name),
+            )
+        for tablet_id in found.uncommitted:
+            log.info("removing tablet %d of a CREATE/ALTER that never committed", tablet_id)
+            directory.delete_tablet(self.path, tablet_id)
+        if self._state.pending_deletion:
+            self._delete_dropped(self._state.pending_deletion)
+
+    def _delete_dropped(self, tablet_ids: Iterable[int]) -> None:
+        """Delete the tablets of a committed drop (listed in ``pending_deletion``), then
+        clear them from the list. The drop has committed whatever happens here: what
+        fails to go stays listed, for the next open."""
+        gone = {i for i in tablet_ids if directory.delete_tablet(self.path, i)}
+        if not gone:
+            return
+        state = self._state.copy()
+        state.pending_deletion = [i for i in state.pending_deletion if i not in gone]
+        try:
+            catalog.save(self.path, state, sync=self.options.sync)
+        except OperationalError as e:
+            log.warning("could not clear deleted tablets from the catalog: %s", e)
+            return
+        self._state = state
 
     def _open_tablet(self, tablet_id: int, schema: Schema) -> Tablet:
         self._check_open()
@@ -416,8 +441,9 @@ class Database:
             raise
 
     def _delete_tablets(self, entries: Iterable[TabletEntry]) -> None:
+        """Delete tablets of a CREATE or ADD RANGE that did not commit."""
         for e in entries:
-            shutil.rmtree(catalog.tablet_path(self.path, e.id), ignore_errors=True)
+            directory.delete_tablet(self.path, e.id)
 
     def drop_table(self, name: str, *, if_exists: bool = False) -> None:
         """Drop a table: the catalog forgets it at once, then its tablets are deleted."""
@@ -431,15 +457,17 @@ class Database:
             rt = self._runtimes.get(meta.id)
             lock = rt.write_lock if rt is not None else threading.RLock()
             with lock:
+                dropped = [e.id for e in meta.tablets]
                 state = self._state.copy()
                 del state.tables[name]
+                state.pending_deletion.extend(dropped)
                 catalog.save(self.path, state, sync=self.options.sync)
                 self._state = state
                 self._runtimes.pop(meta.id, None)
                 if rt is not None:
                     for t in rt.opened().values():
-                        t.close()
-                self._delete_tablets(meta.tablets)
+                        t.close(flush=False)
+                self._delete_dropped(dropped)
                 if self._txns is not None:
                     self._txns.forget_tablets(e.id for e in meta.tablets)
 
@@ -470,6 +498,7 @@ class Database:
                 del state.tables[name]
                 state.tables[new.name] = new
                 state.next_tablet_id = res.next_tablet_id
+                state.pending_deletion.extend(e.id for e in res.dropped)
                 try:
                     catalog.save(self.path, state, sync=self.options.sync)
                 except BaseException:
@@ -479,8 +508,9 @@ class Database:
                 for e in res.dropped:
                     t = rt.forget(e.id)
                     if t is not None:
-                        t.close()
-                self._delete_tablets(res.dropped)
+                        t.close(flush=False)
+                if res.dropped:
+                    self._delete_dropped(e.id for e in res.dropped)
                 rt.meta = new
                 rt.partitions = new.partitions()
                 if res.schema_changed:

@@ -46,6 +46,8 @@ def load_json(path: str, magic: bytes, version: int, what: str) -> Any:
             data = f.read()
     except FileNotFoundError:
         raise OperationalError(f"missing {what} {path}") from None
+    except OSError as e:
+        raise OperationalError(f"cannot read {what} {path}: {e.strerror or e}") from e
     if len(data) < _HEADER.size:
         raise CorruptionError(path, 0, f"{what} too short")
     got_magic, got_version, length, crc = _HEADER.unpack_from(data, 0)

@@ -26,13 +26,16 @@ each job and its result pickled over the child's stdin and stdout. The child die
 its parent (Linux ``PR_SET_PDEATHSIG``, and a parent-pid check before each job): a
 SIGKILLed writer must not leave a job writing files into a tablet that a new writer may
 reopen. A child that dies mid-job fails that job (``OperationalError``); the next job
-starts a new child.
+starts a new child. What the child writes on its stderr (a stray print, a Python
+warning, a traceback as it dies) goes to this module's logger, never to the stderr of
+the program that embeds the database.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import pickle
 import signal
@@ -65,6 +68,8 @@ from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetM
 from kudusql.storage.tablet.flush import prepare_flush
 from kudusql.storage.tablet.memrowset import MemRowSetView
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, write_rowsets
+
+log = logging.getLogger(__name__)
 
 _LEN = struct.Struct("<Q")
 
@@ -429,7 +434,8 @@ class CompactionWorker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._finalizer: weakref.finalize[[subprocess.Popen[bytes]], CompactionWorker] | None = None
+        self._finalizer: weakref.finalize[..., CompactionWorker] | None = None
+        self._reader: threading.Thread | None = None
 
     def run(self, job: Job) -> Any:
         """``job.run()`` in the child; its result, or its exception raised here."""
@@ -480,11 +486,18 @@ class CompactionWorker:
             [sys.executable, "-m", __name__, str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=env,
             close_fds=True,
         )
+        assert p.stderr is not None
+        reader = threading.Thread(
+            target=_log_lines, args=(p.stderr, p.pid), name="compaction-worker-stderr", daemon=True
+        )
+        reader.start()
         # A worker dropped without close() (a manager never stopped) still ends its child.
-        self._finalizer = weakref.finalize(self, _stop_child, p)
+        self._finalizer = weakref.finalize(self, _stop_child, p, reader)
+        self._reader = reader
         self._proc = p
         return p
 
@@ -493,11 +506,26 @@ class CompactionWorker:
         if p is not None:
             if self._finalizer is not None:
                 self._finalizer.detach()
-            _stop_child(p)
+            _stop_child(p, self._reader)
 
 
-def _stop_child(p: subprocess.Popen[bytes]) -> None:
-    """End a child: it exits at the end of its input; killed if it does not."""
+def _log_lines(stream: IO[bytes], pid: int) -> None:
+    """Log each line the child writes on its stderr, until it exits."""
+    try:
+        for line in stream:
+            text = line.decode("utf-8", "replace").rstrip()
+            if text:
+                log.warning("compaction worker %d: %s", pid, text)
+    except (OSError, ValueError):  # the pipe closed under the read
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()
+
+
+def _stop_child(p: subprocess.Popen[bytes], reader: threading.Thread | None = None) -> None:
+    """End a child: it exits at the end of its input; killed if it does not. Its last
+    stderr lines are logged before this returns."""
     with contextlib.suppress(OSError):  # a dead child's pipe may refuse the flush
         if p.stdin is not None:
             p.stdin.close()
@@ -508,6 +536,8 @@ def _stop_child(p: subprocess.Popen[bytes]) -> None:
         p.wait()
     if p.stdout is not None:
         p.stdout.close()
+    if reader is not None and reader is not threading.current_thread():
+        reader.join(timeout=10)
 
 
 # -- the child ------------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ class TabletMeta:
     #: the transaction's timestamp: listed before the transaction commits, kept at the
     #: next load only if it committed (then untagged), else dropped.
     txn_rowsets: dict[int, int] = field(default_factory=dict)
+    #: (wall-clock seconds, seq): at that time every WAL record up to seq was durable
+    #: (log GC across sessions: ``Tablet._seed_log_gc``); oldest first, a few entries.
+    wal_gc_marks: list[tuple[float, int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {**self._own_json(), "rowsets": [r.to_dict() for r in self.rowsets]}
@@ -50,6 +53,7 @@ class TabletMeta:
             "max_ts": self.max_ts,
             "history_max_age_s": self.history_max_age_s,
             "txn_rowsets": {str(k): v for k, v in self.txn_rowsets.items()},
+            "wal_gc_marks": [[t, seq] for t, seq in self.wal_gc_marks],
         }
 
     @classmethod
@@ -63,6 +67,8 @@ class TabletMeta:
             d["max_ts"],
             d.get("history_max_age_s"),
             {int(k): int(v) for k, v in d.get("txn_rowsets", {}).items()},
+            # absent in superblocks written before it existed
+            [(float(t), int(seq)) for t, seq in d.get("wal_gc_marks", [])],
         )
 
     def json_text(self) -> str:

@@ -236,6 +236,7 @@ class Tablet(WriteShortcuts):
                 fsync=FsyncPolicy.parse(self.options.wal_fsync),
                 segment_size=self.options.wal_segment_bytes,
             )
+            self._seed_log_gc()
         self._failed = None
         if not self.read_only:
             if resolved:
@@ -287,14 +288,21 @@ class Tablet(WriteShortcuts):
         share with the writer."""
         return cls(path, options or TabletOptions(), read_only=read_only, **kw)
 
-    def close(self, *, flush: bool = False) -> None:
-        """Sync the log and release the tablet (``flush=True`` also flushes memory)."""
+    def close(self, *, flush: bool | None = None) -> None:
+        """Sync the log and release the tablet. ``flush=True`` flushes memory first;
+        None (the default) flushes it only when the next open would replay more than
+        ``wal_replay_max_segments`` WAL segments; False never (a tablet about to be
+        deleted)."""
         if self._closed:
             return
         try:
-            if flush and not self.read_only and self._failed is None:
-                self.flush()
-                self.flush_deltas()
+            if not self.read_only and self._failed is None:
+                if flush:
+                    self.flush()
+                    self.flush_deltas()
+                elif flush is None and self._replay_too_long():
+                    self._flush_before_close()
+                self._gc_log_quietly()
         finally:
             if self.maintenance is not None:
                 self.maintenance.unregister(self)
@@ -1227,6 +1235,48 @@ class Tablet(WriteShortcuts):
         )
         return min(firsts, default=next_seq) - 1
 
+    def _seed_log_gc(self) -> None:
+        """Start the log GC's history (a writer's open) from the superblock on disk: its
+        marks (what was durable when each earlier save happened) and what it makes
+        durable, dated when it was saved (its mtime). Segments that earlier sessions
+        left below those points go once they have been garbage for ``file_grace_s``,
+        whoever wrote them."""
+        try:
+            saved = os.stat(os.path.join(self.path, metadata.META_FILE)).st_mtime
+        except OSError:
+            saved = time.time()
+        wall, mono = time.time(), time.monotonic()
+        marks = [*self.meta.wal_gc_marks, (saved, self.durable_seq())]
+        self._durable_history = sorted((mono - max(0.0, wall - t), seq) for t, seq in marks)
+        self._gc_log_quietly()
+
+    def _replay_too_long(self) -> bool:
+        """Whether the next open would replay more WAL segments than
+        ``wal_replay_max_segments`` (what the in-memory stores anchor)."""
+        lg, limit = self._log, self.options.wal_replay_max_segments
+        if lg is None or limit <= 0:
+            return False
+        return lg.segments_from(self.durable_seq() + 1) > limit
+
+    def _flush_before_close(self) -> None:
+        """Flush the in-memory stores (``_replay_too_long``); a failure leaves their rows
+        in the WAL, where the next open finds them, and does not fail the close."""
+        try:
+            self.flush()
+            self.flush_deltas()
+        except Error as e:
+            log.warning(
+                "tablet %s: flush before close failed (rows stay in the WAL): %s", self.path, e
+            )
+
+    def _gc_log_quietly(self) -> None:
+        """``_gc_log`` at open or close: a segment that cannot be deleted now is deleted
+        by a later GC, so a failure is logged and does not fail the open or close."""
+        try:
+            self._gc_log()
+        except OperationalError as e:
+            log.warning("tablet %s: WAL GC failed: %s", self.path, e)
+
     def _gc_log(self) -> None:
         """Delete WAL segments whose records have all been durable for the grace period
         (a read-only process may still be replaying them)."""
@@ -1239,9 +1289,10 @@ class Tablet(WriteShortcuts):
         ripe = [s for t, s in self._durable_history if now - t >= grace]
         if not ripe:
             return
+        # each entry: "records up to s were durable at t" (durability is for good)
         self._durable_history = [(t, s) for t, s in self._durable_history if now - t < grace]
-        self._durable_history.insert(0, (now - grace, ripe[-1]))
-        lg.gc(ripe[-1])
+        self._durable_history.insert(0, (now - grace, max(ripe)))
+        lg.gc(max(ripe))
 
     def wal_size(self) -> int:
         lg = self._log  # read once: a close may clear it meanwhile
@@ -1259,9 +1310,27 @@ class Tablet(WriteShortcuts):
         o = self.options
         return RowSetWriteOptions(o.rowset_target_bytes, o.rows_per_page, o.sync, o.bloom_fp_rate)
 
+    #: Most ``wal_gc_marks`` younger than ``file_grace_s`` a superblock keeps.
+    _GC_MARKS = 16
+
     def _save_meta(self) -> None:
         self.meta.next_seq = self._next_seq
+        self.meta.wal_gc_marks = self._gc_marks()
         metadata.save(self.path, self.meta, sync=self.options.sync)
+
+    def _gc_marks(self) -> list[tuple[float, int]]:
+        """The superblock's log GC marks with one for now: every record up to
+        ``durable_seq()`` is durable before this save (so at least after it). Kept: the
+        highest mark older than ``file_grace_s`` and a few younger ones (dropping one
+        only makes GC later)."""
+        now = time.time()
+        marks = [*self.meta.wal_gc_marks, (now, self.durable_seq())]
+        grace = self.options.file_grace_s
+        ripe = [m for m in marks if now - m[0] >= grace]
+        young = [m for m in marks if now - m[0] < grace]
+        if len(young) > self._GC_MARKS:
+            young = young[: self._GC_MARKS - 1] + young[-1:]
+        return ([max(ripe, key=lambda m: m[1])] if ripe else []) + young
 
     # -- compactions, GC and maintenance (tablet_maintenance.py) -------------------------------
     def minor_delta_compaction(

@@ -6,7 +6,8 @@ on any damage found. The verdict separates *soft* damage (what a crash mid-write
 leave: a short or checksum-failing tail) from *hard* damage (impossible from a crash:
 a bad segment header, seq going backwards, bytes after a footer). Deciding whether soft
 damage is a torn tail or corruption needs to know whether the segment is the last one,
-which is the reader's job (see ``reader.py``). The layout is documented in FORMAT.md.
+and checking a segment header's link (``prev_seq``) needs the segments before it, which
+is the reader's job (see ``reader.py``). The layout is documented in FORMAT.md.
 """
 
 from __future__ import annotations
@@ -22,10 +23,19 @@ _U32 = struct.Struct("<I")
 
 # --- segment header -------------------------------------------------------------------
 SEGMENT_MAGIC = b"KSQLWAL\x00"
-FORMAT_VERSION = 1
-# magic(8s) version(u32) segment_number(u64) -> followed by crc32 of those 20 bytes (u32)
-_SEG_HDR_BODY = struct.Struct("<8sIQ")
-SEGMENT_HEADER_SIZE = _SEG_HDR_BODY.size + 4  # 24
+#: Written by this version. Version 1 segments (no link to the log before them) are read.
+FORMAT_VERSION = 2
+# v1: magic(8s) version(u32) segment_number(u64) -> followed by crc32 of those 20 bytes
+_SEG_HDR_V1_BODY = struct.Struct("<8sIQ")
+SEGMENT_HEADER_V1_SIZE = _SEG_HDR_V1_BODY.size + 4  # 24
+# v2: magic(8s) version(u32) segment_number(u64) prev_seq(u64) header_flags(u32)
+# -> followed by crc32 of those 32 bytes (u32)
+_SEG_HDR_BODY = struct.Struct("<8sIQQI")
+SEGMENT_HEADER_SIZE = _SEG_HDR_BODY.size + 4  # 36
+#: header_flags bit 0: the log held a record before this segment; ``prev_seq`` is the
+#: seq of the last one.
+HEADER_HAS_PREV = 0x1
+_KNOWN_HEADER_FLAGS = HEADER_HAS_PREV
 
 # --- record ---------------------------------------------------------------------------
 RECORD_MARKER = b"KREC"
@@ -61,9 +71,59 @@ def parse_segment_name(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def encode_segment_header(number: int) -> bytes:
-    body = _SEG_HDR_BODY.pack(SEGMENT_MAGIC, FORMAT_VERSION, number)
+def encode_segment_header(number: int, prev_seq: int | None) -> bytes:
+    """The header of segment ``number``; ``prev_seq`` is the seq of the last record the
+    log held when the segment was made (None: no record)."""
+    flags = 0 if prev_seq is None else HEADER_HAS_PREV
+    body = _SEG_HDR_BODY.pack(SEGMENT_MAGIC, FORMAT_VERSION, number, prev_seq or 0, flags)
     return body + crc32(body).to_bytes(4, "little")
+
+
+def encode_segment_header_v1(number: int) -> bytes:
+    """A version 1 header (for tests of logs written by earlier versions)."""
+    body = _SEG_HDR_V1_BODY.pack(SEGMENT_MAGIC, 1, number)
+    return body + crc32(body).to_bytes(4, "little")
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentHeader:
+    """A segment header that passed its checks."""
+
+    version: int
+    size: int
+    #: Version 2 on: the seq of the last record before this segment, None if none.
+    prev_seq: int | None
+
+    @property
+    def linked(self) -> bool:
+        """Whether the header records the log before the segment (version 2 on)."""
+        return self.version >= 2
+
+
+def decode_segment_header(data: bytes | memoryview, number: int) -> SegmentHeader | str:
+    """The header at the start of ``data`` of segment ``number``, or what is wrong."""
+    if len(data) < SEGMENT_HEADER_V1_SIZE:
+        return f"segment header incomplete ({len(data)} bytes)"
+    magic, version, stored_number = _SEG_HDR_V1_BODY.unpack_from(data, 0)
+    if magic != SEGMENT_MAGIC:
+        return f"bad segment magic {bytes(magic)!r}"
+    mv = memoryview(data)
+    if version == 1:
+        body, size, prev_seq, flags = _SEG_HDR_V1_BODY.size, SEGMENT_HEADER_V1_SIZE, 0, 0
+    elif len(data) < SEGMENT_HEADER_SIZE:
+        return f"segment header incomplete ({len(data)} of {SEGMENT_HEADER_SIZE} bytes)"
+    else:
+        _, version, stored_number, prev_seq, flags = _SEG_HDR_BODY.unpack_from(data, 0)
+        body, size = _SEG_HDR_BODY.size, SEGMENT_HEADER_SIZE
+    if crc32(mv[:body]) != int.from_bytes(mv[body:size], "little"):
+        return "segment header checksum mismatch"
+    if version not in (1, FORMAT_VERSION):
+        return f"unsupported WAL format version {version}"
+    if flags & ~_KNOWN_HEADER_FLAGS:
+        return f"unknown segment header flags {flags:#x}"
+    if stored_number != number:
+        return f"segment header says segment {stored_number}, file name says {number}"
+    return SegmentHeader(version, size, prev_seq if flags & HEADER_HAS_PREV else None)
 
 
 def encode_record_header(
@@ -99,23 +159,6 @@ def decode_footer(data: bytes | memoryview, pos: int) -> Footer | None:
     if marker != FOOTER_MARKER or crc32(memoryview(data)[pos : pos + FOOTER_SIZE - 4]) != crc:
         return None
     return Footer(count, first, last, lo, hi)
-
-
-def check_segment_header(data: bytes | memoryview, number: int) -> str | None:
-    """None if ``data`` starts with a valid header of segment ``number``, else what is wrong."""
-    if len(data) < SEGMENT_HEADER_SIZE:
-        return f"segment header incomplete ({len(data)} of {SEGMENT_HEADER_SIZE} bytes)"
-    magic, version, stored_number = _SEG_HDR_BODY.unpack_from(data, 0)
-    crc = int.from_bytes(data[_SEG_HDR_BODY.size : SEGMENT_HEADER_SIZE], "little")
-    if magic != SEGMENT_MAGIC:
-        return f"bad segment magic {bytes(magic)!r}"
-    if crc32(memoryview(data)[: _SEG_HDR_BODY.size]) != crc:
-        return "segment header checksum mismatch"
-    if version != FORMAT_VERSION:
-        return f"unsupported WAL format version {version}"
-    if stored_number != number:
-        return f"segment header says segment {stored_number}, file name says {number}"
-    return None
 
 
 def _valid_record_header_at(data: bytes, mv: memoryview, pos: int) -> bool:
@@ -161,6 +204,7 @@ class ParsedSegment:
     """
 
     entries: list[Entry] = field(default_factory=list)
+    header: SegmentHeader | None = None
     footer: Footer | None = None
     end: int = 0
     damage: tuple[int, str, bool] | None = None
@@ -170,18 +214,21 @@ def parse_segment(data: bytes, number: int, prev_seq: int | None) -> ParsedSegme
     """Parse a whole segment; ``prev_seq`` is the last seq of the segments before it."""
     out = ParsedSegment()
     size = len(data)
-    what = check_segment_header(data, number)
-    if what is not None:
-        # A crash while creating the file leaves it short or zero-filled: soft damage.
+    header = decode_segment_header(data, number)
+    if isinstance(header, str):
+        # Soft when short or zero-filled: what a crash while a version 1 writer created
+        # the file left (version 2 writers name a segment only once its header is
+        # durable; the reader knows which wrote the log).
         soft = size < SEGMENT_HEADER_SIZE or data.count(0) == size
-        out.damage = (0, what, not soft)
+        out.damage = (0, header, not soft)
         return out
+    out.header = header
     mv = memoryview(data)
     entries = out.entries
     last_seq = prev_seq
     unpack = _REC_HDR.unpack_from
     hdr_body = RECORD_HEADER_SIZE - 4
-    p = out.end = SEGMENT_HEADER_SIZE
+    p = out.end = header.size
     zcrc = zlib.crc32  # unsigned already (one call per record and per payload)
     startswith = data.startswith
     while p < size:

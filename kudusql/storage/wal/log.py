@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import os
 import struct
 import threading
@@ -34,18 +35,22 @@ from kudusql.storage.wal.format import (
     RECORD_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
     Footer,
-    check_segment_header,
+    SegmentHeader,
     decode_footer,
+    decode_segment_header,
     encode_footer,
     encode_record_header,
     encode_segment_header,
+    parse_segment_name,
     segment_name,
 )
-from kudusql.storage.wal.reader import list_segments, load_segment
+from kudusql.storage.wal.reader import Preceding, check_link, list_segments, load_segment
 
 # Payloads at least this big are LZ4-compressed when that saves at least 1/16 of them.
 COMPRESS_THRESHOLD = 4096
 DEFAULT_SEGMENT_SIZE = 8 * 1024 * 1024
+#: Suffix of a segment being made (renamed to the segment's name once its header is durable).
+_TMP = ".tmp"
 _MIN_SEGMENT_SIZE = SEGMENT_HEADER_SIZE + RECORD_HEADER_SIZE + FOOTER_SIZE
 
 
@@ -209,31 +214,29 @@ class Log:
             raise OperationalError(
                 f"could not create WAL directory {wal_dir}: {_os_error(e)}"
             ) from e
+        self._last_seq: int | None = None  # the seq of the last record the log holds or held
         self._old = self._load_existing()
-        self._last_seq: int | None = None
-        for s in self._old:
-            if s.last_seq is not None:
-                self._last_seq = s.last_seq
         self._cur = self._create_segment(self._old[-1].number + 1 if self._old else 1)
 
     # --- opening ----------------------------------------------------------------------
 
-    def _quick_load(self, number: int, path: str) -> _Segment | None:
+    def _quick_load(self, number: int, path: str) -> tuple[_Segment, SegmentHeader] | None:
         """A cleanly closed segment's extent from its header and footer, else None."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 size = os.fstat(fd).st_size
-                if size < SEGMENT_HEADER_SIZE + FOOTER_SIZE:
+                header_bytes = os.pread(fd, SEGMENT_HEADER_SIZE, 0)
+                header = decode_segment_header(header_bytes, number)
+                if isinstance(header, str) or size < header.size + FOOTER_SIZE:
                     return None
-                header = os.pread(fd, SEGMENT_HEADER_SIZE, 0)
                 tail = os.pread(fd, FOOTER_SIZE, size - FOOTER_SIZE)
             finally:
                 os.close(fd)
         except OSError as e:
             raise OperationalError(f"could not read WAL segment {path}: {_os_error(e)}") from e
         footer = decode_footer(tail, 0)
-        if check_segment_header(header, number) is not None or footer is None:
+        if footer is None:
             return None
         seg = _Segment(number, path, size)
         seg.closed = True
@@ -241,28 +244,44 @@ class Log:
             seg.count = footer.count
             seg.first_seq, seg.last_seq = footer.first_seq, footer.last_seq
             seg.min_ts, seg.max_ts = footer.min_ts, footer.max_ts
-        return seg
+        return seg, header
 
     def _load_existing(self) -> list[_Segment]:
+        """Every segment's extent, and the checks of ``read_log`` that need no more than
+        headers and footers (a cleanly closed segment's records are not read: run
+        ``read_log`` first to check them); the last one, if its writer died, repaired."""
+        self._remove_temporary_files()
         found = list_segments(self._dir)
         segs: list[_Segment] = []
-        prev_seq: int | None = None
+        prev: Preceding | None = None
         for i, (number, path) in enumerate(found):
-            seg = self._quick_load(number, path)
-            if seg is not None:
+            quick = self._quick_load(number, path)
+            if quick is not None:
+                seg, header = quick
+                check_link(header, path, number, prev)
+                prev_seq = prev.last_seq if prev is not None else None
                 if seg.first_seq is not None and prev_seq is not None and seg.first_seq <= prev_seq:
                     raise CorruptionError(
                         path,
-                        SEGMENT_HEADER_SIZE,
+                        header.size,
                         f"seq went backwards ({seg.first_seq} after {prev_seq})",
                     )
+                last: int | None
+                if seg.last_seq is not None:
+                    last, known = seg.last_seq, True
+                elif prev is not None and prev.known:
+                    last, known = prev.last_seq, True
+                else:
+                    last, known = header.prev_seq, header.linked
+                prev = Preceding(number, path, seg.size, header.version, last, known)
             else:
                 # Not closed cleanly (the process died while it was current): check it
                 # fully, cut a torn tail if it is the last one, and make it durable
                 # before a newer segment exists (a non-last segment must never be torn).
                 loaded = load_segment(
-                    path, number, last=i == len(found) - 1, repair=True, prev_seq=prev_seq
+                    path, number, last=i == len(found) - 1, repair=True, prev=prev
                 )
+                prev = loaded.preceding(number, path, prev)
                 if loaded.removed:
                     continue
                 seg = _Segment(number, path, loaded.size)
@@ -270,10 +289,27 @@ class Log:
                     seg.note(seq, ts)
                 seg.closed = True  # never written again, footer or not
                 self._fsync_path(path)
-            if seg.last_seq is not None:
-                prev_seq = seg.last_seq
             segs.append(seg)
+        # where the log ends, even when GC left only empty segments (their headers say)
+        self._last_seq = prev.last_seq if prev is not None else None
         return segs
+
+    def _remove_temporary_files(self) -> None:
+        """Delete segments a crash left half made (``<segment name>.tmp``: never read)."""
+        try:
+            names = os.listdir(self._dir)
+        except OSError as e:
+            raise OperationalError(
+                f"could not list WAL directory {self._dir}: {_os_error(e)}"
+            ) from e
+        for name in names:
+            if name.endswith(_TMP) and parse_segment_name(name[: -len(_TMP)]) is not None:
+                try:
+                    os.unlink(os.path.join(self._dir, name))
+                except OSError as e:
+                    raise OperationalError(
+                        f"could not remove {os.path.join(self._dir, name)}: {_os_error(e)}"
+                    ) from e
 
     def _fsync_path(self, path: str) -> None:
         try:
@@ -288,22 +324,30 @@ class Log:
         self._fsync_count += 1
 
     def _create_segment(self, number: int) -> _Segment:
+        """Make segment ``number``: its header is written and fsynced under a temporary
+        name, then the file is renamed (and the directory fsynced), so a named segment
+        always has its whole header. The header links it to the log before it."""
         path = os.path.join(self._dir, segment_name(number))
-        header = encode_segment_header(number)
+        tmp = path + _TMP
+        header = encode_segment_header(number, self._last_seq)
         fd = -1
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            if os.path.lexists(path):
+                raise FileExistsError(errno.EEXIST, "segment exists", path)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             faults.check("write", path)
             os.write(fd, header)
             faults.check("fsync", path)
             os.fsync(fd)
+            faults.check("rename", path)
+            os.rename(tmp, path)
             fsync_dir(self._dir)
         except OSError as e:
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
                 with contextlib.suppress(OSError):
-                    os.unlink(path)
+                    os.unlink(tmp)
             err = OperationalError(f"could not create WAL segment {path}: {_os_error(e)}")
             self._failed = err
             raise err from e
@@ -588,11 +632,20 @@ class Log:
         event is ``seq`` anchors, as Kudu's replay size of a log anchor; ``gc`` keeps
         exactly these while ``seq`` is not durable)."""
         with self._lock:
-            total = self._cur.size
-            for s, nxt in zip(self._old, self._next_firsts(), strict=True):
-                if s.count and (nxt is None or nxt - 1 >= seq):
-                    total += s.size
-            return total
+            return self._cur.size + sum(s.size for s in self._closed_from(seq))
+
+    def segments_from(self, seq: int) -> int:
+        """How many segments ``bytes_from(seq)`` counts (the current one included)."""
+        with self._lock:
+            return 1 + len(self._closed_from(seq))
+
+    def _closed_from(self, seq: int) -> list[_Segment]:
+        """The closed segments with a record covering ``seq`` or later. Lock held."""
+        return [
+            s
+            for s, nxt in zip(self._old, self._next_firsts(), strict=True)
+            if s.count and (nxt is None or nxt - 1 >= seq)
+        ]
 
     @property
     def fsync_count(self) -> int:
