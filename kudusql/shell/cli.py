@@ -10,6 +10,7 @@ Ctrl-C in a non-interactive run.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -77,9 +78,37 @@ def _open(args: argparse.Namespace, err: TextIO) -> Connection | None:
         return None
 
 
+class _Warnings(logging.Formatter):
+    """Log records as the shell shows them: ``Warning: message``, no traceback unless
+    ``--debug``."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__("%(levelname)s: %(message)s")
+        self.debug = debug
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.levelname = record.levelname.capitalize()
+        if not self.debug:
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
+        return super().format(record)
+
+
+def _show_warnings(err: TextIO, debug: bool) -> None:
+    """The library logs (and prints nothing itself); the shell, an application, shows
+    its warnings and errors on standard error."""
+    handler = logging.StreamHandler(err)
+    handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    handler.setFormatter(_Warnings(debug))
+    logger = logging.getLogger("kudusql")
+    logger.addHandler(handler)
+    if debug:
+        logger.setLevel(logging.DEBUG)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     out, err = sys.stdout, sys.stderr
+    _show_warnings(err, args.debug)
     conn = _open(args, err)
     if conn is None:
         return 2

@@ -150,3 +150,15 @@ def test_load_tpch(tmp_path: Path, run_cli: Any) -> None:
     assert "60175" in r.stdout
     r = run_cli(db, "-c", "\\load tpch 0.01")
     assert r.returncode == 1 and "already exist" in r.stderr
+
+
+def test_storage_warnings_show_without_a_traceback(tmp_path: Path, run_cli: Any) -> None:
+    """The library only logs; the shell shows its warnings (here: a directory the
+    catalog cannot explain, which the open keeps and warns about)."""
+    path = str(tmp_path / "db")
+    assert run_cli(path, "-c", "CREATE TABLE w (k INT PRIMARY KEY)").returncode == 0
+    (tmp_path / "db" / "tablets" / "junk").mkdir()
+    r = run_cli(path, "-c", "SELECT count(*) FROM w")
+    assert r.returncode == 0, r.stderr
+    assert "Warning: keeping" in r.stderr and "junk" in r.stderr
+    assert "Traceback" not in r.stderr
