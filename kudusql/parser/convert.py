@@ -29,7 +29,7 @@ from kudusql.parser.dialect import DIALECT, KuduParser
 from kudusql.parser.errors import format_error, programming_error
 from kudusql.parser.limits import NestingError, check_cancelled, check_nesting, headroom
 from kudusql.parser.literals import StatementError, constant, offset_of
-from kudusql.parser.names import ident, table_name
+from kudusql.parser.names import ident, no_parameter, table_name
 
 
 def parse_script(sql: str, cancelled: threading.Event | None = None) -> list[st.Statement]:
@@ -270,6 +270,7 @@ def _bind_target(target: exp.Expr, source: exp.Expr | None, verb: str) -> tuple[
     clause, or the name of one table there that has no alias (Impala's rule): the
     statement changes the rows of that reference only, never the whole table through
     an implicit join."""
+    no_parameter(target)
     if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
         raise StatementError("expected a table as the target", target)
     name = table_name(target)

@@ -32,7 +32,7 @@ def fold(name: str) -> str:
 
 def ident(node: exp.Expr) -> str:
     """The name an identifier (or a column or table reference) denotes, folded."""
-    _no_parameter(node)
+    no_parameter(node)
     if isinstance(node, exp.Column | exp.Table) and isinstance(node.this, exp.Identifier):
         node = node.this
     if isinstance(node, exp.Identifier | exp.Var | exp.Literal):
@@ -42,7 +42,7 @@ def ident(node: exp.Expr) -> str:
 
 def table_name(node: exp.Expr) -> TableName:
     """``[database.]table`` of a table reference; three-part names are refused."""
-    _no_parameter(node)
+    no_parameter(node)
     if not isinstance(node, exp.Table) or not node.name:
         raise StatementError(f"expected a table name, not {node.sql('kudusql')}", node)
     if node.args.get("catalog"):
@@ -112,7 +112,7 @@ def _reads_as_name(word: str) -> bool:
 _RESERVED = frozenset(w.lower() for w in DIALECT.generator_class.RESERVED_KEYWORDS)
 
 
-def _no_parameter(node: exp.Expr) -> None:
+def no_parameter(node: exp.Expr) -> None:
     """A name is never a parameter: ``?`` there would let a bound value pick a table."""
     parts: list[object] = [node]
     if isinstance(node, exp.Table | exp.Column):

@@ -86,7 +86,7 @@ BAD_OPTIONS: list[tuple[dict[str, Any], str]] = [
     ({"bogus": 1}, "bogus"),
     ({"rows_per_page": 0}, "rows_per_page"),
     ({"sync": "x"}, "sync"),
-    ({"history_max_age_s": -1}, "history_max_age_s"),
+    ({"history_max_age_s": "forever"}, "history_max_age_s"),
     ({"abort_on_error": "x"}, "abort_on_error"),
     ({"dml_batch_rows": -1}, "dml_batch_rows"),
 ]
