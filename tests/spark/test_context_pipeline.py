@@ -17,6 +17,7 @@ from pyspark.sql.types import StructType
 from kudusql.spark.pipeline import load_tables
 from pyspark_kudusql import KuduContext
 from tests.spark.conftest import kudusql_rows
+from tests.support.timing import scaled
 
 SCHEMA = "id bigint, name string, price decimal(10,2), day date"
 
@@ -49,7 +50,7 @@ def test_spark_finds_the_source_without_registration(tmp_path: Path) -> None:
         [sys.executable, "-c", AUTO_REGISTRATION, db],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         env=env,
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -187,7 +188,7 @@ def test_pipeline_command_line(tmp_path: Path) -> None:
         [sys.executable, "-m", "kudusql.spark.pipeline", "--db", db, f"a={parquet}"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert out.returncode == 0, out.stderr
     assert "total" in out.stdout and "50" in out.stdout
