@@ -48,3 +48,8 @@ def scaled(seconds: float) -> float:
 #: How long a test waits for a thread or process of its own to reach a point or to end
 #: (milliseconds on an idle machine).
 WAIT = scaled(10)
+
+#: How long any test of the default suite may take, fixtures included, before it is
+#: failed as hung (``tests/conftest.py``; the longest take about a minute on an idle
+#: machine).
+TEST_BOUND = scaled(600)
