@@ -20,6 +20,7 @@ from tests.spark.conftest import kudusql_rows
 from tests.support.timing import scaled
 
 SCHEMA = "id bigint, name string, price decimal(10,2), day date"
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 
 
 AUTO_REGISTRATION = """
@@ -58,10 +59,19 @@ def test_spark_finds_the_source_without_registration(tmp_path: Path) -> None:
 
 
 def test_register_is_idempotent(spark: SparkSession, tmp_path: Path) -> None:
-    from pyspark_kudusql import register
+    from pyspark_kudusql import register, spark_session
 
     register(spark)
     register(spark)
+    # Spark's filter pushdown for Python sources stays the user's: on, Spark 4.3 reuses a
+    # relation's pushed read plan (docs/SPARK.md); spark_session returns this session
+    spark.conf.set(PUSHDOWN, "false")
+    try:
+        assert spark_session() is spark
+        register(spark)
+        assert spark.conf.get(PUSHDOWN) == "false"
+    finally:
+        spark.conf.unset(PUSHDOWN)
     kc = KuduContext(str(tmp_path / "db"), spark)
     kc.create_table("x", StructType.fromDDL("id int"), ["id"])
     assert kc.read("x").count() == 0
