@@ -303,36 +303,36 @@ def _tenths(
 ) -> None:
     """Call ``write_round`` (it returns the rows it wrote) for ``seconds``; at the end of
     each tenth call ``sample`` with that tenth's figures (the time ``sample`` itself
-    takes is in no tenth)."""
+    takes is in no tenth). There are always ``SAMPLES`` tenths and each has at least one
+    round: on a machine too busy for a round per tenth, a tenth ends after its first
+    round and the run lasts longer than ``seconds``."""
     start = time.monotonic()
-    next_sample, written, last = seconds / SAMPLES, 0, start
+    last = start
     cpu_last, proc_last, jiffies_last = time.thread_time(), time.process_time(), _cpu_jiffies()
-    while True:
+    for i in range(1, SAMPLES + 1):
+        written = write_round()
+        while time.monotonic() - start < seconds * i / SAMPLES:
+            written += write_round()
         now = time.monotonic() - start
-        if now >= next_sample or now >= seconds:
-            wall = max(1e-9, time.monotonic() - last)
-            cpu = time.thread_time() - cpu_last
-            jiffies = _cpu_jiffies()
-            total, stolen = (a - b for a, b in zip(jiffies, jiffies_last, strict=True))
-            sample(
-                Tenth(
-                    now,
-                    written / wall,
-                    cpu * 1e6 / max(1, written),
-                    (time.process_time() - proc_last - cpu) / wall,
-                    stolen / total if total > 0 else 0.0,
-                )
+        wall = max(1e-9, time.monotonic() - last)
+        cpu = time.thread_time() - cpu_last
+        jiffies = _cpu_jiffies()
+        total, stolen = (a - b for a, b in zip(jiffies, jiffies_last, strict=True))
+        sample(
+            Tenth(
+                now,
+                written / wall,
+                cpu * 1e6 / max(1, written),
+                (time.process_time() - proc_last - cpu) / wall,
+                stolen / total if total > 0 else 0.0,
             )
-            written, last = 0, time.monotonic()
-            cpu_last, proc_last, jiffies_last = (
-                time.thread_time(),
-                time.process_time(),
-                _cpu_jiffies(),
-            )
-            next_sample += seconds / SAMPLES
-            if now >= seconds:
-                return
-        written += write_round()
+        )
+        last = time.monotonic()
+        cpu_last, proc_last, jiffies_last = (
+            time.thread_time(),
+            time.process_time(),
+            _cpu_jiffies(),
+        )
 
 
 def sustained(

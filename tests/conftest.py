@@ -1,4 +1,5 @@
-"""Shared fixtures and Hypothesis profiles (dev by default, ci on CI, nightly for long runs)."""
+"""Shared fixtures, Hypothesis profiles (dev by default, ci on CI, nightly for long runs),
+markers, and a bound on every test of the default suite (``tests/support/timing.py``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.support.timing import TEST_BOUND
 
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -19,9 +22,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Everything under tests/spark is marked ``spark``; every ``spark`` test runs on one
-    xdist worker (``--dist loadgroup``), so one JVM serves them all."""
+    xdist worker (``--dist loadgroup``), so one JVM serves them all. A test of the
+    default suite without a timeout of its own fails after ``TEST_BOUND`` (a hang, with
+    its stack, rather than a suite that never ends)."""
     for item in items:
         if "tests/spark/" in str(item.fspath):
             item.add_marker(pytest.mark.spark)
         if item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.xdist_group("spark"))
+        if item.get_closest_marker("timeout") is None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.timeout(TEST_BOUND))

@@ -2,8 +2,8 @@
 KuduContext-like helper and the Spark data pipeline.
 
 Modules: ``options`` (the source's options), ``spark_schema`` (types between kudusql,
-Spark and Spark's Arrow batches), ``filters`` (pushed-down filters), ``reader`` (scan
-tokens as Spark partitions), ``staging`` / ``writer`` / ``publish`` (tasks stage rows,
+Spark and Spark's Arrow batches), ``reader`` (scan tokens as Spark partitions; Spark
+applies every filter), ``staging`` / ``writer`` / ``publish`` (tasks stage rows,
 the commit applies them at one timestamp: all-or-nothing writes), ``source``
 (``DefaultSource``), ``session`` (session settings, explicit registration), ``context``
 (``KuduContext``), ``pipeline`` (files through Spark into tables). The top-level module

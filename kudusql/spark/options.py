@@ -43,14 +43,26 @@ KNOWN_OPTIONS = {
     "kudu.ignorenull": "true: a NULL in an upsert or update leaves the stored value",
     "kudu.ignorerowerrors": "true: apply the good rows and count the bad ones "
     "instead of failing the job",
-    "kudusql.pushfilters": "true: take Spark's simple filters into the scan (only with a "
-    "DataFrame per query: Spark reuses a relation's pushed filters, see docs/SPARK.md)",
+    "kudusql.pushfilters": "refused when true (Spark reuses a relation's last pushed read plan "
+    "for later queries; see docs/SPARK.md); false is accepted",
     "kudusql.reportfile": "write a JSON summary of a write job (rows, errors) to this file",
     "kudusql.minpartitions": "read in at least this many Spark partitions when there are "
     "as many scan pieces (default: the planning machine's CPU count)",
     "kudusql.maxpartitionbytes": "pack scan pieces into Spark partitions of at most about "
     "this many bytes (default 128 MiB)",
 }
+
+#: Why ``kudusql.pushFilters=true`` is refused. Spark 4.3 keeps the read plan of a
+#: relation's last filter pushdown on the relation and runs it for a later query that
+#: pushes nothing; the Python worker running that plan receives only the planned reader
+#: and partition, never the filters of the query it serves, so the reuse cannot be
+#: detected (docs/SPARK.md, "Filter pushdown").
+PUSH_FILTERS_REFUSED = (
+    "option kudusql.pushFilters=true is not supported: Spark 4.3 reuses a relation's last "
+    "pushed read plan for later queries on the same DataFrame or view (df.filter('id IN "
+    "(5, 9)').count() then df.count() counts 2 rows), and a data source cannot detect the "
+    "reuse; leave the option unset and Spark applies the filters (see docs/SPARK.md)"
+)
 
 DEFAULT_BATCH_BYTES = 20 << 20
 #: Spark's own default for packing files into read partitions
@@ -70,7 +82,6 @@ class SourceOptions:
     ignore_null: bool = False
     ignore_row_errors: bool = False
     report_file: str | None = None
-    push_filters: bool = False
     #: None: the CPU count of the process planning the read.
     min_partitions: int | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
@@ -153,6 +164,8 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
             f"option kudu.operation: unknown operation {op!r}; expected one of "
             + ", ".join(OPERATIONS)
         )
+    if _bool("kudusql.pushFilters", opts.get("kudusql.pushfilters", "false")):
+        raise ProgrammingError(PUSH_FILTERS_REFUSED)
     locality = opts.get("kudu.scanlocality", "closest_replica").strip().lower()
     if locality not in ("closest_replica", "leader_only"):
         raise ProgrammingError(
@@ -169,7 +182,6 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
         ignore_null=_bool("kudu.ignoreNull", opts.get("kudu.ignorenull", "false")),
         ignore_row_errors=_bool("kudu.ignoreRowErrors", opts.get("kudu.ignorerowerrors", "false")),
         report_file=opts.get("kudusql.reportfile") or None,
-        push_filters=_bool("kudusql.pushFilters", opts.get("kudusql.pushfilters", "false")),
         min_partitions=min_parts,
         max_partition_bytes=max_part,
     )

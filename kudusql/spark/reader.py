@@ -1,11 +1,12 @@
-"""Spark reads of a kudusql table: filter pushdown, partitions from scan tokens, Arrow
-batches in Spark's exact schema.
+"""Spark reads of a kudusql table: partitions from scan tokens, Arrow batches in Spark's
+exact schema.
 
-Planning (``pushFilters`` then ``partitions``) runs once, in a Python worker on the
-driver: it opens the database read-only, fixes one snapshot (the
-``kudu.snapshotTimestampMicros`` option, else the latest), and plans the table's scan
-tokens with the pushed predicates (tablets the predicates rule out are skipped; a
-tablet larger than ``kudu.splitSizeBytes`` is cut at rowset bounds). The tokens are
+Planning (``partitions``) runs once, in a Python worker on the driver: it opens the
+database read-only, fixes one snapshot (the ``kudu.snapshotTimestampMicros`` option,
+else the latest), and plans the table's scan tokens (a tablet larger than
+``kudu.splitSizeBytes`` is cut at rowset bounds). The reader takes no filters: Spark
+4.3 would reuse a plan made for one query's filters in later queries (docs/SPARK.md),
+so every plan is the whole table and Spark applies every filter. The tokens are
 packed into balanced Spark partitions (``pack_tokens``), as Spark packs files: a Python
 read task costs Spark ~65 ms before it reads a byte, so a table of many small tablets
 read one tablet per task spent more time starting tasks than scanning. The partitions
@@ -27,19 +28,16 @@ from __future__ import annotations
 import heapq
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kudusql.common.hybrid_time import from_micros
 from kudusql.common.options import TabletOptions
-from kudusql.common.predicates import ColumnPredicate
-from kudusql.common.schema import Schema
-from kudusql.spark.filters import to_predicate
 from kudusql.spark.options import SourceOptions
 from kudusql.spark.spark_schema import arrow_schema_for
 from kudusql.storage.client.database import Database
@@ -89,7 +87,7 @@ def kept_open(db_path: str, tablet_id: int) -> Database:
 
 
 class TokenPartition(InputPartition):
-    """The serialized scan tokens one read task runs (none: every tablet was pruned)."""
+    """The serialized scan tokens one read task runs (none: the table has no tablets)."""
 
     def __init__(self, tokens: list[bytes], description: str) -> None:
         super().__init__(tokens)
@@ -129,14 +127,10 @@ def pack_tokens(
 
 
 class KudusqlReader(DataSourceReader):
-    def __init__(
-        self, opts: SourceOptions, table: Schema, columns: list[str], schema: StructType
-    ) -> None:
+    def __init__(self, opts: SourceOptions, columns: list[str], schema: StructType) -> None:
         self.opts = opts
-        self.table_schema = table
         self.columns = columns
         self.arrow_schema = arrow_schema_for(schema)
-        self.pushed: list[ColumnPredicate] = []
         #: The snapshot the partitions were planned at (a HybridTime), once planned.
         self.snapshot: int | None = None
 
@@ -146,13 +140,12 @@ class KudusqlReader(DataSourceReader):
         with Database(o.database, read_only=True) as db:
             tokens = db.table(o.table).scan_tokens(
                 self.columns,
-                self.pushed,
                 snapshot=snapshot,
                 split_size_bytes=o.split_size_bytes,
             )
             self.snapshot = tokens[0].snapshot if tokens else db.snapshot(snapshot)
         if not tokens:
-            return [TokenPartition([], "no tablet matches the filters")]
+            return [TokenPartition([], "the table has no tablets")]
         max_bytes = o.max_partition_bytes
         if o.split_size_bytes is not None:  # pieces the user asked for stay apart
             max_bytes = min(max_bytes, o.split_size_bytes)
@@ -173,26 +166,6 @@ class KudusqlReader(DataSourceReader):
             for batch in token.execute(db, ordered=self.opts.fault_tolerant):
                 if batch.num_rows:
                     yield from split_batch(spark_batch(batch, target), self.opts.batch_bytes)
-
-
-class PushdownReader(KudusqlReader):
-    """A reader that also takes Spark's filters (the ``kudusql.pushFilters`` option).
-
-    Spark 4.3 keeps the partitions of a relation's last filter pushdown and reuses them
-    for a later query on the same DataFrame or temporary view that pushes nothing (and
-    for every scan of a relation read twice in one query), so pushed filters can leak
-    into a query that never had them. Use this only with a DataFrame per query; see
-    docs/SPARK.md.
-    """
-
-    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
-        self.pushed = []
-        for f in filters:
-            pred = to_predicate(f, self.table_schema)
-            if pred is None:
-                yield f
-            else:
-                self.pushed.append(pred)
 
 
 def spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:

@@ -1,10 +1,11 @@
 """Spark session set-up for kudusql: the settings the data source needs.
 
-``spark_session(master)`` builds (or returns) a session with filter pushdown for Python
-data sources switched on (``spark.sql.python.filterPushdown.enabled``: without it a
-reader that pushes filters is refused by Spark), the session time zone set to UTC
-(kudusql timestamps are UTC), Arrow batches of 100,000 rows between the JVM and the
-Python workers, and the Python workers running this interpreter.
+``spark_session(master)`` builds (or returns) a session with the session time zone set
+to UTC (kudusql timestamps are UTC), Arrow batches of 100,000 rows between the JVM and
+the Python workers, and the Python workers running this interpreter. Spark's filter
+pushdown for Python data sources (``spark.sql.python.filterPushdown.enabled``) stays as
+the user set it (off by default): the source takes no filters either way, as Spark 4.3
+reuses a relation's last pushed read plan for later queries (docs/SPARK.md).
 ``register(spark)`` registers the source explicitly and applies the same settings to
 an existing session.
 """
@@ -17,7 +18,6 @@ import sys
 from pyspark.sql import SparkSession
 
 SETTINGS = {
-    "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
 }
 #: Only for sessions built here: bigger Arrow batches between the JVM and Python
@@ -29,7 +29,7 @@ BUILD_SETTINGS = {
 
 
 def register(spark: SparkSession) -> None:
-    """Register ``kudusql`` with ``spark`` and switch on filter pushdown."""
+    """Register ``kudusql`` with ``spark`` and set the session's time zone to UTC."""
     from kudusql.spark.source import DefaultSource
 
     for k, v in SETTINGS.items():

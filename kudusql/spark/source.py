@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 from kudusql.common.errors import ProgrammingError
 from kudusql.spark.options import SourceOptions, parse_options
 from kudusql.spark.publish import JobPlan
-from kudusql.spark.reader import KudusqlReader, PushdownReader
+from kudusql.spark.reader import KudusqlReader
 from kudusql.spark.spark_schema import check_write_schema, read_columns, spark_schema
 from kudusql.spark.staging import new_job_dir
 from kudusql.spark.writer import KudusqlWriter
@@ -51,8 +51,7 @@ class DefaultSource(DataSource):
         with Database(opts.database, read_only=True) as db:
             table = open_table(db, opts).schema
         columns = read_columns(table, opts.table, schema)
-        cls = PushdownReader if opts.push_filters else KudusqlReader
-        return cls(opts, table, columns, schema)
+        return KudusqlReader(opts, columns, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._opts()

@@ -45,6 +45,7 @@ from kudusql.storage.client.partition import (
 from kudusql.storage.client.table import Table
 from kudusql.storage.fs import faults
 from tests.support.tablets import pause_at, schema
+from tests.support.timing import WAIT, scaled
 
 OPTS = TabletOptions(sync=False, rows_per_page=64, history_max_age_s=3600)
 SCHEMA = schema(("id", "INT64"), ("name", "STRING"), ("v", "INT32"), key=["id"])
@@ -179,7 +180,9 @@ def test_second_writer_process_refused(db: Database) -> None:
         "except OperationalError as e:\n"
         "    print(e); sys.exit(3)\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60)
+    )
     assert p.returncode == 3, p.stderr
     assert "locked by process" in p.stdout
 
@@ -299,7 +302,7 @@ def test_a_failed_tablet_s_reload_does_not_hold_up_the_table_s_other_tablets(
 
     merging = threading.Thread(target=merge)
     merging.start()
-    assert entered.wait(10)
+    assert entered.wait(WAIT)
     faults.inject("write", path_contains="wal", err=28)
     try:
         with pytest.raises(OperationalError):
@@ -313,13 +316,13 @@ def test_a_failed_tablet_s_reload_does_not_hold_up_the_table_s_other_tablets(
     to_b = threading.Thread(target=insert, args=(150,))
     to_b.start()
     try:
-        to_b.join(5)  # the merge stays paused for 10 s
+        to_b.join(WAIT / 2)  # the merge stays paused for up to WAIT
         assert not to_b.is_alive()  # the other tablet's write did not wait for it
         assert to_a.is_alive()
     finally:
         release.set()
-    merging.join(10)
-    to_a.join(10)
+    merging.join(WAIT)
+    to_a.join(WAIT)
     assert not merging.is_alive() and not to_a.is_alive()
     assert len(failures) == 1 and "has failed" in str(failures[0])
     assert [r["id"] for r in content(t)] == [*range(10), 60, 100, 150]

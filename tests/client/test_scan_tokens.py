@@ -37,6 +37,7 @@ from kudusql.storage.client.database import Database
 from kudusql.storage.client.partition import HashDimension, PartitionSchema, RangeBounds
 from kudusql.storage.client.scan_token import ScanToken
 from kudusql.storage.client.table import Table
+from tests.support.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = TabletOptions(sync=False, rows_per_page=16, file_grace_s=60, threads=2)
@@ -115,7 +116,7 @@ def run_tokens(tokens: list[ScanToken], tmp: Path, during: Any = None) -> list[A
         during(lambda: all(p.poll() is not None for p, _ in procs))
     out: list[Any] = []
     for p, of in procs:
-        _, err = p.communicate(timeout=120)
+        _, err = p.communicate(timeout=scaled(120))
         if p.returncode == 0:
             with pa.OSFile(str(of), "rb") as f:
                 out.append(pa.ipc.open_stream(f).read_all())
@@ -157,7 +158,7 @@ def churn(t: Table, done: Any) -> None:
     """``after_planning``, then upserts of planned rows (and flushes) until ``done()``:
     the WAL and the rowsets change under the readers."""
     after_planning(t)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     i = 0
     while not done() and time.monotonic() < deadline:
         assert t.upsert(rows([500 + i % 60, 1900 + i % 60], 20 + i)).applied == 2

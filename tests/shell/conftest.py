@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.timing import scaled
+
 KUDUSQL = str(Path(sys.executable).parent / "kudusql")
 
 
@@ -34,7 +36,7 @@ def run_cli(tmp_path: Path) -> Any:
             text=True,
             env=shell_env(tmp_path),
             cwd=cwd or tmp_path,
-            timeout=60,
+            timeout=scaled(60),
         )
 
     return run

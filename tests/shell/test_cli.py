@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.shell.conftest import KUDUSQL, shell_env
+from tests.support.timing import scaled
 
 SETUP = (
     "CREATE TABLE t (id BIGINT PRIMARY KEY, v STRING, price DECIMAL(10,2)) "
@@ -26,7 +27,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     tmp = tmp_path_factory.mktemp("shell")
     path = str(tmp / "db")
     r = subprocess.run(
-        [KUDUSQL, path, "-c", SETUP], capture_output=True, text=True, env=shell_env(tmp)
+        [KUDUSQL, path, "-c", SETUP],
+        capture_output=True,
+        text=True,
+        env=shell_env(tmp),
+        timeout=scaled(60),
     )
     assert r.returncode == 0, r.stderr
     assert "INSERT 3 rows" in r.stdout

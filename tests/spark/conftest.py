@@ -22,6 +22,7 @@ if shutil.which("java") is None:
 from pyspark.sql import SparkSession
 
 import kudusql
+from tests.support.timing import scaled
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +33,14 @@ def spark() -> Iterator[SparkSession]:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master("local[2]").appName("kudusql-tests")
-    for k, v in {**SETTINGS, **BUILD_SETTINGS, "spark.sql.shuffle.partitions": "2"}.items():
+    # Spark's own timeouts, as the suite's (tests/support/timing.py): a busy machine can
+    # take longer than Spark's defaults (15 s, 120 s) to start a Python worker
+    waits = {
+        "spark.python.authenticate.socketTimeout": f"{scaled(15):.0f}s",
+        "spark.network.timeout": f"{scaled(120):.0f}s",
+    }
+    confs = {**SETTINGS, **BUILD_SETTINGS, "spark.sql.shuffle.partitions": "2", **waits}
+    for k, v in confs.items():
         builder = builder.config(k, v)
     s = builder.getOrCreate()
     yield s

@@ -5,7 +5,6 @@ stays usable; an interrupt never leaks into the next statement."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -14,6 +13,7 @@ import pytest
 import kudusql
 from kudusql.common.errors import OperationalError
 from kudusql.storage.tablet.write_ops import WriteOp
+from tests.support.timing import scaled
 
 DELETE = WriteOp.DELETE
 ROWS = 400_000
@@ -49,6 +49,7 @@ def test_interrupt_stops_a_scan_between_batches(conn: kudusql.Connection) -> Non
     assert conn.execute("SELECT count(*) FROM t").fetchall() == [(ROWS,)]
 
 
+@pytest.mark.timeout(scaled(60))  # the query runs for hours unless interrupted
 def test_interrupt_from_another_thread_reaches_duckdb(conn: kudusql.Connection) -> None:
     done = threading.Event()
 
@@ -58,14 +59,12 @@ def test_interrupt_from_another_thread_reaches_duckdb(conn: kudusql.Connection) 
 
     th = threading.Thread(target=cancel)
     th.start()
-    t0 = time.monotonic()
     try:
         with pytest.raises(OperationalError):
             conn.execute("SELECT count(*) FROM range(100000000) a, range(100000) b")
     finally:
         done.set()
         th.join()
-    assert time.monotonic() - t0 < 10
 
 
 def test_interrupt_before_a_dml_write_applies_nothing_more(conn: kudusql.Connection) -> None:

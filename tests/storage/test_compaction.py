@@ -27,6 +27,7 @@ from kudusql.storage.tablet.deltamemstore import DeltaMemStore
 from kudusql.storage.tablet.diskrowset import DiskRowSet
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support.tablets import pause_at, rows, schema
+from tests.support.timing import WAIT, scaled
 
 KV = schema(("key", "BIGINT"), ("val", "INT"), ("s", "STRING"), key=["key"])
 OPTS = TabletOptions(rows_per_page=4, sync=False, history_max_age_s=3600, file_grace_s=0)
@@ -475,13 +476,13 @@ def test_mutations_during_a_merge_move_to_the_outputs(
     entered, release = pause_at(monkeypatch, tablet_mod, "write_rowsets")
     th = threading.Thread(target=t.compact, args=(drs_ids(t),))
     th.start()
-    assert entered.wait(10)
+    assert entered.wait(WAIT)
     t.update(kv([2, 3], [200, 300]))
     t.delete(kv([4]))
     t.insert(kv([4], [44]))  # re-insert of a key deleted during the merge
     mid = t.latest_timestamp()
     release.set()
-    th.join(10)
+    th.join(WAIT)
     assert len(drs_ids(t)) == 1
     got = by_key(t)
     assert got[2] == (200, None) and got[3] == (300, None) and got[4] == (44, None)
@@ -543,15 +544,15 @@ def test_maintenance_running_when_a_write_fails_publishes_nothing(
 
     maintenance = threading.Thread(target=run)
     maintenance.start()
-    assert entered.wait(10)
+    assert entered.wait(WAIT)
     fail_a_write(t, 100)
     writer = threading.Thread(target=t.insert, args=(kv([101], [2]),))
     writer.start()
     writer.join(0.5)
     assert writer.is_alive()  # the reload waits for the maintenance op
     release.set()
-    maintenance.join(10)
-    writer.join(10)
+    maintenance.join(WAIT)
+    writer.join(WAIT)
     assert not maintenance.is_alive() and not writer.is_alive()
     assert len(failures) == 1 and "has failed" in str(failures[0])
     expected[101] = (2, None)
@@ -584,7 +585,7 @@ def test_a_tablet_closed_while_a_write_waited_to_reload_it_stays_closed(tmp_path
         writer.join(0.3)
         assert writer.is_alive()
         t.close()  # reentrant: this thread holds the maintenance lock
-    writer.join(10)
+    writer.join(WAIT)
     assert len(errors) == 1 and isinstance(errors[0], ProgrammingError), errors
     t = Tablet.open(t.path, OPTS)
     assert by_key(t) == {1: (1, None)}
@@ -683,12 +684,21 @@ def test_bank_transfers_under_concurrent_compactions(tmp_path: Any) -> None:
     threads += [threading.Thread(target=guard(maintainer)), threading.Thread(target=guard(reader))]
     for th in threads:
         th.start()
-    deadline = time.monotonic() + 6
-    while time.monotonic() < deadline and not stop.is_set():
+
+    def enough() -> bool:
+        ops = {r.op for r in list(t.maintenance_log)}
+        return checks[0] > 5 and len(stamps) > 20 and {"flush_mrs", "merge_compaction"} <= ops
+
+    # 6 s of racing, or longer on a slow machine until enough happened (a hang bound after)
+    start = time.monotonic()
+    while not stop.is_set():
+        elapsed = time.monotonic() - start
+        if (elapsed >= 6 and enough()) or elapsed >= scaled(60):
+            break
         time.sleep(0.05)
     stop.set()
     for th in threads:
-        th.join(30)
+        th.join(scaled(30))
     if errors:
         raise errors[0]
     assert checks[0] > 5 and len(stamps) > 20
@@ -736,7 +746,7 @@ def test_dms_merge_race_loses_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
     def concat(parts: Any) -> Any:
         if threading.get_ident() in slow_thread:
             paused.set()
-            assert go.wait(10)
+            assert go.wait(WAIT)
         return orig(parts)
 
     monkeypatch.setattr(dms_mod, "concat_deltas", concat)
@@ -748,13 +758,13 @@ def test_dms_merge_race_loses_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
 
     th = threading.Thread(target=slow_reader)
     th.start()
-    assert paused.wait(10)  # the slow reader holds a 2-part snapshot
+    assert paused.wait(WAIT)  # the slow reader holds a 2-part snapshot
     store.append(ev(3, 4))  # 3 parts
     store.append(ev(4, 5))
     store.deltas()  # another reader merges: 1 part
     store.append(ev(5, 6))  # 2 parts again, as the slow reader saw
     go.set()
-    th.join(10)
+    th.join(WAIT)
     assert sorted(store.deltas().rowid.tolist()) == [0, 1, 2, 3, 4, 5]
 
 

@@ -25,6 +25,7 @@ from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
 from tests.storage.test_compaction import KV, OPTS, Clock, drs_ids, kv, make
 from tests.support.tablets import rows
+from tests.support.timing import WAIT, scaled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -197,7 +198,7 @@ def test_a_worker_dead_between_jobs_is_replaced_quietly(tmp_path: Any) -> None:
         first = w.pid
         assert first is not None
         os.kill(first, signal.SIGKILL)
-        time.sleep(0.2)
+        _wait_until_gone(first)
         assert t.compact(drs_ids(t), worker=w) >= 4
         assert w.pid not in (None, first) and _picture(t, stamps) == before
     finally:
@@ -211,7 +212,7 @@ def _environ_after_exec(w: CompactionWorker) -> dict[str, str]:
     command line and environment (together): read too soon, the files are empty or
     still the parent's. The command line naming the worker's module tells they are
     there."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT
     while b"compaction_worker" not in _proc_file(w, "cmdline"):
         if time.monotonic() > deadline:
             raise AssertionError(f"the worker child never showed its command line: {w.pid}")
@@ -292,6 +293,13 @@ def _gone(pid: int) -> bool:
     return "Z" in state.split()[1]  # a zombie nobody reaps has exited too
 
 
+def _wait_until_gone(pid: int, what: str = "the process outlived its SIGKILL") -> None:
+    deadline = time.monotonic() + WAIT
+    while not _gone(pid):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_the_worker_dies_with_its_parent() -> None:
     """A SIGKILLed writer must not leave a merge writing into its tablet."""
@@ -303,11 +311,8 @@ def test_the_worker_dies_with_its_parent() -> None:
         child = int(p.stdout.readline())
         assert not _gone(child)
         p.send_signal(signal.SIGKILL)
-        p.wait(10)
-        deadline = time.monotonic() + 10
-        while not _gone(child):
-            assert time.monotonic() < deadline, "the merge worker outlived its parent"
-            time.sleep(0.05)
+        p.wait(WAIT)
+        _wait_until_gone(child, "the merge worker outlived its parent")
     finally:
         p.kill()
         p.wait()
@@ -321,7 +326,7 @@ def test_background_merges_run_in_the_worker(tmp_path: Any) -> None:
     mm = MaintenanceManager(poll_interval_s=0.02)
     try:
         t.attach(mm)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while "merge_compaction" not in {r.op for r in mm.history()}:
             assert time.monotonic() < deadline, f"no merge ran: {mm.errors}"
             t.insert(kv([10_000 + int(time.monotonic() * 1000) % 100_000], [1]))
@@ -359,7 +364,7 @@ def test_a_worker_whose_parent_stopped_reading_exits_quietly() -> None:
         p.stdout.close()  # nobody reads the reply
         job = compaction_worker.DeltaFilesJob([], KV, False)
         compaction_worker._send(p.stdin, job)
-        assert p.wait(30) == 0
+        assert p.wait(scaled(30)) == 0
         assert p.stderr.read() == b""
     finally:
         p.kill()

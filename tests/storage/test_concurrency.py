@@ -11,6 +11,7 @@ import pytest
 
 from kudusql.storage.tablet import compaction_worker as tablet_mod
 from tests.support.tablets import SMALL, new_tablet, pause_at, reopen, rows, schema
+from tests.support.timing import WAIT
 
 KV = schema(("key", "BIGINT"), ("val", "INT"), key=["key"])
 
@@ -31,7 +32,7 @@ def test_writes_and_reads_continue_during_a_flush(
     entered, release = pause_at(monkeypatch, tablet_mod, "write_rowsets")
     th = threading.Thread(target=t.flush)
     th.start()
-    assert entered.wait(10)
+    assert entered.wait(WAIT)
     # The MemRowSet is frozen and being written: keep writing and reading.
     t.update(kv([1, 2], [100, 200]))  # rows of the frozen MemRowSet
     t.delete(kv([3]))
@@ -42,7 +43,7 @@ def test_writes_and_reads_continue_during_a_flush(
     expect_mid = {0: 0, 1: 100, 2: 200, 3: 33, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 20: 20}
     assert {r["key"]: r["val"] for r in rows(t)} == expect_mid
     release.set()
-    th.join(10)
+    th.join(WAIT)
     assert not th.is_alive()
     assert {r["key"]: r["val"] for r in rows(t)} == expect_mid
     assert {r["key"]: r["val"] for r in rows(t, snapshot=before)} == {i: i for i in range(10)}
@@ -63,12 +64,12 @@ def test_writes_continue_during_a_delta_flush(
     entered, release = pause_at(monkeypatch, tablet_mod, "write_delta_file")
     th = threading.Thread(target=t.flush_deltas)
     th.start()
-    assert entered.wait(10)
+    assert entered.wait(WAIT)
     t.update(kv([1, 2], [11, 22]))
     t.delete(kv([4]))
     assert {r["key"]: r["val"] for r in rows(t)}[1] == 11
     release.set()
-    th.join(10)
+    th.join(WAIT)
     got = {r["key"]: r["val"] for r in rows(t)}
     assert got[1] == 11 and got[2] == 22 and 4 not in got
     t = reopen(t)

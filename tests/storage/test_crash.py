@@ -40,6 +40,7 @@ from kudusql.storage.tablet.diskrowset import rowset_dir
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support import crash_writer as cw
 from tests.support.model import ModelColumn, TabletModel
+from tests.support.timing import WAIT, scaled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -96,7 +97,7 @@ class CrashRun:
         line = proc.stdout.readline()
         if line.strip() != "READY":
             proc.kill()
-            _, err = proc.communicate(timeout=30)
+            _, err = proc.communicate(timeout=scaled(30))
             raise AssertionError(f"the writer did not start: {line!r}\n{err}")
         return proc
 
@@ -108,7 +109,7 @@ class CrashRun:
         assert proc.stdout is not None and proc.stderr is not None
         with proc.stdout, proc.stderr:
             out, err = proc.stdout.read(), proc.stderr.read()
-        proc.wait(timeout=30)
+        proc.wait(timeout=scaled(30))
         assert "Traceback" not in err, err
         assert proc.returncode == -signal.SIGKILL, (proc.returncode, err)
         lines = lines + out.splitlines()
@@ -285,7 +286,7 @@ def _kill_once(run: CrashRun, rng: random.Random, stats: KillStats) -> str:
         hung.set()
         proc.kill()
 
-    safety = threading.Timer(20.0, stop_hung_writer)
+    safety = threading.Timer(scaled(20), stop_hung_writer)
     safety.start()
     lines: list[str] = []
     begins = 0
@@ -297,7 +298,7 @@ def _kill_once(run: CrashRun, rng: random.Random, stats: KillStats) -> str:
             if not line:
                 break
             lines.append(line.rstrip("\n"))
-            if time.monotonic() - t0 > (delay if strategy == "random" else 8.0):
+            if time.monotonic() - t0 > (delay if strategy == "random" else scaled(8)):
                 break
             if strategy == "pause" and line.startswith("PAUSED"):
                 break
@@ -492,18 +493,18 @@ def test_lazy_deleted_rows_bitmap_races_with_a_delete(tmp_path: Any) -> None:
             parts = original()
             if threading.current_thread() is reader:  # build from the parts read now...
                 has_parts.set()
-                resume.wait(10)  # ... after the delete below was applied
+                resume.wait(WAIT)  # ... after the delete below was applied
             return parts
 
         setattr(rowset, "redo_parts", redo_parts)  # noqa: B010
         reader.start()
-        assert has_parts.wait(10)
+        assert has_parts.wait(WAIT)
         deleter = threading.Thread(target=lambda: t.delete(pa.table({"k": [3]})))
         deleter.start()
         time.sleep(0.2)  # the delete is applied now, or waits for the reader's build
         resume.set()
-        reader.join(10)
-        deleter.join(10)
+        reader.join(WAIT)
+        deleter.join(WAIT)
         assert not deleter.is_alive()
         res = t.insert(pa.table({"k": [3], "v": [33]}))
         assert res.errors == []  # fails: AlreadyPresent (the row is still "live")

@@ -17,6 +17,7 @@ from kudusql.common.options import TabletOptions
 from kudusql.storage.fs import faults
 from kudusql.storage.tablet.tablet import Tablet
 from tests.support.tablets import schema
+from tests.support.timing import scaled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCH = schema(("k", "BIGINT"), ("v", "BIGINT"), key=["k"])
@@ -70,12 +71,12 @@ def test_second_writer_process_is_refused_with_the_holders_pid(tmp_path: Any) ->
         f"try:\n    Tablet.open({path!r})\nexcept OperationalError as e:\n    print(e)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=scaled(60)
     )
     assert f"locked by process {os.getpid()}" in out.stdout, out.stderr
     t.close()
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=scaled(60)
     )
     assert out.stdout == "" and out.returncode == 0, out.stderr
 
@@ -102,7 +103,8 @@ def test_read_only_process_scans_while_the_writer_inserts_and_flushes(tmp_path: 
     """Every batch inserts 10 rows and sets every row to the number of batches so far, so
     a consistent snapshot has all values equal to len/10."""
     path = str(tmp_path / "t")
-    t = Tablet.create(path, SCH, OPTS.with_(file_grace_s=30))
+    # files a flush replaces stay for longer than a reader takes to open and scan them
+    t = Tablet.create(path, SCH, OPTS.with_(file_grace_s=scaled(30)))
     t.insert(kv(range(10), 1))
     reader = subprocess.Popen(
         [sys.executable, "-c", READER, path, "12"],
@@ -127,7 +129,7 @@ def test_read_only_process_scans_while_the_writer_inserts_and_flushes(tmp_path: 
             t.flush()
         if i % 7 == 0:
             t.flush_deltas()
-    out, err = reader.communicate(timeout=120)
+    out, err = reader.communicate(timeout=scaled(120))
     assert reader.returncode == 0, err
     assert out.startswith("OK")
     with pytest.raises(OperationalError, match="read-only"):

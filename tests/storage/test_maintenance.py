@@ -32,6 +32,7 @@ from tests.storage.test_compaction import (
     on_disk,
 )
 from tests.support.tablets import pause_at
+from tests.support.timing import WAIT, scaled
 
 MB = 2**20
 
@@ -40,7 +41,7 @@ def op(name: str, **kw: Any) -> MaintenanceOp:
     return MaintenanceOp(name, "t", lambda: None, **kw)
 
 
-def wait_for(cond: Callable[[], bool], timeout: float = 20.0) -> None:
+def wait_for(cond: Callable[[], bool], timeout: float = scaled(20)) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "condition not reached"
@@ -348,14 +349,14 @@ def test_close_waits_for_a_running_compaction(
     entered, release = pause_at(monkeypatch, compaction_worker, "write_rowsets")
     th = threading.Thread(target=t.compact, args=(drs_ids(t),))
     th.start()
-    assert entered.wait(10)
+    assert entered.wait(WAIT)
     closer = threading.Thread(target=t.close)
     closer.start()
     time.sleep(0.1)
     assert closer.is_alive()  # waiting for the compaction, lock still held
     release.set()
-    th.join(10)
-    closer.join(10)
+    th.join(WAIT)
+    closer.join(WAIT)
     assert not closer.is_alive()
     t = Tablet.open(t.path, OPTS)
     assert len(drs_ids(t)) == 1 and t.count_rows() == 40

@@ -58,7 +58,9 @@ def test_sustained_load_stays_bounded(tmp_path: Any, keys: str) -> None:
 def test_window_load_deletes_what_leaves_the_window(tmp_path: Any) -> None:
     """The window load: after the bulk load, every round deletes as many of the oldest
     keys as it inserts, so the tablet holds exactly the window at every tenth (a delete
-    that missed, or an update of a deleted key, would show in the count or the errors)."""
+    that missed, or an update of a deleted key, would show in the count or the errors).
+    Maintenance runs beside the rounds; what it gets done in two seconds depends on the
+    machine, so it is asserted only by the slow test above."""
     window = 20 * BATCH
     r = sustained(str(tmp_path / "t"), 2.0, keys="window", window=window)
     assert not r.errors, r.errors
@@ -66,13 +68,13 @@ def test_window_load_deletes_what_leaves_the_window(tmp_path: Any) -> None:
     assert r.rows_found == window
     assert len(r.samples) == SAMPLES
     assert all(s.keys == window for s in r.samples)
-    assert "flush_mrs" in r.ops, r.ops  # the rounds ran with maintenance on
 
 
 @pytest.mark.parametrize("keys", KEY_PATTERNS)
 def test_sqlite_rival_runs_the_same_load(tmp_path: Any, keys: str) -> None:
-    """The benchmark's SQLite rival writes the load for real: a sample per tenth, and
-    its table holds every key it should (the window load's: the last ``window``)."""
+    """The benchmark's SQLite rival writes the load for real: a sample per tenth (each
+    tenth has at least one round, however busy the machine), and its table holds every
+    key it should (the window load's: the last ``window``)."""
     window = 10 * BATCH  # the window load starts empty here: reached, then held
     r = sqlite_sustained(str(tmp_path / "rival.sqlite"), 1.0, 42, keys, window)
     assert not r["errors"]

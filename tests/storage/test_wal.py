@@ -169,7 +169,10 @@ def test_append_rejects_bad_arguments(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    deadline=None,
+    # too_slow as in every profile (tests/conftest.py): a busy machine generates slowly
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     sizes=st.lists(st.integers(0, 6000), min_size=0, max_size=30),

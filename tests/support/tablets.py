@@ -11,6 +11,7 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.tablet.tablet import Tablet
+from tests.support.timing import WAIT
 
 SMALL = TabletOptions(rows_per_page=4, sync=False, history_max_age_s=3600)
 
@@ -52,7 +53,7 @@ def pause_at(monkeypatch: Any, module: Any, name: str) -> tuple[threading.Event,
 
     def slow(*a: Any, **kw: Any) -> Any:
         entered.set()
-        assert release.wait(10)
+        assert release.wait(WAIT)
         return orig(*a, **kw)
 
     monkeypatch.setattr(module, name, slow)

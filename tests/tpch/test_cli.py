@@ -17,6 +17,7 @@ import pytest
 import kudusql
 import tpch.generate
 import tpch.load
+from tests.support.timing import scaled
 from tpch.cli import main
 
 SF = "0.01"
@@ -170,7 +171,11 @@ def test_bad_query_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_python_dash_m_help() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tpch", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tpch", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=scaled(60),
     )
     for cmd in ("generate", "load", "run", "check", "compare", "micro", "mutate", "report"):
         assert cmd in proc.stdout
