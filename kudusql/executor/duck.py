@@ -46,6 +46,8 @@ _SCAN_NAME = re.compile(r"__kudusql_(?:scan|changes)_\d+")
 
 def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
     """A DuckDB exception as the kudusql (PEP 249) error a user expects."""
+    if isinstance(e, duckdb.InterruptException):  # ``DuckRunner.interrupt``
+        return OperationalError("statement cancelled")
     msg = str(e)
     if plan is not None:
         msg = _SCAN_NAME.sub(lambda m: plan.display_name(m.group(0)), msg)

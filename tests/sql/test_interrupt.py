@@ -60,7 +60,7 @@ def test_interrupt_from_another_thread_reaches_duckdb(conn: kudusql.Connection) 
     th = threading.Thread(target=cancel)
     th.start()
     try:
-        with pytest.raises(OperationalError):
+        with pytest.raises(OperationalError, match="^statement cancelled$"):
             conn.execute("SELECT count(*) FROM range(100000000) a, range(100000) b")
     finally:
         done.set()
