@@ -60,7 +60,7 @@ def test_interrupt_from_another_thread_reaches_duckdb(conn: kudusql.Connection) 
     th = threading.Thread(target=cancel)
     th.start()
     try:
-        with pytest.raises(OperationalError, match="^statement cancelled$"):
+        with pytest.raises(OperationalError, match=r"^statement cancelled$"):
             conn.execute("SELECT count(*) FROM range(100000000) a, range(100000) b")
     finally:
         done.set()
@@ -89,3 +89,14 @@ def test_scan_progress_counts_rows_read_out_of_rows_stored(conn: kudusql.Connect
     assert conn.execute("SELECT count(*) FROM t WHERE v >= 0").fetchall() == [(ROWS,)]
     assert seen == [(0, ROWS), (ROWS, ROWS)]
     assert conn.session.scan_progress() is None
+
+
+def test_duckdbs_interrupt_is_the_cancelled_error() -> None:
+    """However the cancel reaches DuckDB, the user sees kudusql's message."""
+    import duckdb
+
+    from kudusql.executor.duck import to_error
+
+    err = to_error(duckdb.InterruptException("INTERRUPT Error: Interrupted!"))
+    assert isinstance(err, OperationalError)
+    assert str(err) == "statement cancelled"
