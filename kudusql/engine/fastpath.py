@@ -295,6 +295,10 @@ class StatementCache:
             self._items.popitem(last=False)
         return entry
 
+    def analysed(self, sql: str) -> bool:
+        """Whether ``sql``'s analysis is cached (``get`` then parses nothing)."""
+        return sql in self._items
+
     def values_rows(self, s: st.Insert | st.Upsert) -> list[list[Any]] | None:
         """``constant_rows`` of a cached INSERT/UPSERT VALUES statement, computed once
         per statement (the cells are immutable values and ``Param`` markers)."""

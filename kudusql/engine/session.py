@@ -44,7 +44,7 @@ from kudusql.executor.dml import (
 from kudusql.executor.duck import DuckRunner
 from kudusql.parser import statements as st
 from kudusql.parser import to_duckdb_sql
-from kudusql.parser.limits import check_cancelled, headroom, nesting_bound
+from kudusql.parser.limits import check_cancelled, headroom, nesting_bound, too_deep
 from kudusql.parser.statements import parse
 from kudusql.planner.dml import (
     Param,
@@ -158,23 +158,37 @@ class Session:
         statement nests at most ``limits.MAX_NESTING`` levels (ProgrammingError past it,
         from any caller's stack depth)."""
         self.runner.cancelled.clear()
+        fast_paths = self.db.options.fast_paths
+        if fast_paths and self.statements.analysed(sql):
+            # A statement analysed before parses nothing and recurses little: the fast
+            # paths' common case skips the stack bookkeeping below.
+            try:
+                res = self._fast(sql, params)
+            except RecursionError:  # the caller left almost no stack
+                raise too_deep() from None
+            if res is not None:
+                return res
         with headroom(nesting_bound(sql)):
             return self._execute(sql, params)
 
+    def _fast(self, sql: str, params: Params) -> Result | None:
+        """The fast paths' answer for ``sql``, or None for the general path."""
+        fast = self.statements.get(sql, self.runner.cancelled)
+        if fast is None:
+            return None
+        stmt, lookup = fast
+        if lookup is not None:
+            return lookup.run(self, params)
+        if not isinstance(stmt, st.Insert | st.Upsert):
+            return None
+        if params is not None:
+            return self._insert_many(stmt, [params])
+        return self._insert(stmt)
+
     def _execute(self, sql: str, params: Params) -> Result:
         fast_paths = self.db.options.fast_paths
-        fast = self.statements.get(sql, self.runner.cancelled) if fast_paths else None
-        if fast is not None:
-            stmt, lookup = fast
-            res: Result | None
-            if lookup is not None:
-                res = lookup.run(self, params)
-            elif not isinstance(stmt, st.Insert | st.Upsert):
-                res = None
-            elif params is not None:
-                res = self._insert_many(stmt, [params])
-            else:
-                res = self._insert(stmt)
+        if fast_paths:
+            res = self._fast(sql, params)
             if res is not None:
                 return res
         if params is not None:

@@ -228,3 +228,35 @@ def test_a_read_only_view_reads_as_of_its_open_until_asked_for_later(tmp_path: P
     assert set(rows(tv).values()) == {"new"}  # the view moved there
     view.close()
     db.close()
+
+
+def test_a_committed_bulk_part_is_kept_when_a_crash_comes_before_its_untag(
+    tmp_path: Path,
+) -> None:
+    """A committed bulk part's rowsets stay tagged on disk until the tablet's next
+    superblock save; the commit log vouches for them meanwhile, across a crash too."""
+    from kudusql.storage.tablet import metadata
+
+    path = str(tmp_path / "db")
+    opts = OPTIONS.with_(bulk_load_rows=1000)
+    db = Database(path, opts, maintenance=False)
+    t = table(db)
+    t.insert(batch(0, 30_000))
+    dirs = [catalog.tablet_path(db.path, e.id) for e in t.meta.tablets]
+    assert all(metadata.load(d).txn_rowsets for d in dirs)  # still tagged on disk
+    assert db.txn_log().pending_tablets() == {e.id for e in t.meta.tablets}
+    db.abandon()
+    with Database(path, opts, maintenance=False) as db2:
+        assert len(rows(db2.table("t"))) == 30_000
+        assert db2.txn_log().pending_tablets() == set()
+    assert not any(metadata.load(d).txn_rowsets for d in dirs)
+    # A save in the writing session proves it too: the commit log forgets it.
+    db3 = Database(path, opts, maintenance=False)
+    t3 = db3.table("t")
+    t3.insert(batch(50_000, 80_000))
+    assert db3.txn_log().pending_tablets()
+    t3.upsert(batch(90_000, 90_050, "more"))  # a few rows in every MemRowSet
+    for tt in t3.tablets():
+        tt.flush()  # a superblock save
+    assert db3.txn_log().pending_tablets() == set()
+    db3.close()

@@ -279,8 +279,10 @@ class Database:
             cache=self.cache,
             txn_committed=self._txn_committed,
         )
-        if self._txns is not None:
-            self._txns.tablet_opened(tablet_id)
+        txns = self._txns
+        if txns is not None:
+            txns.tablet_opened(tablet_id)
+            t.on_txn_proved = lambda ts: txns.finalized(ts, tablet_id, t)
         if not self.read_only and t.schema != schema:
             t.alter_schema(schema)  # an ALTER committed in the catalog, not yet here
         if self.maintenance is not None:

@@ -543,7 +543,8 @@ class Table(WriteShortcuts):
                 except OperationalError as e:
                     failures.append(e)
                     continue
-                txns.finalized(ts, rt.meta.tablets[p.slot].id, x.tablet)
+                if x.logged:  # a bulk part proves it at its tablet's next save
+                    txns.finalized(ts, rt.meta.tablets[p.slot].id, x.tablet)
             db.mvcc.finish_op(ts)
         if failures:
             raise failures[0]

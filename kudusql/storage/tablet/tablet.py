@@ -123,6 +123,10 @@ def _never_committed(ts: int) -> bool:
     return False
 
 
+def _ignore(ts: int) -> None:
+    return None
+
+
 class Tablet(WriteShortcuts):
     """One tablet directory: create with ``Tablet.create``, reopen with ``Tablet.open``."""
 
@@ -145,6 +149,12 @@ class Tablet(WriteShortcuts):
         #: Transactions whose parts the last load applied on the commit log's word alone
         #: (no FINALIZE marker here): flushed at once, so the commit log may forget them.
         self.rolled_forward: set[int] = set()
+        #: Committed transactions whose bulk-loaded rowsets are untagged in memory, not
+        #: yet in a saved superblock (``txn_part.commit_part``; the next save does it).
+        self._untagged: set[int] = set()
+        #: Told the timestamp of a committed transaction once this tablet holds its own
+        #: durable proof of it (the database then lets its commit log forget it).
+        self.on_txn_proved: Callable[[int], None] = _ignore
         self.clock = clock or HybridClock()
         self.mvcc = MvccManager(self.clock)
         self.cache = cache if cache is not None else BlockCache(options.block_cache_bytes)
@@ -1316,7 +1326,14 @@ class Tablet(WriteShortcuts):
     def _save_meta(self) -> None:
         self.meta.next_seq = self._next_seq
         self.meta.wal_gc_marks = self._gc_marks()
-        metadata.save(self.path, self.meta, sync=self.options.sync)
+        untagged, self._untagged = self._untagged, set()
+        try:
+            metadata.save(self.path, self.meta, sync=self.options.sync)
+        except BaseException:
+            self._untagged |= untagged
+            raise
+        for ts in untagged:  # the superblock no longer needs the commit log's word
+            self.on_txn_proved(ts)
 
     def _gc_marks(self) -> list[tuple[float, int]]:
         """The superblock's log GC marks with one for now: every record up to
