@@ -292,6 +292,7 @@ class TabletMaintainer:
             )
         for drs, meta in rewrites:
             gone = drs.meta.file_names() - meta.file_names()
+            drs.retire(gone)
             self._retire([drs], [os.path.join(drs.dir, f) for f in sorted(gone)])
 
     def _publish(
@@ -332,14 +333,22 @@ class TabletMaintainer:
 
     def _retire(self, objs: Sequence[DiskRowSet], paths: Sequence[str]) -> None:
         """Delete files no rowset lists any more once no scan of this process holds the
-        rowset objects that read them and the grace period for other processes is over."""
+        rowset objects that read them and the grace period for other processes is over.
+        Their cached pages go now (only scans that captured ``objs`` still read them,
+        past the cache: ``DiskRowSet.retire``), and again at the deletion, in case such
+        a scan cached one meanwhile."""
+        for o in objs:
+            if o.dir in paths:  # the whole rowset (else ``_finish_rewrites`` named files)
+                o.retire()
         if paths:
+            self.t.cache.invalidate_paths(paths)
             refs = [weakref.ref(o) for o in objs]
             self._obsolete.append((time.monotonic() + self.t.options.file_grace_s, refs, paths))
 
     def delete_obsolete(self) -> None:
         now = time.monotonic()
         keep = []
+        deleted: list[str] = []
         for deadline, refs, paths in self._obsolete:
             if now < deadline or any(r() is not None for r in refs):
                 keep.append((deadline, refs, paths))
@@ -350,7 +359,10 @@ class TabletMaintainer:
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(p)
+            deleted.extend(paths)
         self._obsolete = keep
+        if deleted:
+            self.t.cache.invalidate_paths(deleted)
 
     def _policy_selection(self) -> tuple[int, ...]:
         return self._policy(self.t.ancient_history_mark()).ids
