@@ -47,6 +47,12 @@ class TabletOptions:
     minor_compaction_min_files: int = 4
     #: Major delta compaction runs once REDO bytes reach this fraction of base bytes.
     major_compaction_min_ratio: float = 0.1
+    #: The maintenance manager rewrites a rowset without its rows deleted before the
+    #: ancient history mark (``deleted_row_gc``) once they are at least this fraction of
+    #: its rows; COMPACT and GC rewrite any rowset that has one. Each rewrite of a
+    #: rowset losing rows steadily writes what it keeps, so a rowset is rewritten about
+    #: (1 - f) / f times its size in all; its deleted rows hold at most this fraction.
+    deleted_row_gc_min_fraction: float = 0.5
     #: DiskRowSets roll at this size (Kudu's budgeted_compaction_target_rowset_size).
     rowset_target_bytes: int = 32 * 1024 * 1024
     #: Rows per CFile page; every column of a rowset shares page boundaries.
@@ -86,6 +92,11 @@ class TabletOptions:
     fast_paths: bool = True
 
     def __post_init__(self) -> None:
+        if not 0 < self.deleted_row_gc_min_fraction <= 1:
+            raise ProgrammingError(
+                "deleted_row_gc_min_fraction must be in (0, 1], got "
+                f"{self.deleted_row_gc_min_fraction}"
+            )
         if self.compaction_small_rowset_merge_inputs < 2:
             raise ProgrammingError(
                 "compaction_small_rowset_merge_inputs must be at least 2, got "

@@ -597,6 +597,20 @@ class DiskRowSet:
             return self.meta.num_rows
         return int(self.meta.num_rows - np.count_nonzero(self.dead_at_latest()))
 
+    def deleted_before(self, ts: int) -> int:
+        """Rows deleted before ``ts`` and not brought back since: the ghosts a merging
+        compaction drops when ``ts`` is the ancient history mark."""
+        if not self.has_deletes:
+            return 0
+        events = concat_deltas(self.redo_parts())
+        liveness = events.op != _UPDATE
+        if not liveness.any():
+            return 0
+        op, ets = events.op[liveness], events.ts[liveness]
+        _, last = last_per_row(events.rowid[liveness])
+        gone = (op[last] == _DELETE) & (ets[last] < np.uint64(max(ts, 0)))
+        return int(np.count_nonzero(gone))
+
     def derive(self, meta: RowSetMeta) -> DiskRowSet:
         """The same rowset after a compaction or GC rewrote some of its files: a new
         object (scans that captured this one keep reading its files) that shares the
