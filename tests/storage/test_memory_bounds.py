@@ -194,12 +194,12 @@ def rss_bytes() -> int:
 @pytest.mark.slow
 def test_long_running_writer_resident_memory_stays_bounded(tmp_path: Any) -> None:
     """Resident memory after a long run stays near what it was once the working set
-    was built (generous: allocators keep freed memory, and the cache may fill to its
-    capacity of 32 MiB)."""
+    was built (generous: allocators keep freed memory). The block cache's capacity
+    (1 GiB) is far above what the live rowsets need, as the default (a quarter of
+    physical memory) is: with the pages of replaced files kept, the writer grew by
+    about 30 MiB per thousand cycles here."""
     clock = Clock()
-    t = Tablet.create(
-        str(tmp_path / "t"), KV, OPTS.with_(block_cache_bytes=32 << 20), clock=clock.hybrid
-    )
+    t = Tablet.create(str(tmp_path / "t"), KV, OPTS, clock=clock.hybrid)
     try:
         run_writer(t, clock, 2000)
         gc.collect()
@@ -207,6 +207,6 @@ def test_long_running_writer_resident_memory_stays_bounded(tmp_path: Any) -> Non
         run_writer(t, clock, 20_000, check_every=5000)
         gc.collect()
         grown = rss_bytes() - base
-        assert grown < 96 << 20, f"resident memory grew by {grown >> 20} MiB"
+        assert grown < 64 << 20, f"resident memory grew by {grown >> 20} MiB"
     finally:
         t.close()
