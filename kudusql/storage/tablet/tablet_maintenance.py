@@ -7,8 +7,9 @@ maintenance ops with their scores that a ``MaintenanceManager`` chooses from, an
 deferred deletion of files that nothing reads any more. The transformations themselves
 are pure functions in ``compaction.py``; this module reads their inputs, writes their
 outputs and swaps them in: new files first, then the superblock (atomically), then the
-served rowsets (under the write lock). Obsolete files are deleted only once no scan of this process holds the
-rowset objects that read them and the grace period for other processes has passed.
+served rowsets (under the write lock). Obsolete files are deleted only once no scan of
+this process holds the rowset objects that read them and the grace period for other
+processes has passed.
 """
 
 from __future__ import annotations
