@@ -21,6 +21,7 @@ BENCHMARKS = {
     "scan_deltas": "benchmarks.bench_scan_deltas",
     "wal": "benchmarks.bench_wal",
     "compaction": "benchmarks.bench_compaction",
+    "space": "benchmarks.bench_space",
     "sustained": "benchmarks.bench_sustained",
     "tables": "benchmarks.bench_tables",
     "sql": "benchmarks.bench_sql",
@@ -46,7 +47,7 @@ def parse_args(argv: list[str] | None) -> tuple[list[str], Config]:
         default=None,
         help="row count: first N lineitem rows (bulk_insert, scan), table size "
         "(point_lookup, default 1M), N synthetic rows instead of lineitem (scan_deltas), "
-        "timed single-row inserts (wal, default 10,000)",
+        "timed single-row inserts (wal, default 10,000), rows loaded (space, default 1M)",
     )
     p.add_argument(
         "--reps",

@@ -201,7 +201,7 @@ def fmt_value(v: float, unit: str) -> str:
     if unit == "µs":
         return f"{v:.1f} µs" if v < 1000 else f"{v:,.0f} µs"
     if unit == "MiB":
-        return f"{v:,.0f} MiB"
+        return f"{v:,.0f} MiB" if v >= 100 else f"{v:.2f} MiB"
     return f"{v:g} {unit}"
 
 

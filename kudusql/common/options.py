@@ -42,6 +42,8 @@ class _Real:
     low: float
     above: bool = False
     below: float | None = None
+    #: The highest value allowed (inclusive).
+    most: float | None = None
 
     def check(self, name: str, v: Any) -> None:
         number = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
@@ -49,11 +51,14 @@ class _Real:
             number
             and (v > self.low if self.above else v >= self.low)
             and (self.below is None or v < self.below)
+            and (self.most is None or v <= self.most)
         ):
             return
         bound = f"above {self.low:g}" if self.above else f"at least {self.low:g}"
         if self.below is not None:
             bound += f" and below {self.below:g}"
+        if self.most is not None:
+            bound += f" and at most {self.most:g}"
         raise ProgrammingError(f"option {name!r} must be a finite number {bound}, got {v!r}")
 
 
@@ -110,6 +115,12 @@ class TabletOptions:
     minor_compaction_min_files: int = 4
     #: Major delta compaction runs once REDO bytes reach this fraction of base bytes.
     major_compaction_min_ratio: float = 0.1
+    #: The maintenance manager rewrites a rowset without its rows deleted before the
+    #: ancient history mark (``deleted_row_gc``) once they are at least this fraction of
+    #: its rows; COMPACT and GC rewrite any rowset that has one. Each rewrite of a
+    #: rowset losing rows steadily writes what it keeps, so a rowset is rewritten about
+    #: (1 - f) / f times its size in all; its deleted rows hold at most this fraction.
+    deleted_row_gc_min_fraction: float = 0.5
     #: DiskRowSets roll at this size (Kudu's budgeted_compaction_target_rowset_size).
     rowset_target_bytes: int = 32 * 1024 * 1024
     #: Rows per CFile page; every column of a rowset shares page boundaries.
@@ -190,5 +201,6 @@ _RULES: dict[str, _Int | _Real | _Bool | _Choice] = {
     "wal_replay_max_segments": _Int(0),
     "file_grace_s": _Real(0),
     "fast_paths": _Bool(),
+    "deleted_row_gc_min_fraction": _Real(0, above=True, most=1),
 }
 assert set(_RULES) == {f.name for f in fields(TabletOptions)}, "every option has a check"

@@ -33,6 +33,8 @@ BAD: list[tuple[str, Any]] = [
     ("rows_per_page", None),
     ("block_cache_bytes", -5),
     ("history_max_age_s", math.nan),
+    ("deleted_row_gc_min_fraction", 0),
+    ("deleted_row_gc_min_fraction", 1.5),
     ("history_max_age_s", math.inf),
     ("history_max_age_s", "1h"),
     ("sync", "x"),
@@ -76,6 +78,7 @@ def test_bad_values_are_refused_naming_the_option(name: str, value: Any) -> None
         ("wal_replay_max_segments", 0),
         ("bloom_fp_rate", 0.001),
         ("major_compaction_min_ratio", 1),
+        ("deleted_row_gc_min_fraction", 1),
     ],
 )
 def test_good_values_are_kept(name: str, value: Any) -> None:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
 from kudusql.storage.cfile import key_array
-from kudusql.storage.cfile.block_cache import BlockCache
+from kudusql.storage.cfile.block_cache import BlockCache, file_uid
 from kudusql.storage.cfile.encodings import (
     Compression,
     Encoding,
@@ -372,7 +372,7 @@ class CFileReader:
             raise OperationalError(f"cannot open CFile {path}: {e.strerror or e}") from e
         size = st.st_size
         self.file_size = size
-        self.uid = f"{os.path.abspath(path)}@{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}:{size}"
+        self.uid = file_uid(path, st)
         if size < HEADER_SIZE + TRAILER_SIZE:
             raise CorruptionError(path, 0, f"file of {size} bytes is too short to be a CFile")
         try:

@@ -23,7 +23,7 @@ import functools
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -247,18 +247,43 @@ class DiskRowSet:
         # One flag, shared like ``_dead`` (by ``derive``): has any row been deleted?
         self._dead_any: np.ndarray | None = None
         self._resolved_latest: tuple[tuple[int, ...], Resolved, int] | None = None
+        # Names of this object's files that were replaced or deleted (``retire``; None:
+        # all of them): their readers read past the block cache.
+        self._retired: frozenset[str] | None = frozenset()
 
     @property
     def num_rows(self) -> int:
         return self.meta.num_rows
 
     # -- files ------------------------------------------------------------------------------
+    def _cache_for(self, name: str) -> BlockCache | None:
+        retired = self._retired
+        return None if retired is None or name in retired else self.cache
+
     def key_reader(self) -> CFileReader:
         r = self._key_reader
         if r is None:
-            r = CFileReader(os.path.join(self.dir, "key.cfile"), pa.binary(), self.cache)
+            path = os.path.join(self.dir, "key.cfile")
+            r = CFileReader(path, pa.binary(), self._cache_for("key.cfile"))
             self._key_reader = r
         return r
+
+    def retire(self, names: Iterable[str] | None = None) -> None:
+        """This object's files ``names`` (None: all) were replaced or deleted: their
+        pages are never wanted again, so their readers, now and later, bypass the block
+        cache (a scan that captured this object still reads them; the tablet drops the
+        pages already cached). Readers of other files may be shared with ``derive``'s
+        successor and keep caching."""
+        with self._lock:
+            if names is None:
+                self._retired = None
+            elif self._retired is not None:
+                self._retired = self._retired | frozenset(names)
+            readers = [("key.cfile", self._key_reader)]
+            readers += [(self.meta.column_file(c), r) for c, r in self._readers.items()]
+            for name, r in readers:
+                if r is not None and self._cache_for(name) is None:
+                    r.cache = None
 
     def column_reader(self, col: ColumnSchema) -> CFileReader | None:
         """The CFile of a column, or None when the rowset predates the column."""
@@ -269,8 +294,9 @@ class DiskRowSet:
             with self._lock:
                 r = self._readers.get(col.id)
                 if r is None:
-                    path = os.path.join(self.dir, self.meta.column_file(col.id))
-                    r = CFileReader(path, col.type.arrow_type(), self.cache)
+                    name = self.meta.column_file(col.id)
+                    path = os.path.join(self.dir, name)
+                    r = CFileReader(path, col.type.arrow_type(), self._cache_for(name))
                     self._readers[col.id] = r
         return r
 
@@ -490,14 +516,15 @@ class DiskRowSet:
         """A whole page of ``col`` with the latest deltas applied, cached in the block
         cache under the deltas' version, so repeated scans skip the patching."""
         r = self.column_reader(col)
-        if r is None or self.cache is None:
+        cache = None if r is None else r.cache
+        if r is None or cache is None:
             return None
-        key = (r.uid + version, page)
-        got = self.cache.get(key)
+        key = (r.uid, page, version)
+        got = cache.get(key)
         if got is None:
             a = int(r.page_offsets[page])
             got, _ = apply_to_column(r.read_page(page), a, redo, col.id)
-            self.cache.put(key, got)
+            cache.put(key, got)
         return got
 
     def dead_at_latest(self) -> np.ndarray:
@@ -569,6 +596,20 @@ class DiskRowSet:
         if not self.has_deletes:
             return self.meta.num_rows
         return int(self.meta.num_rows - np.count_nonzero(self.dead_at_latest()))
+
+    def deleted_before(self, ts: int) -> int:
+        """Rows deleted before ``ts`` and not brought back since: the ghosts a merging
+        compaction drops when ``ts`` is the ancient history mark."""
+        if not self.has_deletes:
+            return 0
+        events = concat_deltas(self.redo_parts())
+        liveness = events.op != _UPDATE
+        if not liveness.any():
+            return 0
+        op, ets = events.op[liveness], events.ts[liveness]
+        _, last = last_per_row(events.rowid[liveness])
+        gone = (op[last] == _DELETE) & (ets[last] < np.uint64(max(ts, 0)))
+        return int(np.count_nonzero(gone))
 
     def derive(self, meta: RowSetMeta) -> DiskRowSet:
         """The same rowset after a compaction or GC rewrote some of its files: a new

@@ -2,7 +2,9 @@
 
 Every tablet registered with a ``MaintenanceManager`` offers *maintenance ops*
 (``Tablet.maintenance_ops``): flush the MemRowSet, flush DeltaMemStores, minor and
-major delta compactions, a merging compaction, UNDO GC and deleted-rowset GC. Each op
+major delta compactions, a merging compaction, UNDO GC, deleted-rowset GC and
+deleted-row GC (a rowset rewritten without its rows deleted before the ancient history
+mark). Each op
 reports what running it would gain, as in Kudu's MaintenanceManager: the memory it
 would release (``ram_anchored``), the WAL bytes it would let go (``logs_retained``),
 the disk bytes a GC would free (``data_retained``) and a performance score

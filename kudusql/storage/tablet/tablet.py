@@ -320,7 +320,21 @@ class Tablet(WriteShortcuts):
                 self._closed = True
             self._pool.shutdown(wait=True)
             self.maintainer.delete_obsolete()
+            self._drop_cached_pages()
             self._release()
+
+    def _drop_cached_pages(self) -> None:
+        """Drop the pages this closing tablet cached in a block cache others share: a
+        writer's tablet closes when its table is dropped, or when the database closes;
+        a read-only view's, to open again at a newer state (then only the pages of files
+        the writer has deleted since go: the others serve the reopened view)."""
+        rowsets = os.path.join(self.path, "rowsets")
+        if not self.read_only:
+            self.cache.invalidate_paths([rowsets])
+            return
+        under = rowsets + os.sep
+        gone = [p for p in self.cache.cached_paths() if p.startswith(under)]
+        self.cache.invalidate_paths([p for p in gone if not os.path.exists(p)])
 
     def abandon(self) -> None:
         """Drop the tablet as a crash would: no flush, no log sync, lock released.
@@ -377,6 +391,7 @@ class Tablet(WriteShortcuts):
                     full,
                 )
                 shutil.rmtree(full, ignore_errors=True)
+                self.cache.invalidate_paths([full])
         for m in self.meta.rowsets:  # files an interrupted or superseded compaction left
             rdir = rowset_dir(self.path, m.id)
             listed = m.file_names()
@@ -385,6 +400,7 @@ class Tablet(WriteShortcuts):
                     log.info("removing obsolete file %s", os.path.join(rdir, name))
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(rdir, name))
+                    self.cache.invalidate_paths([os.path.join(rdir, name)])
 
     # -- time -----------------------------------------------------------------------------------
     def latest_timestamp(self) -> int:

@@ -2,13 +2,14 @@
 
 ``TabletMaintenance`` is the part of ``Tablet`` that rewrites rowsets in the background:
 minor and major delta compactions, merging compactions (inputs chosen by
-``compaction_policy``), UNDO and deleted-rowset GC, the list of maintenance ops with
-their scores that a ``MaintenanceManager`` chooses from, and the deferred deletion of
-files that nothing reads any more. The transformations themselves are pure functions in
-``compaction.py``; this module reads their inputs, writes their outputs and swaps them
-in: new files first, then the superblock (atomically), then the served rowsets (under
-the write lock). Obsolete files are deleted only once no scan of this process holds the
-rowset objects that read them and the grace period for other processes has passed.
+``compaction_policy``), UNDO, deleted-rowset and deleted-row GC, the list of
+maintenance ops with their scores that a ``MaintenanceManager`` chooses from, and the
+deferred deletion of files that nothing reads any more. The transformations themselves
+are pure functions in ``compaction.py``; this module reads their inputs, writes their
+outputs and swaps them in: new files first, then the superblock (atomically), then the
+served rowsets (under the write lock). Obsolete files are deleted only once no scan of
+this process holds the rowset objects that read them and the grace period for other
+processes has passed.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from kudusql.storage.tablet.compaction_worker import (
 )
 from kudusql.storage.tablet.delta import concat_deltas
 from kudusql.storage.tablet.deltamemstore import deltas_of
-from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta, seed_keys
+from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, seed_keys
 from kudusql.storage.tablet.maintenance import (
     MaintenanceManager,
     MaintenanceOp,
@@ -60,6 +61,15 @@ _T = TypeVar("_T")
 
 def delta_bytes(m: RowSetMeta) -> int:
     return sum(f.stats.size for f in (*m.undo_files, *m.redo_files))
+
+
+def foldable_redo(m: RowSetMeta) -> list[DeltaFileMeta]:
+    """The REDO files a major delta compaction would fold into the base: those with an
+    event other than a DELETE. A file of DELETEs only (what a major delta compaction
+    leaves: the ghosts' final deletes) would be written again as it is, so counting it
+    offered the same compaction at every poll while the deleted rows were in the
+    history (and for ever before ``deleted_row_gc``)."""
+    return [f for f in m.redo_files if f.stats.num_events > f.stats.delete_count]
 
 
 class TabletMaintainer:
@@ -161,7 +171,12 @@ class TabletMaintainer:
         """
         return self._maintain(self._compact, rowset_ids, worker)
 
-    def _compact(self, rowset_ids: Sequence[int] | None, worker: CompactionWorker | None) -> int:
+    def _compact(
+        self,
+        rowset_ids: Sequence[int] | None,
+        worker: CompactionWorker | None,
+        op_name: str = "merge_compaction",
+    ) -> int:
         if rowset_ids is None:
             inputs = [self._rowset(i) for i in self._policy_selection()]
         else:
@@ -212,7 +227,7 @@ class TabletMaintainer:
         read = sum(d.meta.base_bytes + delta_bytes(d.meta) for d in inputs)
         written = sum(m.base_bytes + delta_bytes(m) for m in metas)
         self.record(
-            "merge_compaction",
+            op_name,
             t0,
             read,
             written,
@@ -264,6 +279,33 @@ class TabletMaintainer:
         self.record("deleted_rowset_gc", t0, 0, 0, f"{len(dead)} rowsets, {freed} bytes")
         return len(dead)
 
+    def gc_deleted_rows(
+        self,
+        rowset_ids: Sequence[int] | None = None,
+        *,
+        worker: CompactionWorker | None = None,
+    ) -> int:
+        """Rewrite DiskRowSets without their rows deleted before the ancient history
+        mark: a merging compaction of each alone (``rowset_ids``, default every rowset
+        with such a row). Rows and history after the mark stay as they were,
+        and the other rows' UNDO events older than the mark go too. Returns how many
+        rowsets were rewritten. No merge may touch a rowset that no other overlaps, and
+        a major delta compaction keeps rowids, so deleted rows (ghosts) otherwise stay
+        for ever."""
+        return self._maintain(self._gc_deleted_rows, rowset_ids, worker)
+
+    def _gc_deleted_rows(
+        self, rowset_ids: Sequence[int] | None, worker: CompactionWorker | None
+    ) -> int:
+        ahm = self.t.ancient_history_mark()
+        if rowset_ids is None:
+            rowset_ids = [d.id for d in self.t._rowsets.drs if d.deleted_before(ahm)]
+        done = 0
+        for rid in rowset_ids:
+            if any(d.id == rid for d in self.t._rowsets.drs):  # still served
+                done += self._compact([rid], worker, "deleted_row_gc")
+        return done
+
     def _maintain(self, op: Callable[..., _T], *args: Any) -> _T:
         """Run a maintenance op under the maintenance lock, then delete the files it
         made obsolete if nothing holds them any more (the op's locals are gone by then)."""
@@ -292,6 +334,7 @@ class TabletMaintainer:
             )
         for drs, meta in rewrites:
             gone = drs.meta.file_names() - meta.file_names()
+            drs.retire(gone)
             self._retire([drs], [os.path.join(drs.dir, f) for f in sorted(gone)])
 
     def _publish(
@@ -332,14 +375,22 @@ class TabletMaintainer:
 
     def _retire(self, objs: Sequence[DiskRowSet], paths: Sequence[str]) -> None:
         """Delete files no rowset lists any more once no scan of this process holds the
-        rowset objects that read them and the grace period for other processes is over."""
+        rowset objects that read them and the grace period for other processes is over.
+        Their cached pages go now (only scans that captured ``objs`` still read them,
+        past the cache: ``DiskRowSet.retire``), and again at the deletion, in case such
+        a scan cached one meanwhile."""
+        for o in objs:
+            if o.dir in paths:  # the whole rowset (else ``_finish_rewrites`` named files)
+                o.retire()
         if paths:
+            self.t.cache.invalidate_paths(paths)
             refs = [weakref.ref(o) for o in objs]
             self._obsolete.append((time.monotonic() + self.t.options.file_grace_s, refs, paths))
 
     def delete_obsolete(self) -> None:
         now = time.monotonic()
         keep = []
+        deleted: list[str] = []
         for deadline, refs, paths in self._obsolete:
             if now < deadline or any(r() is not None for r in refs):
                 keep.append((deadline, refs, paths))
@@ -350,7 +401,10 @@ class TabletMaintainer:
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(p)
+            deleted.extend(paths)
         self._obsolete = keep
+        if deleted:
+            self.t.cache.invalidate_paths(deleted)
 
     def _policy_selection(self) -> tuple[int, ...]:
         return self._policy(self.t.ancient_history_mark()).ids
@@ -525,9 +579,9 @@ class TabletMaintainer:
                 )
             )
         ratios = [
-            (sum(f.stats.size for f in d.meta.redo_files) / max(1, d.meta.base_bytes), d.id)
+            (sum(f.stats.size for f in foldable) / max(1, d.meta.base_bytes), d.id)
             for d in rs.drs
-            if d.meta.redo_files
+            if (foldable := foldable_redo(d.meta))
         ]
         if ratios:
             ratio, rid = max(ratios)
@@ -567,11 +621,51 @@ class TabletMaintainer:
                     "deleted_rowset_gc", path, self.gc_deleted_rowsets, data_retained=dead
                 )
             )
+        # The rowset whose rewrite without its rows deleted before the mark frees the
+        # most, among those where they are at least the threshold fraction of its rows.
+        frees = [
+            (freed, d.id)
+            for d in rs.drs
+            if (freed := self._deleted_rows_bytes(d, ahm, o.deleted_row_gc_min_fraction))
+        ]
+        if frees:
+            freed, rid = max(frees)
+            ops.append(
+                MaintenanceOp(
+                    "deleted_row_gc",
+                    path,
+                    lambda: self.gc_deleted_rows([rid], worker=worker),
+                    data_retained=freed,
+                )
+            )
         return ops
+
+    @staticmethod
+    def _deleted_rows_bytes(d: DiskRowSet, ahm: int, min_fraction: float) -> int:
+        """About the bytes rewriting ``d`` without its rows deleted before ``ahm`` frees
+        (their share of its files), 0 unless they are at least ``min_fraction`` of its
+        rows, and for a rowset that ``deleted_rowset_gc`` drops whole.
+
+        Asked of every rowset at every poll, it reads the REDO files' statistics only:
+        the deletes of the files wholly older than the mark, less their reinserts (a
+        DiskRowSet's rows are never inserted again after a delete, but for the rare
+        REINSERT of a frozen MemRowSet row that moved to it). The rewrite itself drops
+        exactly the rows deleted before the mark."""
+        n = d.num_rows
+        if not n:
+            return 0
+        old = [f.stats for f in d.meta.redo_files if f.stats.max_ts < ahm]
+        deleted = sum(s.delete_count - s.reinsert_count for s in old)
+        if deleted < min_fraction * n or (d.live_count() == 0 and d.last_change_ts() < ahm):
+            return 0
+        return int(min(deleted, n) / n * (d.meta.base_bytes + delta_bytes(d.meta)))
 
     def run_maintenance(self, *, flush: bool = True, compact: bool = True, gc: bool = True) -> None:
         """Run maintenance now: flush memory; merge rowsets while the policy finds
-        overlap and fold every rowset's REDO files into its base; then history GC."""
+        overlap, rewrite rowsets without their rows deleted before the ancient history
+        mark and fold every other rowset's REDO files into its base; then history GC
+        (ancient UNDO files, rowsets with no live row, and again the rewrites: GC
+        alone must give the space of deleted rows back)."""
         if flush:
             self.t.flush()
             self.t.flush_deltas()
@@ -582,9 +676,11 @@ class TabletMaintainer:
                 if now >= count:  # no progress: stop rather than rewrite the same layout
                     break
                 count = now
+            self.gc_deleted_rows()
             for d in list(self.t._rowsets.drs):
-                if d.meta.redo_files:
+                if foldable_redo(d.meta):
                     self.major_delta_compaction(d.id)
         if gc:
             self.gc_undo()
             self.gc_deleted_rowsets()
+            self.gc_deleted_rows()
