@@ -55,6 +55,13 @@ def rows(t: Table) -> dict[int, str]:
     return dict(zip(got.column("k").to_pylist(), got.column("v").to_pylist(), strict=True))
 
 
+def rows_after_a_crash(db: Database, opts: TabletOptions = OPTIONS) -> dict[int, str]:
+    """What table ``t`` holds once ``db`` is dropped as a crash would and opened again."""
+    db.abandon()
+    with Database(db.path, opts, maintenance=False) as again:
+        return rows(again.table("t"))
+
+
 def wal_of(db: Database, t: Table, slot: int) -> str:
     return os.path.join(catalog.tablet_path(db.path, t.meta.tablets[slot].id), "wal")
 
@@ -91,9 +98,7 @@ def test_a_commit_record_that_cannot_be_written_aborts(tmp_path: Path) -> None:
         t.upsert(batch(0, 60, "new"))
     faults.clear()
     assert rows(t) == before
-    db.abandon()  # a crash right after
-    with Database(path, OPTIONS, maintenance=False) as db2:
-        assert rows(db2.table("t")) == before
+    assert rows_after_a_crash(db) == before
 
 
 def test_a_crash_after_the_commit_keeps_every_part(tmp_path: Path) -> None:
@@ -209,9 +214,7 @@ def test_a_full_disk_leaves_no_half_statement(tmp_path: Path, rows_per_write: in
             None,
         )
         assert rows(t) == before
-        db.abandon()
-        with Database(path, OPTIONS, maintenance=False) as db2:
-            assert rows(db2.table("t")) == before
+        assert rows_after_a_crash(db) == before
 
 
 def test_a_read_only_view_reads_as_of_its_open_until_asked_for_later(tmp_path: Path) -> None:

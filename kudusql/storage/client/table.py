@@ -66,6 +66,7 @@ from kudusql.storage.tablet.write_ops import (
     WriteOp,
     WriteResult,
     WriteShortcuts,
+    atomic_rejection,
     operations,
 )
 
@@ -778,13 +779,9 @@ class Table(WriteShortcuts):
 
 def _raise_atomic(errors: list[RowError]) -> None:
     """An atomic batch with row errors is rejected whole."""
-    if not errors:
-        return
-    errors.sort(key=lambda e: e.index)
-    msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-    if any(e.status in ("AlreadyPresent", "NotFound") for e in errors):
-        raise IntegrityError(msg)
-    raise DataError(msg)
+    if errors:
+        errors.sort(key=lambda e: e.index)
+        raise atomic_rejection(errors)
 
 
 def _part_errors(

@@ -36,7 +36,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.errors import (
-    DataError,
     Error,
     IntegrityError,
     OperationalError,
@@ -93,23 +92,23 @@ from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memro
 from kudusql.storage.tablet.tablet_maintenance import TabletMaintainer, delta_bytes
 from kudusql.storage.tablet.txn_part import TxnPart, prepare_part
 from kudusql.storage.tablet.write_ops import (
-    E_OK,
     PreparedBatch,
     RowError,
     WriteOp,
     WriteResult,
     WriteShortcuts,
+    atomic_rejection,
     operations,
     prepare,
 )
 from kudusql.storage.tablet.write_path import (
-    A_IGNORED,
     A_INSERT,
     MUTATES,
     Decisions,
     decide,
     row_errors,
     to_log_record,
+    write_counts,
 )
 from kudusql.storage.tablet.write_path import apply as apply_decisions
 from kudusql.storage.wal import AppendTicket, FsyncPolicy, Log, read_log
@@ -676,9 +675,7 @@ class Tablet(WriteShortcuts):
                 else:
                     return None  # an UPSERT of a present key: an update
             if atomic and errors:
-                raise IntegrityError(
-                    f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-                )
+                raise atomic_rejection(errors)
             ts = self.mvcc.start_op(timestamp)
             seq_base = self._next_seq
             ticket = None
@@ -835,10 +832,7 @@ class Tablet(WriteShortcuts):
         d = decide(rs, self.schema, pb)
         errors = row_errors(self.schema, pb, d.err)
         if atomic and errors:
-            msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-            if any(x.status in ("AlreadyPresent", "NotFound") for x in errors):
-                raise IntegrityError(msg)
-            raise DataError(msg)
+            raise atomic_rejection(errors)
         ts = self.mvcc.start_op(timestamp)
         seq_base = self._next_seq
         if bulk and not MUTATES[d.action].any():
@@ -852,9 +846,7 @@ class Tablet(WriteShortcuts):
                 self.mvcc.abort_op(ts)
                 raise
             self.meta.max_ts = max(self.meta.max_ts, ts)
-            applied = int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED)))
-            ignored = int(np.count_nonzero(d.action == A_IGNORED))
-            return WriteResult(ts, applied, ignored, errors), None
+            return WriteResult(ts, *write_counts(d), errors), None
         ticket = None
         try:
             rec = to_log_record(rs, self.schema, pb, d, ts, seq_base)
@@ -874,9 +866,7 @@ class Tablet(WriteShortcuts):
         self._charge(grown)
         self._next_seq += pb.n
         self.meta.max_ts = max(self.meta.max_ts, ts)
-        ignored = int(np.count_nonzero(d.action == A_IGNORED))
-        applied = int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED)))
-        return WriteResult(ts, applied, ignored, errors), ticket
+        return WriteResult(ts, *write_counts(d), errors), ticket
 
     def _bulk_load(self, pb: PreparedBatch, d: Decisions, ts: int, seq_base: int) -> None:
         """Write the batch's new rows as DiskRowSets and publish them (see bulk_load)."""

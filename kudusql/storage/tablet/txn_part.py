@@ -30,26 +30,26 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from kudusql.common.errors import DataError, IntegrityError, OperationalError
+from kudusql.common.errors import OperationalError
 from kudusql.storage.tablet.bulk_load import write_bulk_rowsets
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
 from kudusql.storage.tablet.log_record import encode_txn_finalize, encode_txn_part
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_ops import (
-    E_OK,
     PreparedBatch,
     WriteOp,
     WriteResult,
+    atomic_rejection,
     operations,
     prepare,
 )
 from kudusql.storage.tablet.write_path import (
-    A_IGNORED,
     MUTATES,
     Decisions,
     decide,
     row_errors,
     to_log_record,
+    write_counts,
 )
 from kudusql.storage.tablet.write_path import apply as apply_decisions
 from kudusql.storage.wal import AppendTicket
@@ -105,13 +105,8 @@ def prepare_part(
     d = decide(rs, t.schema, pb)
     errors = row_errors(t.schema, pb, d.err)
     if atomic and errors:
-        msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-        if any(x.status in ("AlreadyPresent", "NotFound") for x in errors):
-            raise IntegrityError(msg)
-        raise DataError(msg)
-    ignored = int(np.count_nonzero(d.action == A_IGNORED))
-    applied = int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED)))
-    result = WriteResult(ts, applied, ignored, errors)
+        raise atomic_rejection(errors)
+    result = WriteResult(ts, *write_counts(d), errors)
     bulk = pb.n >= threshold and bool(
         np.all((ops == WriteOp.INSERT) | (ops == WriteOp.INSERT_IGNORE))
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import ProgrammingError
+from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
 from kudusql.common.keys import encode_keys, equal_to_previous, sort_order, strictly_increasing
 from kudusql.common.schema import Schema
 from kudusql.common.types import cast_array, display_value
@@ -94,6 +94,15 @@ class RowError:
     def __str__(self) -> str:
         key = "?" if self.key is None else ", ".join(display_value(v) for v in self.key)
         return f"row {self.index} ({self.op.name} key=({key})): {self.status}: {self.message}"
+
+
+def atomic_rejection(errors: Sequence[RowError]) -> Error:
+    """The error an atomic batch with these row errors raises: IntegrityError for key
+    violations (already present, not found), DataError for bad values."""
+    msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+    if any(e.status in ("AlreadyPresent", "NotFound") for e in errors):
+        return IntegrityError(msg)
+    return DataError(msg)
 
 
 @dataclass

@@ -444,3 +444,10 @@ def to_log_record(
         keys,
         cols,
     )
+
+
+def write_counts(d: Decisions) -> tuple[int, int]:
+    """(applied, ignored): the rows a batch's decisions change, and those an *_IGNORE
+    operation skips."""
+    ignored = int(np.count_nonzero(d.action == A_IGNORED))
+    return int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED))), ignored
