@@ -263,3 +263,20 @@ def test_a_committed_bulk_part_is_kept_when_a_crash_comes_before_its_untag(
         tt.flush()  # a superblock save
     assert db3.txn_log().pending_tablets() == set()
     db3.close()
+
+
+def test_a_tablet_whose_part_changes_nothing_is_no_participant(tmp_path: Path) -> None:
+    """Only tablets holding something of a transaction must prove its commit: one whose
+    rows all failed does not keep the COMMIT in the commit log."""
+    db = Database(str(tmp_path / "db"), OPTIONS, maintenance=False)
+    t = table(db)
+    t.insert(batch(0, 40))
+    res = t.insert(batch(0, 80))  # keys 0-39 fail everywhere; 40-79 are new
+    assert res.applied == 40
+    assert db.txn_log().pending_tablets() == set()
+    present = rows(t)
+    fail_only = pa.table({"k": pa.array(range(0, 40), pa.int64()), "v": ["x"] * 40})
+    assert t.insert(fail_only).applied == 0  # nothing logged in any tablet
+    assert db.txn_log().pending_tablets() == set()
+    assert rows(t) == present
+    db.close()

@@ -28,7 +28,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -514,20 +514,23 @@ class Table(WriteShortcuts):
                     bulk_rows=bulk_rows,
                 )
 
+            parallel = total >= PARALLEL_WRITE_ROWS
             try:
-                if total >= PARALLEL_WRITE_ROWS:
+                if parallel:
                     futures = [db.pool.submit(one, p) for p in parts]
-                    for f in futures:  # every part finishes before any outcome is decided
-                        f.exception()
+                    wait(futures)  # every part finishes before any outcome is decided
                     prepared = [f.result() for f in futures if f.exception() is None]
                     for f in futures:
-                        f.result()
+                        f.result()  # the first failure, if any
                 else:
                     for p in parts:
                         prepared.append(one(p))
                 for x in prepared:
                     x.wait_durable()
-                txns.commit(txn, ts, [rt.meta.tablets[p.slot].id for p in parts])
+                # Participants are the tablets that hold something of the transaction.
+                held = zip(parts, prepared, strict=True)
+                ids = [rt.meta.tablets[p.slot].id for p, x in held if x.holds]
+                txns.commit(txn, ts, ids)
             except BaseException as e:
                 for x in prepared:
                     abort_part(x)
@@ -537,15 +540,21 @@ class Table(WriteShortcuts):
                     db.poison(str(e))
                 db.mvcc.abort_op(ts)
                 raise
-            failures = []
-            for p, x in zip(parts, prepared, strict=True):
+
+            def apply(p: _Part, x: TxnPart) -> OperationalError | None:
                 try:
                     commit_part(x)
                 except OperationalError as e:
-                    failures.append(e)
-                    continue
+                    return e
                 if x.logged:  # a bulk part proves it at its tablet's next save
                     txns.finalized(ts, rt.meta.tablets[p.slot].id, x.tablet)
+                return None
+
+            if parallel:
+                outcomes = list(db.pool.map(apply, parts, prepared))
+            else:
+                outcomes = [apply(p, x) for p, x in zip(parts, prepared, strict=True)]
+            failures = [e for e in outcomes if e is not None]
             db.mvcc.finish_op(ts)
         if failures:
             raise failures[0]

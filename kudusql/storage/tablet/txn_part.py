@@ -75,6 +75,12 @@ class TxnPart:
     #: The rowsets of a bulk part, listed in the superblock under the transaction's tag.
     rowsets: list[RowSetMeta] | None = None
 
+    @property
+    def holds(self) -> bool:
+        """Whether the tablet holds anything of the transaction (a logged part, or
+        rowsets): only such a participant has to prove the commit later."""
+        return self.logged or bool(self.rowsets)
+
     def wait_durable(self) -> None:
         """Block until the logged part is durable under the fsync policy."""
         if self.ticket is not None:
