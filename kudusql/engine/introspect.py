@@ -25,6 +25,7 @@ from kudusql.parser.column_storage import shown_compression, shown_encoding
 from kudusql.parser.names import quote
 from kudusql.planner.dml import delete_query, target_columns, update_query, values_query
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name, sql_name, storage_name
+from kudusql.storage.client.partition import RangeBounds
 from kudusql.storage.client.pruning import prune_partitions
 from kudusql.storage.client.range_format import format_range, sql_value
 from kudusql.storage.client.table import Table
@@ -146,16 +147,26 @@ def describe(session: Session, s: st.Describe) -> Result:
     return _rows(names, rows, types)
 
 
-def range_texts(t: Table, value: Callable[[DataType, Any], str] | None = None) -> list[str]:
+def range_texts(t: Table, sql: bool = False) -> list[str]:
     """Each range partition of ``t`` once, in key order, as Kudu's client prints it
-    (``range_format``); ``value`` formats the bound values (Kudu's cell text when None)."""
+    (``range_format``), or with ``sql`` as SQL that creates it (literals, and a bound
+    ending at the range columns' minimums written as the shorter prefix it means)."""
     ps = t.partition_schema
     types = [t.schema.column(c).type for c in ps.range_columns]
     seen: dict[tuple[bytes, bytes], None] = {}
     for p in t.partitions:
         seen.setdefault((p.range_key_start, p.range_key_end), None)
     ranges = sorted(seen, key=lambda r: (r[0] != b"", r[0]))
-    return [format_range(lo, hi, types, value) for lo, hi in ranges]
+    value = _sql_cell if sql else None
+    return [format_range(lo, hi, types, value, trim_minimums=sql) for lo, hi in ranges]
+
+
+def _declared_range_sql(b: RangeBounds) -> str:
+    def row(values: tuple[Any, ...]) -> str:
+        cells = [literal_sql(v) for v in values]
+        return cells[0] if len(cells) == 1 else f"({', '.join(cells)})"
+
+    return "VALUES" if b.lower is None and b.upper is None else b.describe(row)
 
 
 def _sql_cell(t: DataType, v: Any) -> str:
@@ -191,7 +202,13 @@ def create_table_sql(t: Table) -> str:
         for d in ps.hash_dimensions
     ]
     if ps.range_columns:
-        bounds = ",\n  ".join(f"PARTITION {r}" for r in range_texts(t, _sql_cell))
+        try:
+            texts = range_texts(t, sql=True)
+        except (OverflowError, ValueError):
+            # A bound at a date or timestamp no literal can write (kudusql's DATE keys
+            # span all int32 days): the bounds as they were declared.
+            texts = [_declared_range_sql(b) for b in ps.range_bounds]
+        bounds = ",\n  ".join(f"PARTITION {r}" for r in texts)
         cols = ", ".join(quote(c) for c in ps.range_columns)
         levels.append(f"RANGE ({cols}) (\n  {bounds}\n)" if bounds else f"RANGE ({cols}) ()")
     if levels:

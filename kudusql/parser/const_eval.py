@@ -95,7 +95,8 @@ class _Folder:
         return StatementError(f"{self.what}: {message}", node)
 
     def not_constant(self, node: exp.Expr, why: str) -> StatementError:
-        return self.error(f"only constant values are allowed, not {_sql(node)} ({why})", node)
+        text = f"{_function_name(node)}()" if isinstance(node, exp.Func) else _sql(node)
+        return self.error(f"only constant values are allowed, not {text} ({why})", node)
 
     # -- the walk ----------------------------------------------------------------------------
     def value(self, node: exp.Expr) -> Any:
@@ -198,7 +199,7 @@ class _Folder:
 
     # -- functions ---------------------------------------------------------------------------
     def function(self, node: exp.Func) -> Any:
-        name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+        name = _function_name(node)
         if name in NON_DETERMINISTIC:
             raise self.not_constant(node, "its value is not fixed")
         if isinstance(node, exp.Coalesce):
@@ -225,6 +226,10 @@ class _Folder:
             return impl(*args)
         except (TypeError, ValueError, ArithmeticError):
             raise self.error(f"cannot evaluate {_sql(node)}", node) from None
+
+
+def _function_name(node: exp.Func) -> str:
+    return (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
 
 
 def _arguments(node: exp.Func) -> list[exp.Expr]:

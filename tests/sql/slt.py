@@ -29,7 +29,7 @@ As in sqllogictest, ``query`` may name the column types first, one letter a colu
 ``query TIB`` (or ``query TIB rowsort``) checks that every row has three cells, a text,
 an integer and a boolean (NULL fits any letter). The letters: ``I`` integer (not a
 boolean), ``R`` real or decimal, ``T`` text, ``B`` boolean, ``D`` date or timestamp,
-``X`` binary. ``query ... label a,b`` checks the result's column labels too.
+``X`` binary. ``query ... label a|b`` checks the result's column labels too (separated by ``|``).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def query_options(arg: str) -> tuple[str | None, bool, list[str] | None]:
     labels = None
     if "label" in words:
         i = words.index("label")
-        labels = " ".join(words[i + 1 :]).split(",")
+        labels = " ".join(words[i + 1 :]).split("|")
         words = words[:i]
     unknown = [w for w in words if w != "rowsort"]
     if unknown:

@@ -20,21 +20,21 @@ ASCII). ``sql_values`` swaps the value format for SQL literals, for SHOW CREATE 
 from __future__ import annotations
 
 import datetime
-import decimal
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kudusql.common.errors import DataError
 from kudusql.common.keys import decode_key
 from kudusql.common.types import DataType, TypeKind
+from kudusql.storage.client.range_key import KeyDomain
 
-__all__ = ["format_range", "kudu_value"]
+__all__ = ["format_range", "kudu_value", "sql_value"]
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 
-#: A decoded key cell: its column type and the raw value (days for DATE, microseconds
-#: for TIMESTAMP, as stored; other types as ``decode_key`` gives them).
+#: A decoded key cell: its column type and its stored value (days for DATE,
+#: microseconds for TIMESTAMP; other types as ``decode_key`` gives them).
 Cell = tuple[DataType, Any]
 
 
@@ -43,18 +43,24 @@ def format_range(
     upper_key: bytes,
     types: Sequence[DataType],
     value: Callable[[DataType, Any], str] | None = None,
+    trim_minimums: bool = False,
 ) -> str:
     """The text of the range partition ``[lower_key, upper_key)`` of range columns of
     ``types`` (``b""``: that end is unbounded); ``value`` formats one cell (default
-    ``kudu_value``; ``kudu_value`` receives dates as day numbers and timestamps as
-    microseconds since the epoch, so values beyond Python's calendar print too)."""
+    ``kudu_value``, which receives dates as day numbers and timestamps as microseconds
+    since the epoch, so values beyond Python's calendar print too). ``trim_minimums``
+    leaves out trailing cells at their type's minimum (a bound then names a prefix of
+    the range columns, which means the same: SQL can write it back)."""
     fmt = value or kudu_value
     if not lower_key and not upper_key:
         return "UNBOUNDED"
 
     def row(key: bytes) -> str:
-        cells = [fmt(t, v) for t, v in _cells(key, types)]
-        return cells[0] if len(cells) == 1 else f"({', '.join(cells)})"
+        cells = _cells(key, types)
+        while trim_minimums and len(cells) > 1 and _is_minimum(*cells[-1]):
+            cells.pop()
+        texts = [fmt(t, v) for t, v in cells]
+        return texts[0] if len(texts) == 1 else f"({', '.join(texts)})"
 
     if not upper_key:
         return f"VALUES >= {row(lower_key)}"
@@ -65,21 +71,26 @@ def format_range(
     return f"{row(lower_key)} <= VALUES < {row(upper_key)}"
 
 
+def _stored_type(t: DataType) -> DataType:
+    """DATE and TIMESTAMP keys decode as the integers they are stored as."""
+    if t.kind is TypeKind.DATE:
+        return DataType(TypeKind.INT32)
+    if t.kind is TypeKind.TIMESTAMP:
+        return DataType(TypeKind.INT64)
+    return t
+
+
 def _cells(key: bytes, types: Sequence[DataType]) -> list[Cell]:
-    # DATE and TIMESTAMP keys decode as the integers they are stored as.
-    raw_types = [
-        DataType(TypeKind.INT32)
-        if t.kind is TypeKind.DATE
-        else DataType(TypeKind.INT64)
-        if t.kind is TypeKind.TIMESTAMP
-        else t
-        for t in types
-    ]
     try:
-        values = decode_key(key, raw_types)
+        values = decode_key(key, [_stored_type(t) for t in types])
     except DataError:
         return [(DataType(TypeKind.BINARY), key)]
     return list(zip(types, values, strict=True))
+
+
+def _is_minimum(t: DataType, v: Any) -> bool:
+    domain = KeyDomain.of(_stored_type(t))
+    return bool(domain.component(v) == domain.min)
 
 
 def _is_successor(lower: bytes, upper: bytes, types: Sequence[DataType]) -> bool:
@@ -119,8 +130,6 @@ def kudu_value(t: DataType, v: Any) -> str:
         return ts.strftime("%Y-%m-%dT%H:%M:%S") + f".{ts.microsecond:06d}Z"
     if kind is TypeKind.BOOL:
         return str(bool(v)).lower()
-    if isinstance(v, decimal.Decimal):
-        return str(v)
     return str(v)
 
 

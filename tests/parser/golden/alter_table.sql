@@ -271,6 +271,19 @@ syntax error at line 1, column 7: Expected TABLE after ALTER
 -- statement
 ALTER TABLE t ADD RANGE PARTITION VALUES < now()
 -- error
-error at line 1, column 44: range bound: only constant values are allowed, not NOW() (its value is not fixed)
+error at line 1, column 44: range bound: only constant values are allowed, not now() (its value is not fixed)
   ALTER TABLE t ADD RANGE PARTITION VALUES < now()
                                              ^
+
+-- statement several options in one ALTER COLUMN SET
+ALTER TABLE t ALTER COLUMN c SET ENCODING rle COMPRESSION snappy BLOCK_SIZE 100 COMMENT 'x' DEFAULT 1 + 1
+-- expect
+AlterTable(
+  table=t
+  steps=[
+    AlterColumn(
+      name='c'
+      changes={'encoding': 'RLE', 'compression': 'SNAPPY', 'block_size': 100, 'comment': 'x', 'default': 2}
+    )
+  ]
+)

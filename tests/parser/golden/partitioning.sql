@@ -349,3 +349,40 @@ CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (VALUES < 1)
 syntax error at line 1, column 60: Expected PARTITION
   CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (VALUES < 1)
                                                              ^
+
+-- statement RANGE without columns ranges over the primary key (Impala)
+CREATE TABLE t (a INT, b STRING, PRIMARY KEY (a, b)) PARTITION BY RANGE (PARTITION VALUE = (1, 'a') PARTITION (2, 'b') <= VALUES)
+-- expect
+CreateTable(
+  table=t
+  columns=[ColumnSpec(name='a', type=INT32), ColumnSpec(name='b', type=STRING)]
+  primary_key=['a', 'b']
+  partitioning=PartitionSpec(
+    range=RangeSpec(
+      columns=['a', 'b']
+      bounds=[
+        RangeBounds(lower=[1, 'a'], upper=[1, 'a'], upper_inclusive=True)
+        RangeBounds(lower=[2, 'b'])
+      ]
+    )
+  )
+)
+
+-- statement reversed bounds: b > VALUES is an upper bound, VALUES >= b a lower one
+CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (PARTITION 10 > VALUES, PARTITION VALUES >= 10 * 2, PARTITION 10 <= VALUES <= 19)
+-- expect
+CreateTable(
+  table=t
+  columns=[ColumnSpec(name='a', type=INT32, primary_key=True)]
+  primary_key=['a']
+  partitioning=PartitionSpec(
+    range=RangeSpec(
+      columns=['a']
+      bounds=[
+        RangeBounds(upper=[10])
+        RangeBounds(lower=[20])
+        RangeBounds(lower=[10], upper=[19], upper_inclusive=True)
+      ]
+    )
+  )
+)
