@@ -69,7 +69,9 @@ def create_table_sql(table: str, schema: pa.Schema, n_buckets: int) -> str:
     """``CREATE TABLE`` for a TPC-H table with its key and ``n_buckets`` hash buckets
     on the first key column (none: one tablet)."""
     key = TPCH_KEYS[table]
-    cols = ", ".join(f"{f.name} {sql_type(f.type)} NOT NULL" for f in schema)
+    # Kudu's key columns come first, in key order (Impala refuses any other layout).
+    fields = [schema.field(k) for k in key] + [f for f in schema if f.name not in key]
+    cols = ", ".join(f"{f.name} {sql_type(f.type)} NOT NULL" for f in fields)
     sql = f"CREATE TABLE {table} ({cols}, PRIMARY KEY ({', '.join(key)}))"
     if n_buckets > 0:
         sql += f" PARTITION BY HASH ({key[0]}) PARTITIONS {n_buckets}"
@@ -96,7 +98,8 @@ def load_kudusql(
         if table in via_executemany:
             marks = ", ".join("?" for _ in data.schema)
             rows = list(zip(*(c.to_pylist() for c in data.columns), strict=True))
-            cur.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+            names = ", ".join(data.schema.names)
+            cur.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
             applied = cur.rowcount
             errors = len(cur.warnings)
         else:

@@ -235,8 +235,8 @@ class Schema:
         col = self.columns[i]
         if changes.get("default") is not None:
             changes["default"] = col.type.python_value(changes["default"])
-        elif "default" in changes and not col.nullable:
-            raise ProgrammingError(f"cannot drop the default of NOT NULL column {name!r}")
+        # Dropping the write default of a NOT NULL column is allowed (Kudu): writes must
+        # then give a value; rows stored before the column existed keep its read default.
         cols = list(self.columns)
         cols[i] = replace(col, **changes)
         return Schema(tuple(cols), self.num_key_columns, self.next_column_id)

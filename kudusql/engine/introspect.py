@@ -18,24 +18,35 @@ from sqlglot import exp
 
 from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.schema import ColumnSchema
+from kudusql.common.types import DataType
 from kudusql.engine.params import literal_sql
 from kudusql.parser import statements as st
+from kudusql.parser.column_storage import shown_compression, shown_encoding
 from kudusql.parser.names import quote
 from kudusql.planner.dml import delete_query, target_columns, update_query, values_query
-from kudusql.planner.names import DEFAULT_DATABASE, quoted_sql_name, sql_name, storage_name
+from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name, sql_name, storage_name
 from kudusql.storage.client.partition import RangeBounds
 from kudusql.storage.client.pruning import prune_partitions
+from kudusql.storage.client.range_format import format_range, sql_value
 from kudusql.storage.client.table import Table
 
 if TYPE_CHECKING:
     from kudusql.engine.session import Result, Session
 
 
-def _rows(names: Sequence[str], rows: Sequence[Sequence[Any]], **kw: Any) -> Result:
+def _rows(
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    types: Sequence[pa.DataType] = (),
+    **kw: Any,
+) -> Result:
+    """A result set; each column is ``types[i]`` (numbers and booleans typed as they are,
+    Impala's result types), STRING when not given."""
     from kudusql.engine.session import Result
 
     cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
-    arrays = [pa.array(list(c), type=pa.string()) for c in cols]
+    kinds = list(types) + [pa.string()] * (len(names) - len(types))
+    arrays = [pa.array(list(c), type=k) for c, k in zip(cols, kinds, strict=True)]
     return Result(table=pa.table(arrays, names=list(names)), **kw)
 
 
@@ -65,6 +76,7 @@ def show_tables(session: Session, s: st.ShowTables) -> Result:
 
 
 def _type_sql(c: ColumnSchema) -> str:
+    """The column type as Impala writes it (``INT``, ``BIGINT``, ``DECIMAL(9,2)``)."""
     from kudusql.common.types import TypeKind
 
     names = {
@@ -78,68 +90,111 @@ def _type_sql(c: ColumnSchema) -> str:
     return names.get(c.type.kind) or str(c.type)
 
 
+def default_text(v: Any) -> str:
+    """A default value as Impala's DESCRIBE prints it: the value itself, unquoted
+    (``abc``, ``100.00``, ``true``, ``2009-01-01 00:00:00``)."""
+    import datetime
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    if isinstance(v, datetime.datetime):
+        return v.isoformat(sep=" ")
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    return str(v)
+
+
+DESCRIBE_COLUMNS = (
+    ("name", pa.string()),
+    ("type", pa.string()),
+    ("comment", pa.string()),
+    ("primary_key", pa.bool_()),
+    ("key_unique", pa.bool_()),
+    ("nullable", pa.bool_()),
+    ("default_value", pa.string()),
+    ("encoding", pa.string()),
+    ("compression", pa.string()),
+    ("block_size", pa.int32()),
+)
+
+
 def describe(session: Session, s: st.Describe) -> Result:
+    """Impala's DESCRIBE of a Kudu table: one row per column; types in lower case;
+    ``key_unique`` true for a key column of a unique key and NULL for other columns
+    (Impala prints an empty cell); ``block_size`` 0 when unset."""
     t = session.table(s.table)
     schema = t.schema
-    rows = [
-        (
-            c.name,
-            _type_sql(c),
-            c.comment,
-            str(schema.is_key(c.name)).lower(),
-            str(c.nullable).lower(),
-            "" if c.default is None else literal_sql(c.default),
-            c.encoding or "AUTO_ENCODING",
-            c.compression or "DEFAULT_COMPRESSION",
-            "" if c.block_size is None else str(c.block_size),
+    rows = []
+    for c in schema.columns:
+        key = schema.is_key(c.name)
+        rows.append(
+            (
+                c.name,
+                _type_sql(c).lower(),
+                c.comment,
+                key,
+                True if key else None,
+                c.nullable,
+                "" if c.default is None else default_text(c.default),
+                shown_encoding(c.encoding),
+                shown_compression(c.compression),
+                c.block_size or 0,
+            )
         )
-        for c in schema.columns
-    ]
-    names = [
-        "name",
-        "type",
-        "comment",
-        "primary_key",
-        "nullable",
-        "default_value",
-        "encoding",
-        "compression",
-        "block_size",
-    ]
-    return _rows(names, rows)
+    names, types = zip(*DESCRIBE_COLUMNS, strict=True)
+    return _rows(names, rows, types)
 
 
-def _row_sql(values: tuple[Any, ...]) -> str:
-    if len(values) == 1:
-        return literal_sql(values[0])
-    return "(" + ", ".join(literal_sql(v) for v in values) + ")"
+def range_texts(t: Table, sql: bool = False) -> list[str]:
+    """Each range partition of ``t`` once, in key order, as Kudu's client prints it
+    (``range_format``), or with ``sql`` as SQL that creates it (literals, and a bound
+    ending at the range columns' minimums written as the shorter prefix it means)."""
+    ps = t.partition_schema
+    types = [t.schema.column(c).type for c in ps.range_columns]
+    seen: dict[tuple[bytes, bytes], None] = {}
+    for p in t.partitions:
+        seen.setdefault((p.range_key_start, p.range_key_end), None)
+    ranges = sorted(seen, key=lambda r: (r[0] != b"", r[0]))
+    value = _sql_cell if sql else None
+    return [format_range(lo, hi, types, value, trim_minimums=sql) for lo, hi in ranges]
 
 
-def range_sql(b: RangeBounds) -> str:
-    """A range partition as Impala writes it (``10 <= VALUES < 20``, ``VALUE = 5``)."""
-    return "VALUES" if b.lower is None and b.upper is None else b.describe(_row_sql)
+def _declared_range_sql(b: RangeBounds) -> str:
+    def row(values: tuple[Any, ...]) -> str:
+        cells = [literal_sql(v) for v in values]
+        return cells[0] if len(cells) == 1 else f"({', '.join(cells)})"
+
+    return "VALUES" if b.lower is None and b.upper is None else b.describe(row)
+
+
+def _sql_cell(t: DataType, v: Any) -> str:
+    return literal_sql(sql_value(t, v))
 
 
 def create_table_sql(t: Table) -> str:
+    """SHOW CREATE TABLE in Impala's shape (every column with NULL / NOT NULL, ENCODING
+    and COMPRESSION; the key; PARTITION BY; COMMENT; STORED AS KUDU; TBLPROPERTIES one a
+    line), with the range partitions written out in their canonical form rather than
+    Impala's ``(...)``, so that the output recreates the table."""
     schema = t.schema
     lines = []
     for c in schema.columns:
-        parts = [quote(c.name), _type_sql(c)]
-        if not schema.is_key(c.name):
-            parts.append("NULL" if c.nullable else "NOT NULL")
+        parts = [quote(c.name), _type_sql(c), "NULL" if c.nullable else "NOT NULL"]
+        parts.append(f"ENCODING {shown_encoding(c.encoding)}")
+        parts.append(f"COMPRESSION {shown_compression(c.compression)}")
         if c.default is not None:
             parts.append(f"DEFAULT {literal_sql(c.default)}")
-        if c.encoding:
-            parts.append(f"ENCODING {c.encoding}")
-        if c.compression:
-            parts.append(f"COMPRESSION {c.compression}")
-        if c.block_size is not None:
+        if c.block_size:
             parts.append(f"BLOCK_SIZE {c.block_size}")
         if c.comment:
             parts.append(f"COMMENT {literal_sql(c.comment)}")
         lines.append("  " + " ".join(parts))
     lines.append(f"  PRIMARY KEY ({', '.join(quote(k) for k in schema.key_names)})")
-    out = f"CREATE TABLE {quoted_sql_name(t.name)} (\n" + ",\n".join(lines) + "\n)"
+    db, name = split_storage_name(t.name)
+    db_sql = db if db == DEFAULT_DATABASE else quote(db)  # Impala always names the database
+    out = f"CREATE TABLE {db_sql}.{quote(name)} (\n" + ",\n".join(lines) + "\n)"
     ps = t.partition_schema
     levels = [
         f"HASH ({', '.join(quote(c) for c in d.columns)}) PARTITIONS {d.num_buckets}"
@@ -147,9 +202,15 @@ def create_table_sql(t: Table) -> str:
         for d in ps.hash_dimensions
     ]
     if ps.range_columns:
-        bounds = ",\n  ".join(f"PARTITION {range_sql(b)}" for b in ps.range_bounds)
+        try:
+            texts = range_texts(t, sql=True)
+        except (OverflowError, ValueError):
+            # A bound at a date or timestamp no literal can write (kudusql's DATE keys
+            # span all int32 days): the bounds as they were declared.
+            texts = [_declared_range_sql(b) for b in ps.range_bounds]
+        bounds = ",\n  ".join(f"PARTITION {r}" for r in texts)
         cols = ", ".join(quote(c) for c in ps.range_columns)
-        levels.append(f"RANGE ({cols}) (\n  {bounds}\n)")
+        levels.append(f"RANGE ({cols}) (\n  {bounds}\n)" if bounds else f"RANGE ({cols}) ()")
     if levels:
         out += "\nPARTITION BY " + ", ".join(levels)
     props = dict(t.meta.properties)
@@ -158,8 +219,8 @@ def create_table_sql(t: Table) -> str:
         out += f"\nCOMMENT {literal_sql(comment)}"
     out += "\nSTORED AS KUDU"
     if props:
-        kv = ", ".join(f"{literal_sql(k)} = {literal_sql(v)}" for k, v in sorted(props.items()))
-        out += f"\nTBLPROPERTIES ({kv})"
+        kv = ",\n  ".join(f"{literal_sql(k)}={literal_sql(v)}" for k, v in sorted(props.items()))
+        out += f"\nTBLPROPERTIES (\n  {kv}\n)"
     return out
 
 
@@ -168,18 +229,28 @@ def show_create_table(session: Session, s: st.ShowCreateTable) -> Result:
 
 
 def show_partitions(session: Session, s: st.ShowPartitions) -> Result:
+    """SHOW RANGE PARTITIONS: a column headed ``RANGE (a,b)`` with a row per range (one
+    empty row when every range was dropped). SHOW PARTITIONS: Impala's columns for a
+    Kudu table, a row per tablet: its partition key range in hexadecimal (empty for
+    an open end), the leader replica (``local``: one process serves every tablet) and
+    the replica count (1)."""
     t = session.table(s.table)
     ps = t.partition_schema
     if s.range_only:
         if not ps.range_columns:
-            raise ProgrammingError(f"table {s.table} has no range partitioning")
-        return _rows(["range_partition"], [(range_sql(b),) for b in ps.range_bounds])
-    rows = []
-    for entry, p in zip(t.meta.tablets, t.partitions, strict=True):
-        buckets = ", ".join(str(b) for b in p.hash_buckets)
-        rng = range_sql(p.range_bounds) if ps.range_columns else ""
-        rows.append((str(entry.id), buckets, rng, p.describe(ps)))
-    return _rows(["tablet_id", "hash_buckets", "range", "partition"], rows)
+            raise ProgrammingError(
+                "SHOW RANGE PARTITIONS requested but table does not have range partitions: "
+                f"{s.table}"
+            )
+        header = f"RANGE ({','.join(ps.range_columns)})"
+        return _rows([header], [(r,) for r in range_texts(t) or [""]])
+    names = ["Start Key", "Stop Key", "Leader Replica", "#Replicas"]
+    types: list[pa.DataType] = [pa.string(), pa.string(), pa.string(), pa.int32()]
+    rows: list[tuple[Any, ...]] = [
+        (p.partition_key_start.hex().upper(), p.partition_key_end.hex().upper(), "local", 1)
+        for p in t.partitions
+    ]
+    return _rows(names, rows or [("N/A", "N/A", "N/A", -1)], types)
 
 
 def show_table_stats(session: Session, s: st.ShowTableStats) -> Result:
@@ -189,14 +260,14 @@ def show_table_stats(session: Session, s: st.ShowTableStats) -> Result:
     rows_by_tablet = {x["tablet_id"]: x["rows"] for x in computed.get("tablets", [])}
     rows = [
         (
-            str(x["tablet_id"]),
+            int(x["tablet_id"]),
             x["partition"],
-            str(rows_by_tablet.get(x["tablet_id"], -1)),
-            str(x["memrowset_rows"]),
-            str(x["diskrowsets"]),
-            str(x["disk_bytes"]),
-            str(x["memory_bytes"]),
-            str(x["wal_bytes"]),
+            rows_by_tablet.get(x["tablet_id"], -1),
+            x["memrowset_rows"],
+            x["diskrowsets"],
+            x["disk_bytes"],
+            x["memory_bytes"],
+            x["wal_bytes"],
         )
         for x in stats["tablets"]
     ]
@@ -210,7 +281,8 @@ def show_table_stats(session: Session, s: st.ShowTableStats) -> Result:
         "memory_bytes",
         "wal_bytes",
     ]
-    return _rows(names, rows)
+    types: list[pa.DataType] = [pa.int64(), pa.string(), *([pa.int64()] * 6)]
+    return _rows(names, rows, types)
 
 
 def show_column_stats(session: Session, s: st.ShowColumnStats) -> Result:
@@ -225,10 +297,12 @@ def show_column_stats(session: Session, s: st.ShowColumnStats) -> Result:
                 _type_sql(c),
                 "" if st_.get("min") is None else str(st_["min"]),
                 "" if st_.get("max") is None else str(st_["max"]),
-                str(st_.get("null_count", -1)),
+                int(st_.get("null_count", -1)),
             )
         )
-    return _rows(["column", "type", "min", "max", "null_count"], rows)
+    names = ["column", "type", "min", "max", "null_count"]
+    types: list[pa.DataType] = [*([pa.string()] * 4), pa.int64()]
+    return _rows(names, rows, types)
 
 
 def compute_stats(session: Session, s: st.ComputeStats) -> Result:

@@ -314,8 +314,8 @@ class Session:
 
     def _insert(self, s: st.Insert | st.Upsert) -> Result:
         table = self.table(s.table)
-        cols = target_columns(table.schema, s.columns, table.name)
         verb = "UPSERT" if isinstance(s, st.Upsert) else "INSERT"
+        cols = target_columns(table.schema, s.columns, table.name, verb)
         src = s.source
         if isinstance(src, exp.Values):
             _check_values_width(src, cols, table.name)
@@ -343,7 +343,8 @@ class Session:
         if rows is None:
             return None
         table = self.table(s.table)
-        cols = target_columns(table.schema, s.columns, table.name)
+        verb = "UPSERT" if isinstance(s, st.Upsert) else "INSERT"
+        cols = target_columns(table.schema, s.columns, table.name, verb)
         _check_values_width(src, cols, table.name)
         nparams = sum(isinstance(v, Param) for r in rows for v in r)
         out: list[list[Any]] = []

@@ -18,7 +18,10 @@ from sqlglot import exp
 from kudusql.common.errors import ProgrammingError
 from kudusql.parser import nodes
 from kudusql.parser import statements as st
-from kudusql.parser.literals import StatementError, coerce, constant, data_type
+from kudusql.parser.column_storage import compression_name, encoding_name
+from kudusql.parser.const_eval import fold
+from kudusql.parser.literals import StatementError, coerce, data_type
+from kudusql.parser.names import fold as fold_name
 from kudusql.parser.names import ident, table_name
 from kudusql.storage.client.alter import (
     AddColumn,
@@ -47,24 +50,55 @@ def column_spec(node: exp.Expr) -> st.ColumnSpec:
     default = None
     if node.args.get("default") is not None:
         default_node = node.args["default"]
-        value = constant(default_node, f"DEFAULT of column {name!r}")
-        default = coerce(value, dtype, f"DEFAULT of column {name!r}", default_node)
-    block_size = node.args.get("block_size")
+        default = column_default(default_node, name, dtype)
+        if default is None and (nullable is False or primary_key):
+            raise StatementError(
+                f"Default value of NULL not allowed on non-nullable column: '{name}'",
+                default_node,
+            )
+    attrs = column_attributes(node, name)
     return st.ColumnSpec(
         name=name,
         type=dtype,
         primary_key=primary_key,
         nullable=nullable,
         default=default,
-        encoding=_word(node.args.get("encoding")),
-        compression=_word(node.args.get("compression")),
-        block_size=int(block_size.name) if block_size is not None else None,
-        comment=node.args["comment"].name if node.args.get("comment") is not None else "",
+        encoding=attrs.get("encoding"),
+        compression=attrs.get("compression"),
+        block_size=attrs.get("block_size"),
+        comment=attrs.get("comment", ""),
     )
 
 
-def _word(node: exp.Expr | None) -> str | None:
-    return None if node is None else node.name.upper()
+def column_default(node: exp.Expr, column: str, dtype: Any) -> Any:
+    """A DEFAULT constant expression folded and converted to the column's type."""
+    what = f"DEFAULT of column {column!r}"
+    return coerce(fold(node, what), dtype, what, node)
+
+
+def column_attributes(node: exp.Expr, column: str) -> dict[str, Any]:
+    """The storage attributes and comment a column definition or ALTER COLUMN SET
+    gives: encoding and compression by their Kudu names, a positive block size."""
+    out: dict[str, Any] = {}
+    for attr, to_name in (("encoding", encoding_name), ("compression", compression_name)):
+        word = node.args.get(attr)
+        if word is not None:
+            try:
+                out[attr] = to_name(word.name, column)
+            except StatementError as e:
+                raise StatementError(e.message, word) from None
+    block_size = node.args.get("block_size")
+    if block_size is not None:
+        if int(block_size.name) <= 0:
+            raise StatementError(
+                f"Invalid value for BLOCK_SIZE: {block_size.name}. "
+                "A positive INTEGER value is expected.",
+                block_size,
+            )
+        out["block_size"] = int(block_size.name)
+    if node.args.get("comment") is not None:
+        out["comment"] = node.args["comment"].name
+    return out
 
 
 def _properties(props: Sequence[exp.Expr] | None) -> dict[str, str | None]:
@@ -78,7 +112,7 @@ def _properties(props: Sequence[exp.Expr] | None) -> dict[str, str | None]:
 def _row(node: exp.Expr | None, what: str) -> tuple[Any, ...] | None:
     if node is None:
         return None
-    value = constant(node, what)
+    value = fold(node, what)
     return value if isinstance(value, tuple) else (value,)
 
 
@@ -111,8 +145,13 @@ def _typed(
     )
 
 
-def partition_spec(node: nodes.Partitioning, types: dict[str, Any]) -> st.PartitionSpec:
-    """The ``PartitionSpec``; values are typed when ``types`` (column -> DataType) is known."""
+def partition_spec(
+    node: nodes.Partitioning, types: dict[str, Any], key: Sequence[str] = ()
+) -> st.PartitionSpec:
+    """The ``PartitionSpec``; values are typed when ``types`` (column -> DataType) is
+    known. A RANGE rule without columns ranges over the primary key ``key`` (Impala);
+    when the key is not known yet (CREATE TABLE ... AS SELECT) its columns stay empty
+    and ``PartitionSpec.to_partition_schema`` takes the table's key."""
     hashes = []
     for h in node.args.get("hash") or ():
         seed = h.args.get("seed")
@@ -126,7 +165,7 @@ def partition_spec(node: nodes.Partitioning, types: dict[str, Any]) -> st.Partit
     rng = node.args.get("range")
     if rng is None:
         return st.PartitionSpec(tuple(hashes))
-    columns = tuple(ident(c) for c in rng.expressions)
+    columns = tuple(ident(c) for c in rng.expressions) or tuple(key)
     unknown = [c for c in columns if types and c not in types]
     if unknown:
         raise StatementError(f"RANGE column {unknown[0]!r} is not a column of the table", rng)
@@ -161,7 +200,31 @@ def _primary_key(node: exp.Expr, columns: Sequence[st.ColumnSpec]) -> tuple[str,
     for c in columns:
         if c.name in element and c.nullable is True:
             raise StatementError(f"primary key column {c.name!r} cannot be NULL", node)
-    return tuple(inline) or element
+    key = tuple(inline) or element
+    _check_key_leads(node, key, columns)
+    return key
+
+
+def _check_key_leads(
+    node: exp.Expr, key: tuple[str, ...], columns: Sequence[st.ColumnSpec]
+) -> None:
+    """Kudu's key columns are the table's first columns, in key order (Impala refuses
+    any other order rather than reordering the columns)."""
+    if not columns or not key:
+        return
+    names = {fold_name(c.name) for c in columns}
+    if any(fold_name(k) not in names for k in key):
+        return  # Schema.build names the unknown column
+    leading = tuple(c.name for c in columns[: len(key)])
+    if tuple(map(fold_name, leading)) != tuple(map(fold_name, key)):
+        expected = ", ".join(f"'{k}'" for k in key)
+        found = ", ".join(f"'{c}'" for c in leading)
+        where = node.args.get("primary_key") or [node]
+        raise StatementError(
+            "Kudu PRIMARY KEY columns must be specified as the first columns in the table "
+            f"(expected leading columns ({expected}) but found ({found}))",
+            where[0],
+        )
 
 
 def create_table(node: exp.Expr, text: str) -> st.CreateTable:
@@ -181,7 +244,7 @@ def create_table(node: exp.Expr, text: str) -> st.CreateTable:
         )
     types = {c.name: c.type for c in columns}
     part = node.args.get("partitioning")
-    spec = partition_spec(part, types) if part is not None else None
+    spec = partition_spec(part, types, key) if part is not None else None
     warnings = (
         () if part is not None or like is not None else (ONE_TABLET_WARNING.format(table=table),)
     )
@@ -243,29 +306,36 @@ def _alter_step(node: exp.Expr) -> st.ParserStep | list[st.ParserStep]:
     raise StatementError(f"unsupported ALTER TABLE action {node.sql('kudusql')}", node)
 
 
-def _alter_column(node: exp.Expr) -> AlterColumn:
+def _alter_column(node: exp.Expr) -> list[st.ParserStep]:
+    """``ALTER COLUMN c SET options`` (one ``AlterColumn`` for all of them, plus a
+    ``NullDefault`` for ``SET DEFAULT NULL``) or ``ALTER COLUMN c DROP DEFAULT``."""
     name = ident(node.this)
-    attr = node.text("kind").lower()
     if node.args.get("drop"):
-        return AlterColumn(name, {"default": None})
-    value_node = node.args["expression"]
-    value: Any
-    if attr == "default":
-        value = constant(value_node, f"DEFAULT of column {name!r}")
+        return [AlterColumn(name, {"default": None})]
+    changes: dict[str, Any] = column_attributes(node, name)
+    out: list[st.ParserStep] = []
+    value_node = node.args.get("default")
+    if value_node is not None:
+        value = fold(value_node, f"DEFAULT of column {name!r}")
         if value is None:
-            raise StatementError("SET DEFAULT NULL: use DROP DEFAULT", value_node)
-    elif attr == "block_size":
-        value = int(value_node.name)
-    elif attr == "comment":
-        value = value_node.name
-    else:
-        value = value_node.name.upper()
-    return AlterColumn(name, {attr: value})
+            out.append(st.NullDefault(name))
+        else:
+            changes["default"] = value
+    if changes:
+        out.insert(0, AlterColumn(name, changes))
+    return out
 
 
 def alter_table(node: exp.Expr, text: str) -> st.AlterTable:
     steps: list[st.ParserStep] = []
+    added: set[str] = set()
     for action in node.args["actions"]:
         step = _alter_step(action)
-        steps.extend(step if isinstance(step, list) else [step])
+        for one in step if isinstance(step, list) else [step]:
+            if isinstance(one, AddColumn):
+                folded = fold_name(one.column.name)
+                if folded in added:
+                    raise StatementError(f"Duplicate column name: {one.column.name}", action)
+                added.add(folded)
+            steps.append(one)
     return st.AlterTable(table_name(node.this), tuple(steps), text=text)

@@ -184,14 +184,21 @@ class DdlParser(DuckDBParser):
         if not isinstance(kind, exp.DataType):
             self.raise_error(f"Expected a type for column {name.name!r}")
         args: dict[str, object] = {"this": name, "kind": kind}
+        self._k_column_options(name.name, args, key_options=True)
+        return self.expression(nodes.KuduColumnDef(**args))
+
+    def _k_column_options(self, column: str, args: dict[str, object], key_options: bool) -> None:
+        """Column options in any order, each at most once, into ``args``: ``PRIMARY KEY``
+        and ``[NOT] NULL`` only when ``key_options`` (a column definition, not ALTER
+        COLUMN SET), then ENCODING, COMPRESSION, DEFAULT, BLOCK_SIZE and COMMENT."""
         while self._curr:
             start = self._curr
             value: bool | exp.Expr
-            if self._match(TokenType.PRIMARY_KEY):
+            if key_options and self._match(TokenType.PRIMARY_KEY):
                 attr, value = "primary_key", True
-            elif self._match_text_seq("NOT", "NULL"):
+            elif key_options and self._match_text_seq("NOT", "NULL"):
                 attr, value = "nullable", False
-            elif self._match(TokenType.NULL):
+            elif key_options and self._match(TokenType.NULL):
                 attr, value = "nullable", True
             elif self._match_texts(_COLUMN_ATTRIBUTES):
                 attr = self._prev.text.lower()
@@ -199,9 +206,8 @@ class DdlParser(DuckDBParser):
             else:
                 break
             if attr in args:
-                self.raise_error(f"{attr.upper()} is given twice for column {name.name!r}", start)
+                self.raise_error(f"{attr.upper()} is given twice for column {column!r}", start)
             args[attr] = value
-        return self.expression(nodes.KuduColumnDef(**args))
 
     def _k_column_attribute_value(self, attr: str) -> exp.Expr:
         if attr == "default":
@@ -210,7 +216,8 @@ class DdlParser(DuckDBParser):
             return self._k_string("a comment")
         if attr == "block_size":
             return self._k_int("a block size")
-        return exp.Var(this=self._k_word(f"an {attr} name").upper())
+        word = exp.Var(this=self._k_word(f"an {attr} name").upper())
+        return word.update_positions(self._prev)  # an unknown name is reported here
 
     def _k_properties(self, with_values: bool) -> list[nodes.TableProperty]:
         self._k_expect_token(TokenType.L_PAREN, "( and a list of properties")
@@ -229,16 +236,24 @@ class DdlParser(DuckDBParser):
 
     # -- partitioning -----------------------------------------------------------------------
     def _k_partitioning(self, style: str) -> nodes.Partitioning:
+        """Hash levels and at most one range rule, in any order (Impala allows the range
+        rule first), separated by optional commas."""
         hashes: list[nodes.HashPartitioning] = []
         rng: nodes.RangePartitioning | None = None
         while True:
             if self._match_text_seq("HASH"):
                 hashes.append(self._k_hash_level())
             elif self._match(TokenType.RANGE):
+                if rng is not None:
+                    self.raise_error(f"{style} BY has more than one RANGE rule", self._prev)
                 rng = self._k_range_rule()
             else:
                 self.raise_error(f"Expected HASH or RANGE after {style} BY")
-            if rng is not None or not self._match(TokenType.COMMA):
+            comma = self._match(TokenType.COMMA)
+            if not comma and not (
+                self._curr
+                and (self._curr.token_type == TokenType.RANGE or self._curr.text.upper() == "HASH")
+            ):
                 break
         return self.expression(nodes.Partitioning(hash=hashes or None, range=rng, style=style))
 
@@ -258,16 +273,25 @@ class DdlParser(DuckDBParser):
         )
 
     def _k_range_rule(self) -> nodes.RangePartitioning:
-        columns = self._k_names()
+        """``RANGE [(cols)] [(PARTITION bound[,] ...)] [SPLIT ROWS (...)]``; without a
+        column list the range columns are the primary key columns (Impala)."""
+        columns = None
+        starts_list = self._curr and self._curr.token_type == TokenType.L_PAREN
+        if starts_list and not (self._next and self._next.token_type == TokenType.PARTITION):
+            columns = self._k_names()
         partitions = None
         if self._match(TokenType.L_PAREN):
             partitions = []
             while True:
                 self._k_expect_token(TokenType.PARTITION, "PARTITION")
                 partitions.append(self._k_range_bound())
-                if not self._match(TokenType.COMMA):
+                if self._match(TokenType.R_PAREN):
                     break
-            self._k_expect_token(TokenType.R_PAREN, ", or ) after a range partition")
+                self._match(TokenType.COMMA)
+                if not (self._curr and self._curr.token_type == TokenType.PARTITION):
+                    self.raise_error("Expected , or ) after a range partition")
+        elif columns is None:
+            self.raise_error("Expected ( and the range columns or range partitions after RANGE")
         split_rows = None
         if self._match_text_seq("SPLIT", "ROWS"):
             self._k_expect_token(TokenType.L_PAREN, "( and a list of split rows")
@@ -282,7 +306,9 @@ class DdlParser(DuckDBParser):
         )
 
     def _k_range_bound(self) -> nodes.RangeBound:
-        """``VALUE = v`` | ``[lower < | <=] VALUES [< | <= upper]``."""
+        """``VALUE = v`` | ``VALUE = (v, ...)`` | ``[b1 op] VALUES [op b2]`` where op is
+        ``<`` or ``<=`` (``b1`` the lower bound, ``b2`` the upper) or, reversed,
+        ``>`` or ``>=`` (``b1 > VALUES`` an upper bound, ``VALUES >= b2`` a lower one)."""
         if self._match_text_seq("VALUE"):
             self._k_expect_token(TokenType.EQ, "= after VALUE")
             v = self._k_value()
@@ -295,20 +321,25 @@ class DdlParser(DuckDBParser):
                     single=True,
                 )
             )
-        lower = None
-        lower_inclusive = True
+        ends: dict[str, tuple[exp.Expr, bool]] = {}
+        ops = (TokenType.LT, TokenType.LTE, TokenType.GT, TokenType.GTE)
         if not self._match(TokenType.VALUES):
-            lower = self._k_value()
-            if self._match(TokenType.LT):
-                lower_inclusive = False
-            elif not self._match(TokenType.LTE):
-                self.raise_error("Expected < or <= after the lower bound")
+            value = self._k_value()
+            if not self._match_set(ops):
+                self.raise_error("Expected <, <=, > or >= after the bound")
+            op = self._prev.token_type
+            side = "lower" if op in (TokenType.LT, TokenType.LTE) else "upper"
+            ends[side] = (value, op in (TokenType.LTE, TokenType.GTE))
             self._k_expect_token(TokenType.VALUES, "VALUES")
-        upper = None
-        upper_inclusive = False
-        if self._match_set((TokenType.LT, TokenType.LTE)):
-            upper_inclusive = self._prev.token_type == TokenType.LTE
-            upper = self._k_value()
+        if self._match_set(ops):
+            op_token = self._prev
+            op = op_token.token_type
+            side = "upper" if op in (TokenType.LT, TokenType.LTE) else "lower"
+            if side in ends:
+                self.raise_error(f"the range partition has two {side} bounds", op_token)
+            ends[side] = (self._k_value(), op in (TokenType.LTE, TokenType.GTE))
+        lower, lower_inclusive = ends.get("lower", (None, True))
+        upper, upper_inclusive = ends.get("upper", (None, False))
         return self.expression(
             nodes.RangeBound(
                 lower=lower,
@@ -391,18 +422,23 @@ class DdlParser(DuckDBParser):
         raise AssertionError("unreachable")
 
     def _k_alter_column(self) -> nodes.AlterColumnAction:
+        """``ALTER [COLUMN] c SET option [option ...]`` (Impala's column options: ENCODING,
+        COMPRESSION, DEFAULT, BLOCK_SIZE, COMMENT, in any order) or ``... DROP DEFAULT``."""
         self._match(TokenType.COLUMN)
         name = self._k_ident("a column name")
         if self._match(TokenType.DROP):
             self._k_expect("DEFAULT")
-            return self.expression(
-                nodes.AlterColumnAction(this=name, kind=exp.Var(this="DEFAULT"), drop=True)
-            )
+            return self.expression(nodes.AlterColumnAction(this=name, drop=True))
         self._k_expect_token(TokenType.SET, "SET or DROP DEFAULT after the column name")
-        if not self._match_texts(_COLUMN_ATTRIBUTES):
+        args: dict[str, object] = {"this": name}
+        if self._match_text_seq("NOT", "NULL", advance=False) or self._match_set(
+            (TokenType.NULL, TokenType.PRIMARY_KEY), advance=False
+        ):
+            self.raise_error(
+                "ALTER COLUMN cannot change NULL / NOT NULL or PRIMARY KEY "
+                "(Kudu keeps a column's nullability and the primary key)"
+            )
+        self._k_column_options(name.name, args, key_options=False)
+        if len(args) == 1:
             self.raise_error(f"Expected one of {', '.join(_COLUMN_ATTRIBUTES)} after SET")
-        attr = self._prev.text.upper()
-        value = self._k_column_attribute_value(attr.lower())
-        return self.expression(
-            nodes.AlterColumnAction(this=name, kind=exp.Var(this=attr), expression=value)
-        )
+        return self.expression(nodes.AlterColumnAction(**args))

@@ -178,7 +178,8 @@ class KuduGenerator(DuckDBGenerator):
         return text
 
     def k_range(self, e: nodes.RangePartitioning) -> str:
-        text = f"RANGE ({self.expressions(e, flat=True)})"
+        cols = self.expressions(e, flat=True)
+        text = f"RANGE ({cols})" if cols else "RANGE"
         parts = e.args.get("partitions")
         if parts:
             text += " (" + ", ".join(f"PARTITION {self.sql(p)}" for p in parts) + ")"
@@ -248,7 +249,12 @@ class KuduGenerator(DuckDBGenerator):
         name = self.sql(e, "this")
         if e.args.get("drop"):
             return f"ALTER COLUMN {name} DROP DEFAULT"
-        return f"ALTER COLUMN {name} SET {self.sql(e, 'kind')} {self.sql(e, 'expression')}"
+        options = " ".join(
+            f"{attr.upper()} {self.sql(e, attr)}"
+            for attr in ("default", "encoding", "compression", "block_size", "comment")
+            if e.args.get(attr) is not None
+        )
+        return f"ALTER COLUMN {name} SET {options}"
 
     def k_set_properties(self, e: nodes.SetTblPropertiesAction) -> str:
         props = ", ".join(self.sql(p) for p in e.expressions)

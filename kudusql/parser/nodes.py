@@ -74,10 +74,11 @@ class RangeBound(exp.Expression):
 
 
 class RangePartitioning(exp.Expression):
-    """``RANGE (cols) [(PARTITION bound, ...)] [SPLIT ROWS ((v, ..), ..)]``."""
+    """``RANGE [(cols)] [(PARTITION bound, ...)] [SPLIT ROWS ((v, ..), ..)]`` (no
+    columns: the primary key columns)."""
 
     arg_types: ClassVar[dict[str, bool]] = {
-        "expressions": True,
+        "expressions": False,
         "partitions": False,
         "split_rows": False,
     }
@@ -150,14 +151,18 @@ class RenameTableAction(exp.Expression):
 
 
 class AlterColumnAction(exp.Expression):
-    """``ALTER [COLUMN] c SET attr value`` (``kind`` DEFAULT, COMMENT, ENCODING,
-    COMPRESSION, BLOCK_SIZE) or ``ALTER [COLUMN] c DROP DEFAULT`` (``drop``)."""
+    """``ALTER [COLUMN] c SET option ...`` (any of ``default``, ``encoding``,
+    ``compression``, ``block_size``, ``comment``, as in ``KuduColumnDef``) or
+    ``ALTER [COLUMN] c DROP DEFAULT`` (``drop``)."""
 
     arg_types: ClassVar[dict[str, bool]] = {
         "this": True,
-        "kind": True,
-        "expression": False,
         "drop": False,
+        "default": False,
+        "encoding": False,
+        "compression": False,
+        "block_size": False,
+        "comment": False,
     }
 
 

@@ -149,7 +149,7 @@ class PartitionSpec:
         ]
         if self.range is None:
             return PartitionSchema.create(schema, dims)
-        cols = self.range.columns
+        cols = self.range.columns or tuple(schema.key_names)
         bounds = [_typed_bounds(b, cols, schema) for b in self.range.bounds]
         splits = [_typed_row(r, cols, schema, "split row") or () for r in self.range.split_rows]
         return PartitionSchema.create(schema, dims, cols, bounds or None, splits)
@@ -228,7 +228,15 @@ class RenameTo:
     table: TableName
 
 
-ParserStep = AlterStep | ChangeColumn | RenameTo
+@dataclass(frozen=True)
+class NullDefault:
+    """``ALTER COLUMN c SET DEFAULT NULL``: drops the default of a nullable column (Impala);
+    a NOT NULL column refuses it (``DROP DEFAULT`` removes its default)."""
+
+    column: str
+
+
+ParserStep = AlterStep | ChangeColumn | RenameTo | NullDefault
 
 
 @dataclass(frozen=True)
@@ -280,14 +288,32 @@ class AlterTable(Statement):
             elif isinstance(step, AlterColumn):
                 name = find_column(schema, step.name) or step.name
                 changes = dict(step.changes)
+                if "default" in changes:
+                    _check_default_allowed(schema, name, changes["default"] is None)
                 if changes.get("default") is not None:
                     col = schema.column(name)
                     what = f"DEFAULT of {name!r}"
                     changes["default"] = coerce(changes["default"], col.type, what)
                 out.append(AlterColumn(name, changes))
+            elif isinstance(step, NullDefault):
+                name = find_column(schema, step.column) or step.column
+                _check_default_allowed(schema, name, False)
+                if schema.has_column(name) and not schema.column(name).nullable:
+                    raise ProgrammingError(
+                        f"Default value of NULL not allowed on non-nullable column: '{name}'"
+                    )
+                out.append(AlterColumn(name, {"default": None}))
             else:
                 out.append(step)
         return out
+
+
+def _check_default_allowed(schema: Schema, name: str, drop: bool) -> None:
+    """Impala sets and drops no default of a primary key column."""
+    if schema.has_column(name) and schema.is_key(name):
+        raise ProgrammingError(
+            f"Cannot {'drop' if drop else 'set'} default value for primary key column '{name}'"
+        )
 
 
 def _clash(schema: Schema, new: str, old: str) -> str | None:

@@ -32,17 +32,28 @@ class Param:
     key: int | str
 
 
-def target_columns(schema: Schema, columns: Sequence[str] | None, table: str) -> list[str]:
-    """The stored names of the columns an INSERT or UPSERT writes: the list given
-    (matched ignoring case and checked) or all columns."""
+def target_columns(
+    schema: Schema, columns: Sequence[str] | None, table: str, verb: str = "INSERT"
+) -> list[str]:
+    """The stored names of the columns an INSERT or UPSERT (``verb``) writes: the list
+    given (matched ignoring case; each at most once, every key column among them, as
+    Impala checks) or all columns."""
     if columns is None:
         return list(schema.names)
     out: list[str] = []
     for c in columns:
         stored = column_of(schema, c, table)
         if stored in out:
-            raise ProgrammingError(f"column {c!r} is given twice")
+            raise ProgrammingError(
+                f"column {c!r} is given twice (Duplicate column '{c}' in column permutation)"
+            )
         out.append(stored)
+    missing = [k for k in schema.key_names if k not in out]
+    if missing:
+        raise ProgrammingError(
+            f"All primary key columns must be specified for {verb}ing into Kudu tables. "
+            f"Missing columns are: {', '.join(missing)}"
+        )
     return out
 
 

@@ -100,11 +100,22 @@ def cmd_describe(shell: Shell, arg: str) -> bool:
     if ok:
         c = shell.execute(f"SHOW CREATE TABLE {_ident(name)}")
         if c is not None and c.table is not None and c.table.num_rows:
-            ddl = str(c.table.column(0)[0].as_py())
-            extra = [ln for ln in ddl.splitlines() if ln.startswith(("PARTITION", "COMMENT"))]
-            for ln in extra:
+            for ln in table_clauses(str(c.table.column(0)[0].as_py())):
                 shell.output.status(ln)
     return ok
+
+
+def table_clauses(ddl: str) -> list[str]:
+    """The lines of SHOW CREATE TABLE after the column list and before STORED AS: the
+    whole PARTITION BY clause (every range partition) and the table COMMENT."""
+    lines = ddl.splitlines()
+    start = lines.index(")") + 1 if ")" in lines else len(lines)
+    out = []
+    for ln in lines[start:]:
+        if ln.startswith(("STORED AS", "TBLPROPERTIES")):
+            break
+        out.append(ln)
+    return out
 
 
 def cmd_schema(shell: Shell, arg: str) -> bool:

@@ -567,7 +567,7 @@ def test_unknown_encoding_or_compression_fails_the_ddl(db: Database) -> None:
     assert db.table_names() == []
     db.create_table("t", SCHEMA)
     with pytest.raises(ProgrammingError, match="unknown compression"):
-        db.alter_table("t", [AlterColumn("name", {"compression": "snappy"})])
+        db.alter_table("t", [AlterColumn("name", {"compression": "snappy2"})])
     db.alter_table("t", [AlterColumn("name", {"compression": "zstd", "encoding": "dict"})])
     db.table("t").insert(rows([1]))
     db.table("t").flush()  # the new attributes are usable

@@ -30,7 +30,7 @@ def _create(sql: str) -> CreateTable:
 
 def test_create_table_builds_schema_and_partitions() -> None:
     stmt = _create(
-        "CREATE TABLE t (v STRING, id BIGINT, ts TIMESTAMP, PRIMARY KEY (id, ts)) "
+        "CREATE TABLE t (id BIGINT, ts TIMESTAMP, v STRING, PRIMARY KEY (id, ts)) "
         "PARTITION BY HASH (id) PARTITIONS 3, RANGE (ts) (PARTITION VALUES < '2024-01-01', "
         "PARTITION '2024-01-01' <= VALUES < '2025-01-01')"
     )

@@ -81,8 +81,31 @@ def test_stdin_file_and_meta_commands(db: str, tmp_path: Path, run_cli: Any) -> 
     r = run_cli(db, "-f", str(script))
     assert r.returncode == 0, r.stderr
     assert "UPSERT 1 row" in r.stdout
-    assert "│ price │ DECIMAL(10,2) │" in r.stdout
+    assert "│ price │ decimal(10,2) │" in r.stdout
     assert "PARTITION BY HASH (id) PARTITIONS 2" in r.stdout
+
+
+def test_describe_meta_command_prints_every_range_partition(tmp_path: Path, run_cli: Any) -> None:
+    path = str(tmp_path / "ranges")
+    r = run_cli(
+        path,
+        "-c",
+        "CREATE TABLE o (o_date DATE, id INT, PRIMARY KEY (o_date, id)) "
+        "PARTITION BY HASH (id) PARTITIONS 2, RANGE (o_date) ("
+        "PARTITION VALUES < '2024-01-01', PARTITION '2024-01-01' <= VALUES < '2025-01-01') "
+        "COMMENT 'orders'",
+    )
+    assert r.returncode == 0, r.stderr
+    r = run_cli(path, "-c", "\\d o")
+    assert r.returncode == 0, r.stderr
+    tail = r.stdout.splitlines()[-5:]
+    assert tail == [
+        "PARTITION BY HASH (id) PARTITIONS 2, RANGE (o_date) (",
+        "  PARTITION VALUES < CAST('2024-01-01' AS DATE),",
+        "  PARTITION CAST('2024-01-01' AS DATE) <= VALUES < CAST('2025-01-01' AS DATE)",
+        ")",
+        "COMMENT 'orders'",
+    ]
 
 
 def test_errors_have_caret_no_traceback_and_exit_code(

@@ -24,10 +24,19 @@ Records are separated by blank lines; ``#`` lines are comments::
 ``statement count N`` checks ``cursor.rowcount``; ``statement warning <text>`` checks
 that some warning contains the text. ``query`` compares rows in order, ``query rowsort``
 after sorting; cells are tab-separated, NULL for None, booleans as true/false.
+
+As in sqllogictest, ``query`` may name the column types first, one letter a column:
+``query TIB`` (or ``query TIB rowsort``) checks that every row has three cells, a text,
+an integer and a boolean (NULL fits any letter). The letters: ``I`` integer (not a
+boolean), ``R`` real or decimal, ``T`` text, ``B`` boolean, ``D`` date or timestamp,
+``X`` binary. ``query ... label a|b`` checks the result's column labels too (separated by ``|``).
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +97,44 @@ def cell(v: Any) -> str:
     return str(v)
 
 
+_TYPE_LETTERS = re.compile(r"[ITRBDX]+")
+_TYPES: dict[str, tuple[type, ...]] = {
+    "I": (int,),
+    "R": (float, decimal.Decimal),
+    "T": (str,),
+    "B": (bool,),
+    "D": (datetime.date,),
+    "X": (bytes,),
+}
+
+
+def query_options(arg: str) -> tuple[str | None, bool, list[str] | None]:
+    """(type letters or None, rowsort, labels or None) of a ``query`` record's header."""
+    words = arg.split()
+    types = words.pop(0) if words and _TYPE_LETTERS.fullmatch(words[0]) else None
+    rowsort = "rowsort" in words
+    labels = None
+    if "label" in words:
+        i = words.index("label")
+        labels = " ".join(words[i + 1 :]).split("|")
+        words = words[:i]
+    unknown = [w for w in words if w != "rowsort"]
+    if unknown:
+        raise ValueError(f"unknown query option {unknown[0]!r}")
+    return types, rowsort, labels
+
+
+def check_types(where: str, types: str, rows: list[tuple[Any, ...]]) -> None:
+    """Every row has ``len(types)`` cells, each None or of its letter's Python types."""
+    for row in rows:
+        assert len(row) == len(types), f"{where}: {len(row)} columns, types say {len(types)}"
+        for i, (letter, v) in enumerate(zip(types, row, strict=True)):
+            ok = v is None or (
+                isinstance(v, _TYPES[letter]) and not (letter != "B" and isinstance(v, bool))
+            )
+            assert ok, f"{where}: column {i + 1} is {type(v).__name__} {v!r}, not {letter}"
+
+
 def run_file(path: Path) -> None:
     with kudusql.connect(":memory:", maintenance=False, sync=False) as conn:
         cur = conn.cursor()
@@ -120,14 +167,21 @@ def run_file(path: Path) -> None:
                 elif mode != "ok":
                     raise ValueError(f"{where}: unknown statement mode {mode!r}")
             else:
+                types, rowsort, labels = query_options(r.arg)
                 try:
                     cur.execute(r.sql)
-                    lines = ["\t".join(cell(v) for v in row) for row in cur.fetchall()]
-                    rows = "\n".join(lines).split("\n") if lines else []
+                    result = cur.fetchall()
                 except Error as e:
                     raise AssertionError(f"{where}: {type(e).__name__}: {e}") from e
+                if types is not None:
+                    check_types(where, types, result)
+                if labels is not None:
+                    got = [d[0] for d in cur.description or ()]
+                    assert got == labels, f"{where}: labels {got} != {labels}"
+                lines = ["\t".join(cell(v) for v in row) for row in result]
+                rows = "\n".join(lines).split("\n") if lines else []
                 expected = list(r.expected)
-                if r.arg == "rowsort":
+                if rowsort:
                     rows.sort()
                     expected.sort()
                 assert rows == expected, (

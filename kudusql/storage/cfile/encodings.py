@@ -81,6 +81,10 @@ _ENCODING_NAMES: dict[str, Encoding | None] = {
     "auto": None,
     "auto_encoding": None,
     "default": None,
+    # Kudu's encodings this format does not have: pages choose their encoding.
+    "prefix": None,
+    "prefix_encoding": None,
+    "group_varint": None,
 }
 
 _COMPRESSION_NAMES: dict[str, Compression] = {
@@ -90,6 +94,9 @@ _COMPRESSION_NAMES: dict[str, Compression] = {
     "none": Compression.NONE,
     "no_compression": Compression.NONE,
     "zstd": Compression.ZSTD,
+    # Kudu's codecs this format does not have: the nearest one (speed, ratio).
+    "snappy": Compression.LZ4,
+    "zlib": Compression.ZSTD,
 }
 
 

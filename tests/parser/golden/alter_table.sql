@@ -244,10 +244,8 @@ error at line 1, column 24: CHANGE COLUMN cannot change PRIMARY KEY or NULL / NO
 
 -- statement
 ALTER TABLE t ALTER c SET DEFAULT NULL
--- error
-error at line 1, column 1: SET DEFAULT NULL: use DROP DEFAULT
-  ALTER TABLE t ALTER c SET DEFAULT NULL
-  ^
+-- expect
+AlterTable(table=t, steps=[NullDefault(column='c')])
 
 -- statement
 ALTER TABLE t ALTER c SET NULLABLE true
@@ -273,6 +271,19 @@ syntax error at line 1, column 7: Expected TABLE after ALTER
 -- statement
 ALTER TABLE t ADD RANGE PARTITION VALUES < now()
 -- error
-error at line 1, column 44: range bound must be a constant (a literal such as 10, 'x', DATE '2024-01-31', X'0a' or NULL), not NOW()
+error at line 1, column 44: range bound: only constant values are allowed, not now() (its value is not fixed)
   ALTER TABLE t ADD RANGE PARTITION VALUES < now()
                                              ^
+
+-- statement several options in one ALTER COLUMN SET
+ALTER TABLE t ALTER COLUMN c SET ENCODING rle COMPRESSION snappy BLOCK_SIZE 100 COMMENT 'x' DEFAULT 1 + 1
+-- expect
+AlterTable(
+  table=t
+  steps=[
+    AlterColumn(
+      name='c'
+      changes={'encoding': 'RLE', 'compression': 'SNAPPY', 'block_size': 100, 'comment': 'x', 'default': 2}
+    )
+  ]
+)

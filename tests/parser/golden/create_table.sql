@@ -325,7 +325,7 @@ error at line 1, column 54: DEFAULT of column 'b': 300 does not fit type INT8
 -- statement DEFAULT must be constant
 CREATE TABLE t (a INT PRIMARY KEY, b TIMESTAMP DEFAULT now())
 -- error
-error at line 1, column 56: DEFAULT of column 'b' must be a constant (a literal such as 10, 'x', DATE '2024-01-31', X'0a' or NULL), not NOW()
+error at line 1, column 56: DEFAULT of column 'b': only constant values are allowed, not now() (its value is not fixed)
   CREATE TABLE t (a INT PRIMARY KEY, b TIMESTAMP DEFAULT now())
                                                          ^
 

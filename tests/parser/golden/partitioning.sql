@@ -291,9 +291,9 @@ error at line 1, column 79: range bound for column 'a': 'ten' is not of type INT
 -- statement a bound that is not a constant
 CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (PARTITION VALUES < a + 1)
 -- error
-error at line 1, column 83: range bound must be a constant (a literal such as 10, 'x', DATE '2024-01-31', X'0a' or NULL), not a + 1
+error at line 1, column 79: range bound: only constant values are allowed, not a (a column)
   CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (PARTITION VALUES < a + 1)
-                                                                                    ^
+                                                                                ^
 
 -- statement too many values in a bound
 CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (PARTITION VALUE = (1, 2))
@@ -323,12 +323,18 @@ syntax error at line 1, column 49: Expected HASH or RANGE after PARTITION BY
   CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY LIST (a)
                                                   ^
 
--- statement RANGE must come last
+-- statement RANGE may come before HASH (Impala)
 CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, b)) PARTITION BY RANGE (a) (PARTITION VALUES < 1), HASH (b) PARTITIONS 2
--- error
-syntax error at line 1, column 96: Unexpected ',': expected the end of the statement here
-  CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, b)) PARTITION BY RANGE (a) (PARTITION VALUES < 1), HASH (b) PARTITIONS 2
-                                                                                                 ^
+-- expect
+CreateTable(
+  table=t
+  columns=[ColumnSpec(name='a', type=INT32), ColumnSpec(name='b', type=INT32)]
+  primary_key=['a', 'b']
+  partitioning=PartitionSpec(
+    hash=[HashSpec(columns=['b'], buckets=2)]
+    range=RangeSpec(columns=['a'], bounds=[RangeBounds(upper=[1])])
+  )
+)
 
 -- statement a range partition needs the VALUES keyword
 CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (PARTITION 1 <= 2)
@@ -343,3 +349,40 @@ CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (VALUES < 1)
 syntax error at line 1, column 60: Expected PARTITION
   CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (VALUES < 1)
                                                              ^
+
+-- statement RANGE without columns ranges over the primary key (Impala)
+CREATE TABLE t (a INT, b STRING, PRIMARY KEY (a, b)) PARTITION BY RANGE (PARTITION VALUE = (1, 'a') PARTITION (2, 'b') <= VALUES)
+-- expect
+CreateTable(
+  table=t
+  columns=[ColumnSpec(name='a', type=INT32), ColumnSpec(name='b', type=STRING)]
+  primary_key=['a', 'b']
+  partitioning=PartitionSpec(
+    range=RangeSpec(
+      columns=['a', 'b']
+      bounds=[
+        RangeBounds(lower=[1, 'a'], upper=[1, 'a'], upper_inclusive=True)
+        RangeBounds(lower=[2, 'b'])
+      ]
+    )
+  )
+)
+
+-- statement reversed bounds: b > VALUES is an upper bound, VALUES >= b a lower one
+CREATE TABLE t (a INT PRIMARY KEY) PARTITION BY RANGE (a) (PARTITION 10 > VALUES, PARTITION VALUES >= 10 * 2, PARTITION 10 <= VALUES <= 19)
+-- expect
+CreateTable(
+  table=t
+  columns=[ColumnSpec(name='a', type=INT32, primary_key=True)]
+  primary_key=['a']
+  partitioning=PartitionSpec(
+    range=RangeSpec(
+      columns=['a']
+      bounds=[
+        RangeBounds(upper=[10])
+        RangeBounds(lower=[20])
+        RangeBounds(lower=[10], upper=[19], upper_inclusive=True)
+      ]
+    )
+  )
+)
