@@ -23,7 +23,7 @@ from kudusql.parser import statements as st
 from kudusql.parser.names import quote
 from kudusql.planner.dml import delete_query, target_columns, update_query, values_query
 from kudusql.planner.names import DEFAULT_DATABASE, quoted_sql_name, sql_name, storage_name
-from kudusql.storage.client.partition import RangeBounds
+from kudusql.storage.client.partition import HashDimension, RangeBounds
 from kudusql.storage.client.pruning import prune_partitions
 from kudusql.storage.client.table import Table
 
@@ -120,10 +120,48 @@ def range_sql(b: RangeBounds) -> str:
     return "VALUES" if b.lower is None and b.upper is None else b.describe(_row_sql)
 
 
+def _hash_sql(dims: Sequence[HashDimension]) -> str:
+    """A range's own hash schema in CREATE TABLE's words: ``HASH (a) PARTITIONS 2
+    HASH (b) PARTITIONS 3`` (Impala separates a range's levels with spaces)."""
+    return " ".join(
+        f"HASH ({', '.join(quote(c) for c in d.columns)}) PARTITIONS {d.num_buckets}"
+        + (f" SEED {d.seed}" if d.seed else "")
+        for d in dims
+    )
+
+
+def _range_partition_sql(b: RangeBounds) -> str:
+    """``PARTITION bound`` and the range's own hash schema, if any (Kudu 1.17)."""
+    own = f" {_hash_sql(b.hash_schema)}" if b.hash_schema else ""
+    return f"PARTITION {range_sql(b)}{own}"
+
+
+def show_hash_schema(session: Session, s: st.ShowHashSchema) -> Result:
+    """Impala 4.3's SHOW HASH SCHEMA: one column, ``RANGE (cols) HASH SCHEMA``; one row
+    per range partition, the range as SHOW RANGE PARTITIONS writes it followed by its
+    hash schema (its own or the table-wide one) as Kudu's client formats it."""
+    t = session.table(s.table)
+    ps = t.partition_schema
+    if not ps.range_columns:
+        raise ProgrammingError(
+            f"SHOW HASH SCHEMA requested but table does not have range partitions: {s.table}"
+        )
+    rows = []
+    for b in ps.range_bounds:
+        dims = "".join(
+            f" HASH({','.join(d.columns)}) PARTITIONS {d.num_buckets}"
+            for d in ps.hash_schema_for(b)
+        )
+        rows.append((range_sql(b) + dims,))
+    return _rows([f"RANGE ({','.join(ps.range_columns)}) HASH SCHEMA"], rows)
+
+
 def create_table_sql(t: Table) -> str:
     schema = t.schema
     lines = []
     for c in schema.columns:
+        if c.auto_incrementing:
+            continue  # the tablets add it again for a NON UNIQUE PRIMARY KEY
         parts = [quote(c.name), _type_sql(c)]
         if not schema.is_key(c.name):
             parts.append("NULL" if c.nullable else "NOT NULL")
@@ -138,7 +176,8 @@ def create_table_sql(t: Table) -> str:
         if c.comment:
             parts.append(f"COMMENT {literal_sql(c.comment)}")
         lines.append("  " + " ".join(parts))
-    lines.append(f"  PRIMARY KEY ({', '.join(quote(k) for k in schema.key_names)})")
+    key = ", ".join(quote(k) for k in schema.declared_key_names)
+    lines.append(f"  {'' if schema.key_unique else 'NON UNIQUE '}PRIMARY KEY ({key})")
     out = f"CREATE TABLE {quoted_sql_name(t.name)} (\n" + ",\n".join(lines) + "\n)"
     ps = t.partition_schema
     levels = [
@@ -147,7 +186,7 @@ def create_table_sql(t: Table) -> str:
         for d in ps.hash_dimensions
     ]
     if ps.range_columns:
-        bounds = ",\n  ".join(f"PARTITION {range_sql(b)}" for b in ps.range_bounds)
+        bounds = ",\n  ".join(_range_partition_sql(b) for b in ps.range_bounds)
         cols = ", ".join(quote(c) for c in ps.range_columns)
         levels.append(f"RANGE ({cols}) (\n  {bounds}\n)")
     if levels:
@@ -293,6 +332,7 @@ HANDLERS: dict[type[st.Statement], Callable[[Session, Any], Result]] = {
     st.Describe: describe,
     st.ShowCreateTable: show_create_table,
     st.ShowPartitions: show_partitions,
+    st.ShowHashSchema: show_hash_schema,
     st.ShowTableStats: show_table_stats,
     st.ShowColumnStats: show_column_stats,
     st.ComputeStats: compute_stats,

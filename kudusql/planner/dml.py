@@ -34,14 +34,21 @@ class Param:
 
 def target_columns(schema: Schema, columns: Sequence[str] | None, table: str) -> list[str]:
     """The stored names of the columns an INSERT or UPSERT writes: the list given
-    (matched ignoring case and checked) or all columns."""
+    (matched ignoring case and checked) or all columns but a non-unique key's hidden
+    ``auto_incrementing_id``, whose values the tablets assign (naming it is an error, as
+    in Impala)."""
     if columns is None:
-        return list(schema.names)
+        return [c.name for c in schema.columns if not c.auto_incrementing]
     out: list[str] = []
     for c in columns:
         stored = column_of(schema, c, table)
         if stored in out:
             raise ProgrammingError(f"column {c!r} is given twice")
+        if schema.column(stored).auto_incrementing:
+            raise ProgrammingError(
+                f"Auto-Incrementing column {stored!r} should not be specified for INSERT "
+                f"operation (the tablets of {table!r} assign its values)"
+            )
         out.append(stored)
     return out
 
