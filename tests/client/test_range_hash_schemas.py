@@ -5,6 +5,7 @@ schema, and scan tokens."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ def test_partition_keys_follow_kudus_order() -> None:
     assert parts[1].partition_key_end == be(0, 1)
     assert parts[0].partition_key_end == be(0, 0) + zero
     # Partition key ranges of different tablets never overlap.
-    for p, q in zip(parts, parts[1:], strict=False):
+    for p, q in itertools.pairwise(parts):
         assert p.partition_key_end <= q.partition_key_start or not p.partition_key_end
 
 

@@ -77,7 +77,7 @@ def test_the_name_is_reserved(name: str) -> None:
     ]
     with pytest.raises(ProgrammingError, match="reserved"):
         Schema.build(cols, ["id"])
-    with pytest.raises(ProgrammingError, match="reserved|already exists"):
+    with pytest.raises(ProgrammingError, match=r"reserved|already exists"):
         NU.add_column(ColumnSchema(name, DataType.parse("INT64")))
 
 

@@ -570,8 +570,7 @@ def partition_for_batch(
                 combo = _combos(dims, schema, batch, n)
                 continue
             cols = list(dict.fromkeys(c for d in dims for c in d.columns))
-            taken = pa.array(rows)
-            sub = {c: a.take(taken) for c, a in zip(cols, _columns(batch, cols), strict=True)}
+            sub = {c: a.take(rows) for c, a in zip(cols, _columns(batch, cols), strict=True)}
             combo[rows] = _combos(dims, schema, sub, len(rows))
         out = lay.flat[lay.base[np.maximum(ridx, 0)] + combo]
     out[ridx < 0] = -1
