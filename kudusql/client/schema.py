@@ -286,6 +286,13 @@ class ColumnSpec:
         ``SchemaBuilder.set_primary_keys``."""
         return self._put("primary_key", True)
 
+    def non_unique_primary_key(self) -> ColumnSpec:
+        """Make this column a non-unique primary key (Kudu 1.17's
+        ``NonUniquePrimaryKey``): the tablets append the hidden ``auto_incrementing_id``
+        column to the key and number the rows that share a value."""
+        self._put("non_unique", True)
+        return self._put("primary_key", True)
+
     def default(self, value: Any) -> ColumnSpec:
         return self._put("default", value)
 
@@ -394,6 +401,7 @@ class SchemaBuilder:
     def __init__(self) -> None:
         self._specs: list[ColumnSpec] = []
         self._key: list[str] | None = None
+        self._key_unique = True
 
     def add_column(
         self,
@@ -438,6 +446,14 @@ class SchemaBuilder:
         if not names:
             raise ProgrammingError("a primary key needs at least one column")
         self._key = names
+        self._key_unique = True
+        return self
+
+    def set_non_unique_primary_keys(self, key_names: Sequence[str] | str) -> SchemaBuilder:
+        """A non-unique primary key of these columns (Kudu 1.17's
+        ``SetNonUniquePrimaryKey``; see ``ColumnSpec.non_unique_primary_key``)."""
+        self.set_primary_keys(key_names)
+        self._key_unique = False
         return self
 
     def build(self) -> Schema:
@@ -466,7 +482,8 @@ class SchemaBuilder:
             if k not in names:
                 raise ProgrammingError(f"primary key column {k!r} is not a column of the schema")
         cols = [s._column(key=s.name in key) for s in self._specs]
-        return Schema(CoreSchema.build(cols, key))
+        unique = self._key_unique and not any(s._set.get("non_unique") for s in self._specs)
+        return Schema(CoreSchema.build(cols, key, key_unique=unique))
 
 
 def schema_builder() -> SchemaBuilder:
@@ -540,6 +557,11 @@ class ColumnSchema:
         return self._core.comment
 
     @property
+    def auto_incrementing(self) -> bool:
+        """The hidden ``auto_incrementing_id`` key column of a non-unique primary key."""
+        return self._core.auto_incrementing
+
+    @property
     def immutable(self) -> bool:
         return self._core.immutable
 
@@ -580,6 +602,12 @@ class Schema:
 
     def primary_keys(self) -> list[str]:
         return self._core.key_names
+
+    @property
+    def key_unique(self) -> bool:
+        """False for a non-unique primary key, whose last key column is the hidden
+        ``auto_incrementing_id`` the tablets assign."""
+        return self._core.key_unique
 
     def primary_key_indices(self) -> list[int]:
         return list(range(self._core.num_key_columns))

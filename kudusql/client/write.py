@@ -308,7 +308,14 @@ class WriteOperation:
         return tuple(self._cells[k] for k in names)
 
     def missing_key_columns(self) -> list[str]:
-        return [k for k in self._schema.key_names if k not in self._cells]
+        """Key columns not set; an INSERT leaves a non-unique key's hidden
+        ``auto_incrementing_id`` to the tablet (Kudu assigns it)."""
+        inserting = self.op_type in (WriteOp.INSERT, WriteOp.INSERT_IGNORE)
+        return [
+            c.name
+            for c in self._schema.key_columns
+            if c.name not in self._cells and not (inserting and c.auto_incrementing)
+        ]
 
     def estimated_bytes(self) -> int:
         return self._bytes

@@ -4,6 +4,11 @@ Data binds to column ids, not names: renaming a column keeps its data, and dropp
 then re-adding a column of the same name gives a new id, so old values stay gone.
 The primary key is the ordered set of leading columns; key columns are never NULL
 and never BOOL, FLOAT or DOUBLE (Kudu's rules).
+
+A *non-unique* primary key (Kudu 1.17) is the declared key columns followed by the
+hidden ``auto_incrementing_id`` BIGINT NOT NULL column, whose values each tablet
+assigns on insert; together they are unique. The column name is reserved: no other
+column may take it (compared ignoring case, as SQL finds columns).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from kudusql.common.json_values import from_json_value, to_json_value
 from kudusql.common.types import DataType
 
 MAX_COLUMNS = 300
+#: The hidden last key column of a non-unique primary key (Kudu's name).
+AUTO_INCREMENTING_COLUMN = "auto_incrementing_id"
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,13 @@ class ColumnSchema:
     comment: str = ""
     immutable: bool = False
     read_default: Any = None
+    #: The hidden ``auto_incrementing_id`` key column of a non-unique primary key.
+    auto_incrementing: bool = False
+
+    @classmethod
+    def auto_incrementing_id(cls) -> ColumnSchema:
+        """The column a non-unique primary key ends with (values assigned by tablets)."""
+        return cls(AUTO_INCREMENTING_COLUMN, DataType.parse("INT64"), False, auto_incrementing=True)
 
     def arrow_field(self) -> pa.Field[Any]:
         return self.type.arrow_field(self.name, self.nullable)
@@ -58,6 +72,8 @@ class ColumnSchema:
             d["immutable"] = True
         if self.read_default is not None:
             d["read_default"] = to_json_value(self.read_default)
+        if self.auto_incrementing:
+            d["auto_incrementing"] = True
         return d
 
     @classmethod
@@ -81,6 +97,8 @@ class ColumnSchema:
             comment=d.get("comment", ""),
             immutable=d.get("immutable", False),
             read_default=read_default,
+            # absent in schemas written before non-unique keys existed
+            auto_incrementing=d.get("auto_incrementing", False),
         )
 
 
@@ -108,8 +126,12 @@ class Schema:
         self._by_id.update({c.id: i for i, c in enumerate(cols)})
 
     @classmethod
-    def build(cls, columns: Iterable[ColumnSchema], key: Sequence[str]) -> Schema:
-        """A schema whose key is ``key``; key columns are moved first, in key order."""
+    def build(
+        cls, columns: Iterable[ColumnSchema], key: Sequence[str], *, key_unique: bool = True
+    ) -> Schema:
+        """A schema whose key is ``key``; key columns are moved first, in key order.
+        With ``key_unique=False`` the key is non-unique: the hidden
+        ``auto_incrementing_id`` column follows the key columns and ends the key."""
         cols = list(columns)
         names = [c.name for c in cols]
         for k in key:
@@ -119,7 +141,11 @@ class Schema:
             raise ProgrammingError("a primary key column is listed twice")
         keyed = [replace(cols[names.index(k)], nullable=False) for k in key]
         rest = [c for c in cols if c.name not in key]
-        return cls(tuple(keyed + rest), len(key))
+        if not key_unique:
+            if not key:
+                raise ProgrammingError("a non-unique primary key needs at least one column")
+            keyed.append(ColumnSchema.auto_incrementing_id())
+        return cls(tuple(keyed + rest), len(keyed))
 
     def _validate(self) -> None:
         if self.num_key_columns < 1:
@@ -137,6 +163,10 @@ class Schema:
                 raise ProgrammingError(f"duplicate column id {c.id}")
             seen.add(c.name)
             ids.add(c.id)
+            if c.auto_incrementing:
+                _check_auto_incrementing(c, i, self.num_key_columns)
+            elif c.name.lower() == AUTO_INCREMENTING_COLUMN:
+                raise ProgrammingError(_RESERVED.format(name=c.name))
             if i < self.num_key_columns:
                 if c.nullable:
                     raise ProgrammingError(f"key column {c.name!r} cannot be nullable")
@@ -150,6 +180,26 @@ class Schema:
     @property
     def key_columns(self) -> tuple[ColumnSchema, ...]:
         return self.columns[: self.num_key_columns]
+
+    @property
+    def auto_incrementing_index(self) -> int | None:
+        """The position of the hidden ``auto_incrementing_id`` column (always the last
+        key column), or None when the primary key is unique."""
+        last = self.columns[self.num_key_columns - 1]
+        return self.num_key_columns - 1 if last.auto_incrementing else None
+
+    @property
+    def key_unique(self) -> bool:
+        """Whether the declared key columns are unique (False: a non-unique primary key,
+        which DESCRIBE shows as ``key_unique`` false on every key column)."""
+        return self.auto_incrementing_index is None
+
+    @property
+    def declared_key_names(self) -> list[str]:
+        """The key columns the table was declared with (without the hidden
+        ``auto_incrementing_id``): what partitioning and a default range may use."""
+        n = self.num_key_columns - (0 if self.key_unique else 1)
+        return [c.name for c in self.columns[:n]]
 
     @property
     def names(self) -> list[str]:
@@ -188,6 +238,8 @@ class Schema:
         default (NULL if it has none); a NOT NULL column therefore needs a default."""
         if self.has_column(col.name):
             raise ProgrammingError(f"column {col.name!r} already exists")
+        if col.auto_incrementing or col.name.lower() == AUTO_INCREMENTING_COLUMN:
+            raise ProgrammingError(_RESERVED.format(name=col.name))
         default = None if col.default is None else col.type.python_value(col.default)
         if not col.nullable and default is None:
             raise ProgrammingError(
@@ -200,6 +252,8 @@ class Schema:
     def drop_column(self, name: str) -> Schema:
         """A copy without column ``name`` (never a key column). Its id is not reused."""
         i = self.index_of(name)
+        if self.columns[i].auto_incrementing:
+            raise ProgrammingError(f"cannot drop the auto-incrementing column {name!r}")
         if i < self.num_key_columns:
             raise ProgrammingError(f"cannot drop primary key column {name!r}")
         cols = self.columns[:i] + self.columns[i + 1 :]
@@ -210,6 +264,8 @@ class Schema:
         i = self.index_of(old)
         if old != new and self.has_column(new):
             raise ProgrammingError(f"column {new!r} already exists")
+        if self.columns[i].auto_incrementing and old != new:
+            raise ProgrammingError(f"cannot rename the auto-incrementing column {old!r}")
         cols = list(self.columns)
         cols[i] = replace(cols[i], name=new)
         return Schema(tuple(cols), self.num_key_columns, self.next_column_id)
@@ -255,6 +311,25 @@ class Schema:
             tuple(ColumnSchema.from_dict(c) for c in d["columns"]),
             d["num_key_columns"],
             d.get("next_column_id", 0),
+        )
+
+
+_RESERVED = (
+    "column name {name!r} is reserved by Kudu (the auto-incrementing column of a "
+    "non-unique primary key)"
+)
+
+
+def _check_auto_incrementing(c: ColumnSchema, i: int, num_key_columns: int) -> None:
+    if (
+        i != num_key_columns - 1
+        or c.name != AUTO_INCREMENTING_COLUMN
+        or c.nullable
+        or str(c.type) != "INT64"
+    ):
+        raise ProgrammingError(
+            f"the auto-incrementing column must be the last key column, named "
+            f"{AUTO_INCREMENTING_COLUMN!r}, of type INT64 and NOT NULL (column {c.name!r})"
         )
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.schema import Schema
 from kudusql.parser import statements as st
+from kudusql.parser.ddl_convert import promoted_key
 from kudusql.parser.names import fold
 from kudusql.planner.names import find_table
 
@@ -120,7 +121,16 @@ def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: l
     snap = session.db.snapshot()
     data = session.runner.query(session.plan(s.as_select), snap)
     data = data.rename_columns([fold(n) for n in data.column_names])  # new names fold
-    schema, order = session.schema_from_arrow(data.schema, s.primary_key, str(s.table))
+    key = s.primary_key
+    if not key:  # Impala's rule: the partition columns become a non-unique key
+        key = promoted_key(data.column_names, s.partitioning, s.as_select)
+        warnings = [
+            *warnings,
+            f"Partition columns ({', '.join(key)}) are promoted as non unique primary key.",
+        ]
+    schema, order = session.schema_from_arrow(
+        data.schema, key, str(s.table), key_unique=s.key_unique
+    )
     table = session.db.create_table(
         name, schema, s.partition_schema(schema), properties=_properties(s)
     )

@@ -96,7 +96,8 @@ class PointLookup:
         key = tuple(given[fold(k)] for k in schema.key_names)
         # Results label columns by folded names, as the general path (``plan_query``).
         if self.columns is None:
-            cols = tuple((n, fold(n)) for n in schema.names)
+            # ``*`` leaves out a non-unique key's hidden auto_incrementing_id (Impala)
+            cols = tuple((c.name, fold(c.name)) for c in schema.columns if not c.auto_incrementing)
         else:
             stored = [folded.get(c) for c, _ in self.columns]
             if any(c is None for c in stored):

@@ -25,7 +25,7 @@ from kudusql.parser.column_storage import shown_compression, shown_encoding
 from kudusql.parser.names import quote
 from kudusql.planner.dml import delete_query, target_columns, update_query, values_query
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name, sql_name, storage_name
-from kudusql.storage.client.partition import RangeBounds
+from kudusql.storage.client.partition import HashDimension, RangeBounds
 from kudusql.storage.client.pruning import prune_partitions
 from kudusql.storage.client.range_format import format_range, sql_value
 from kudusql.storage.client.table import Table
@@ -122,7 +122,8 @@ DESCRIBE_COLUMNS = (
 
 def describe(session: Session, s: st.Describe) -> Result:
     """Impala's DESCRIBE of a Kudu table: one row per column; types in lower case;
-    ``key_unique`` true for a key column of a unique key and NULL for other columns
+    ``key_unique`` says for a key column whether the key is unique (false for a NON
+    UNIQUE PRIMARY KEY, whose hidden ``auto_incrementing_id`` is listed), NULL for other columns
     (Impala prints an empty cell); ``block_size`` 0 when unset."""
     t = session.table(s.table)
     schema = t.schema
@@ -135,7 +136,7 @@ def describe(session: Session, s: st.Describe) -> Result:
                 _type_sql(c).lower(),
                 c.comment,
                 key,
-                True if key else None,
+                schema.key_unique if key else None,
                 c.nullable,
                 "" if c.default is None else default_text(c.default),
                 shown_encoding(c.encoding),
@@ -147,18 +148,23 @@ def describe(session: Session, s: st.Describe) -> Result:
     return _rows(names, rows, types)
 
 
+def _ranges(t: Table) -> list[tuple[bytes, bytes, RangeBounds]]:
+    """Each range partition of ``t`` once, in key order: its encoded range keys and its
+    bounds as stored (which carry its own hash schema, if any)."""
+    seen: dict[tuple[bytes, bytes], RangeBounds] = {}
+    for p in t.partitions:
+        seen.setdefault((p.range_key_start, p.range_key_end), p.range_bounds)
+    keys = sorted(seen, key=lambda r: (r[0] != b"", r[0]))
+    return [(lo, hi, seen[(lo, hi)]) for lo, hi in keys]
+
+
 def range_texts(t: Table, sql: bool = False) -> list[str]:
     """Each range partition of ``t`` once, in key order, as Kudu's client prints it
     (``range_format``), or with ``sql`` as SQL that creates it (literals, and a bound
     ending at the range columns' minimums written as the shorter prefix it means)."""
-    ps = t.partition_schema
-    types = [t.schema.column(c).type for c in ps.range_columns]
-    seen: dict[tuple[bytes, bytes], None] = {}
-    for p in t.partitions:
-        seen.setdefault((p.range_key_start, p.range_key_end), None)
-    ranges = sorted(seen, key=lambda r: (r[0] != b"", r[0]))
+    types = [t.schema.column(c).type for c in t.partition_schema.range_columns]
     value = _sql_cell if sql else None
-    return [format_range(lo, hi, types, value, trim_minimums=sql) for lo, hi in ranges]
+    return [format_range(lo, hi, types, value, trim_minimums=sql) for lo, hi, _ in _ranges(t)]
 
 
 def _declared_range_sql(b: RangeBounds) -> str:
@@ -173,6 +179,43 @@ def _sql_cell(t: DataType, v: Any) -> str:
     return literal_sql(sql_value(t, v))
 
 
+def _hash_sql(dims: Sequence[HashDimension]) -> str:
+    """A range's own hash schema in CREATE TABLE's words: ``HASH (a) PARTITIONS 2
+    HASH (b) PARTITIONS 3`` (Impala separates a range's levels with spaces)."""
+    return " ".join(
+        f"HASH ({', '.join(quote(c) for c in d.columns)}) PARTITIONS {d.num_buckets}"
+        + (f" SEED {d.seed}" if d.seed else "")
+        for d in dims
+    )
+
+
+def _range_partition_sql(text: str, b: RangeBounds) -> str:
+    """``PARTITION <text>`` and the range's own hash schema, if any (Kudu 1.17)."""
+    own = f" {_hash_sql(b.hash_schema)}" if b.hash_schema else ""
+    return f"PARTITION {text}{own}"
+
+
+def show_hash_schema(session: Session, s: st.ShowHashSchema) -> Result:
+    """Impala 4.3's SHOW HASH SCHEMA: one column, ``RANGE (cols) HASH SCHEMA``; one row
+    per range partition, the range as SHOW RANGE PARTITIONS writes it followed by its
+    hash schema (its own or the table-wide one) as Kudu's client formats it."""
+    t = session.table(s.table)
+    ps = t.partition_schema
+    if not ps.range_columns:
+        raise ProgrammingError(
+            f"SHOW HASH SCHEMA requested but table does not have range partitions: {s.table}"
+        )
+    types = [t.schema.column(c).type for c in ps.range_columns]
+    rows = []
+    for lo, hi, b in _ranges(t):
+        dims = "".join(
+            f" HASH({','.join(d.columns)}) PARTITIONS {d.num_buckets}"
+            for d in ps.hash_schema_for(b)
+        )
+        rows.append((format_range(lo, hi, types) + dims,))
+    return _rows([f"RANGE ({','.join(ps.range_columns)}) HASH SCHEMA"], rows)
+
+
 def create_table_sql(t: Table) -> str:
     """SHOW CREATE TABLE in Impala's shape (every column with NULL / NOT NULL, ENCODING
     and COMPRESSION; the key; PARTITION BY; COMMENT; STORED AS KUDU; TBLPROPERTIES one a
@@ -181,6 +224,8 @@ def create_table_sql(t: Table) -> str:
     schema = t.schema
     lines = []
     for c in schema.columns:
+        if c.auto_incrementing:
+            continue  # the tablets add it again for a NON UNIQUE PRIMARY KEY
         parts = [quote(c.name), _type_sql(c), "NULL" if c.nullable else "NOT NULL"]
         parts.append(f"ENCODING {shown_encoding(c.encoding)}")
         parts.append(f"COMPRESSION {shown_compression(c.compression)}")
@@ -191,7 +236,8 @@ def create_table_sql(t: Table) -> str:
         if c.comment:
             parts.append(f"COMMENT {literal_sql(c.comment)}")
         lines.append("  " + " ".join(parts))
-    lines.append(f"  PRIMARY KEY ({', '.join(quote(k) for k in schema.key_names)})")
+    key = ", ".join(quote(k) for k in schema.declared_key_names)
+    lines.append(f"  {'' if schema.key_unique else 'NON UNIQUE '}PRIMARY KEY ({key})")
     db, name = split_storage_name(t.name)
     db_sql = db if db == DEFAULT_DATABASE else quote(db)  # Impala always names the database
     out = f"CREATE TABLE {db_sql}.{quote(name)} (\n" + ",\n".join(lines) + "\n)"
@@ -202,13 +248,17 @@ def create_table_sql(t: Table) -> str:
         for d in ps.hash_dimensions
     ]
     if ps.range_columns:
+        ranges = [b for _, _, b in _ranges(t)]
         try:
             texts = range_texts(t, sql=True)
         except (OverflowError, ValueError):
             # A bound at a date or timestamp no literal can write (kudusql's DATE keys
             # span all int32 days): the bounds as they were declared.
-            texts = [_declared_range_sql(b) for b in ps.range_bounds]
-        bounds = ",\n  ".join(f"PARTITION {r}" for r in texts)
+            ranges = list(ps.range_bounds)
+            texts = [_declared_range_sql(b) for b in ranges]
+        bounds = ",\n  ".join(
+            _range_partition_sql(r, b) for r, b in zip(texts, ranges, strict=True)
+        )
         cols = ", ".join(quote(c) for c in ps.range_columns)
         levels.append(f"RANGE ({cols}) (\n  {bounds}\n)" if bounds else f"RANGE ({cols}) ()")
     if levels:
@@ -367,6 +417,7 @@ HANDLERS: dict[type[st.Statement], Callable[[Session, Any], Result]] = {
     st.Describe: describe,
     st.ShowCreateTable: show_create_table,
     st.ShowPartitions: show_partitions,
+    st.ShowHashSchema: show_hash_schema,
     st.ShowTableStats: show_table_stats,
     st.ShowColumnStats: show_column_stats,
     st.ComputeStats: compute_stats,

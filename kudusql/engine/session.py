@@ -314,6 +314,7 @@ class Session:
 
     def _insert(self, s: st.Insert | st.Upsert) -> Result:
         table = self.table(s.table)
+        _check_upsert(s, table)
         verb = "UPSERT" if isinstance(s, st.Upsert) else "INSERT"
         cols = target_columns(table.schema, s.columns, table.name, verb)
         src = s.source
@@ -343,6 +344,7 @@ class Session:
         if rows is None:
             return None
         table = self.table(s.table)
+        _check_upsert(s, table)
         verb = "UPSERT" if isinstance(s, st.Upsert) else "INSERT"
         cols = target_columns(table.schema, s.columns, table.name, verb)
         _check_values_width(src, cols, table.name)
@@ -387,10 +389,11 @@ class Session:
 
     # -- CREATE TABLE ... AS SELECT -------------------------------------------------------------
     def schema_from_arrow(
-        self, data: pa.Schema, key: Sequence[str], table: str
+        self, data: pa.Schema, key: Sequence[str], table: str, *, key_unique: bool = True
     ) -> tuple[Schema, list[str]]:
-        """A table schema for query results (key columns first, NOT NULL); the result's
-        column order for writing."""
+        """A table schema for query results (key columns first, NOT NULL; then the hidden
+        ``auto_incrementing_id`` if the key is not unique); the result's column order for
+        writing."""
         names = list(data.names)
         for k in key:
             if k not in names:
@@ -405,12 +408,22 @@ class Session:
             f = data.field(n)
             dtype = DataType.from_arrow(f.type, f.metadata)
             cols.append(ColumnSchema(n, dtype, nullable=n not in key))
-        return Schema.build(cols, list(key)), order
+        return Schema.build(cols, list(key), key_unique=key_unique), order
 
 
 def _display(name: st.TableName, current: str) -> str:
     db = name.database or current
     return name.name if db == DEFAULT_DATABASE else f"{db}.{name.name}"
+
+
+def _check_upsert(s: st.Insert | st.Upsert, table: Table) -> None:
+    """Impala refuses UPSERT into a table with a non-unique primary key (Kudu would need
+    the hidden auto_incrementing_id of every row)."""
+    if isinstance(s, st.Upsert) and not table.schema.key_unique:
+        raise ProgrammingError(
+            f"UPSERT is not supported for Kudu tables with auto-incrementing column "
+            f"({table.name!r} has a non-unique primary key)"
+        )
 
 
 def _check_values_width(values: exp.Values, cols: Sequence[str], table: str) -> None:

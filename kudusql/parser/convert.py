@@ -384,6 +384,7 @@ _CONVERTERS: dict[type[exp.Expr], Callable[[exp.Expr, str], st.Statement]] = {
     nodes.ShowCreateTable: _simple(st.ShowCreateTable),
     nodes.DescribeTable: _describe,
     nodes.ShowPartitions: _show_partitions,
+    nodes.ShowHashSchema: _simple(st.ShowHashSchema),
     nodes.ShowTableStats: _show_stats,
     nodes.ComputeStats: _simple(st.ComputeStats),
     nodes.ExplainStatement: _explain,

@@ -6,6 +6,11 @@ types Kudu has, DEFAULT values of the column type, range bounds and split rows t
 the range columns, only ``STORED AS KUDU``, and, for a plain CREATE TABLE, the whole
 ``Schema`` and ``PartitionSchema`` built once so mistakes surface at parse time. A table
 without partitioning gets a warning: it is one tablet.
+
+Kudu 1.17's forms (``key_unique`` and ``range_hash``): ``NON UNIQUE PRIMARY KEY``
+inline or as an element, a table declared without a key whose partition columns are
+its leading columns getting them as a non-unique key (Impala's rule, with its
+warning), and a range partition's own ``HASH ... PARTITIONS n`` levels.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from kudusql.storage.client.alter import (
     DropRangePartition,
     SetProperties,
 )
-from kudusql.storage.client.partition import RangeBounds
+from kudusql.storage.client.partition import HashDimension, RangeBounds
 
 ONE_TABLET_WARNING = (
     "table {table} has no PARTITION BY clause, so it is stored in a single tablet; "
@@ -61,6 +66,7 @@ def column_spec(node: exp.Expr) -> st.ColumnSpec:
         name=name,
         type=dtype,
         primary_key=primary_key,
+        key_unique=not node.args.get("non_unique"),
         nullable=nullable,
         default=default,
         encoding=attrs.get("encoding"),
@@ -117,13 +123,32 @@ def _row(node: exp.Expr | None, what: str) -> tuple[Any, ...] | None:
 
 
 def range_bounds(node: exp.Expr) -> RangeBounds:
-    """The ``RangeBounds`` (natural values) of a ``RangeBound`` node."""
+    """The ``RangeBounds`` (natural values) of a ``RangeBound`` node, with the range's own
+    hash schema if it has one (``range_hash``)."""
     return RangeBounds(
         _row(node.args.get("lower"), "range bound"),
         _row(node.args.get("upper"), "range bound"),
         bool(node.args.get("lower_inclusive")),
         bool(node.args.get("upper_inclusive")),
+        range_hash(node),
     )
+
+
+def _hash_dimension(h: exp.Expr) -> HashDimension:
+    seed = h.args.get("seed")
+    return HashDimension(
+        tuple(ident(c) for c in h.expressions),
+        int(h.args["buckets"].name),
+        int(seed.name) if seed is not None else 0,
+    )
+
+
+def range_hash(node: exp.Expr) -> tuple[HashDimension, ...] | None:
+    """A range partition's own hash schema (Kudu 1.17), or None; a level without columns
+    (``HASH PARTITIONS n``) has none here and hashes every key column once the schema
+    is known (``statements._range_hash_schema``)."""
+    levels = node.args.get("hash")
+    return tuple(_hash_dimension(h) for h in levels) if levels else None
 
 
 def _typed(
@@ -174,7 +199,9 @@ def partition_spec(
         nat = range_bounds(b)
         lower = _typed(nat.lower, columns, types, "range bound", b)
         upper = _typed(nat.upper, columns, types, "range bound", b)
-        bounds.append(RangeBounds(lower, upper, nat.lower_inclusive, nat.upper_inclusive))
+        bounds.append(
+            RangeBounds(lower, upper, nat.lower_inclusive, nat.upper_inclusive, nat.hash_schema)
+        )
     splits = []
     for s in rng.args.get("split_rows") or ():
         row = _typed(_row(s, "split row"), columns, types, "split row", s)
@@ -184,6 +211,31 @@ def partition_spec(
 
 
 # -- CREATE TABLE ---------------------------------------------------------------------------
+def promoted_key(
+    columns: Sequence[str], spec: st.PartitionSpec | None, node: exp.Expr
+) -> tuple[str, ...]:
+    """The non-unique key of a table declared without one (Impala's rule): its hash and
+    range partition columns, which must be its leading columns, in table order."""
+    named: set[str] = set()
+    if spec is not None:
+        for h in spec.hash:
+            named.update(h.columns)
+        if spec.range is not None:
+            named.update(spec.range.columns)
+    at = sorted(columns.index(c) for c in named if c in columns)
+    if not at or at[-1] != len(at) - 1 or len(at) != len(named):
+        raise StatementError(
+            "Specify primary key or non unique primary key for the Kudu table, or create "
+            "partitions with the beginning columns of the table.",
+            node,
+        )
+    return tuple(columns[i] for i in at)
+
+
+def _promotion_warning(key: Sequence[str]) -> str:
+    return f"Partition columns ({', '.join(key)}) are promoted as non unique primary key."
+
+
 def _primary_key(node: exp.Expr, columns: Sequence[st.ColumnSpec]) -> tuple[str, ...]:
     inline = [c.name for c in columns if c.primary_key]
     element = tuple(ident(k) for k in node.args.get("primary_key") or ())
@@ -234,20 +286,30 @@ def create_table(node: exp.Expr, text: str) -> st.CreateTable:
         raise StatementError(f"only STORED AS KUDU is supported, not {stored.name}", stored)
     columns = tuple(column_spec(c) for c in node.args.get("columns") or ())
     key = _primary_key(node, columns)
+    key_unique = not node.args.get("non_unique") and all(c.key_unique for c in columns)
     like = node.args.get("like")
     as_select = node.args.get("as_select")
-    if not key and like is None:
+    types = {c.name: c.type for c in columns}
+    part = node.args.get("partitioning")
+    spec = partition_spec(part, types, key) if part is not None else None
+    promoted: tuple[str, ...] = ()
+    if not key and like is None and spec is not None:
+        # Impala promotes the partition columns to a non-unique key; for CTAS once the
+        # query's columns are known (``engine.ddl``).
+        key_unique = False
+        if columns:
+            key = promoted = promoted_key([c.name for c in columns], spec, part or node)
+    elif not key and like is None:
         raise StatementError(
             f"table {table} needs a primary key: add PRIMARY KEY to a column or "
             "PRIMARY KEY (col, ...) to the definition",
             node.this,
         )
-    types = {c.name: c.type for c in columns}
-    part = node.args.get("partitioning")
-    spec = partition_spec(part, types, key) if part is not None else None
     warnings = (
         () if part is not None or like is not None else (ONE_TABLET_WARNING.format(table=table),)
     )
+    if promoted:
+        warnings = (*warnings, _promotion_warning(promoted))
     comment = node.args.get("comment")
     stmt = st.CreateTable(
         table=table,
@@ -261,6 +323,7 @@ def create_table(node: exp.Expr, text: str) -> st.CreateTable:
         like=table_name(like) if like is not None else None,
         warnings=warnings,
         text=text,
+        key_unique=key_unique,
     )
     if columns:
         try:

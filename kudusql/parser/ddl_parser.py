@@ -23,6 +23,10 @@ MAINTENANCE_ACTIONS = ("FLUSH", "COMPACT", "GC", "MAINTENANCE")
 class DdlParser(DuckDBParser):
     """The DDL half of the kudusql parser (see the module docstring)."""
 
+    #: Whether the ``PRIMARY KEY (...)`` element ``_k_table_elements`` parsed last was
+    #: ``NON UNIQUE``.
+    _k_key_non_unique = False
+
     # -- small helpers ------------------------------------------------------------------------
     def _k_expect(self, *words: str) -> None:
         if not self._match_text_seq(*words):
@@ -119,10 +123,12 @@ class DdlParser(DuckDBParser):
         if self._match_text_seq("LIKE"):
             args["like"] = self._k_table()
         elif self._match(TokenType.L_PAREN):
+            self._k_key_non_unique = False
             columns, key = self._k_table_elements()
             args["columns"] = columns
             if key:
                 args["primary_key"] = key
+                args["non_unique"] = self._k_key_non_unique or None
         while self._curr:
             start = self._curr
             clause = self._k_create_clause(args)
@@ -140,6 +146,11 @@ class DdlParser(DuckDBParser):
     def _k_create_clause(self, args: dict[str, object]) -> tuple[str, object] | None:
         """Parse one clause after the column list: its argument name and value, or None."""
         if self._match(TokenType.PRIMARY_KEY):
+            return "primary_key", self._k_names()
+        if self._k_non_unique_key():
+            if "primary_key" in args:
+                self.raise_error("PRIMARY KEY is given twice", self._prev)
+            args["non_unique"] = True
             return "primary_key", self._k_names()
         if self._match_set((TokenType.PARTITION_BY, TokenType.DISTRIBUTE_BY)):
             style = "PARTITION" if self._prev.token_type == TokenType.PARTITION_BY else "DISTRIBUTE"
@@ -167,10 +178,12 @@ class DdlParser(DuckDBParser):
         columns: list[nodes.KuduColumnDef] = []
         key: list[exp.Identifier] = []
         while True:
-            if self._match(TokenType.PRIMARY_KEY):
+            non_unique = self._k_non_unique_key()
+            if non_unique or self._match(TokenType.PRIMARY_KEY):
                 if key:
                     self.raise_error("PRIMARY KEY is given twice", self._prev)
                 key = self._k_names()
+                self._k_key_non_unique = non_unique
             else:
                 columns.append(self._k_column_def())
             if not self._match(TokenType.COMMA):
@@ -194,7 +207,10 @@ class DdlParser(DuckDBParser):
         while self._curr:
             start = self._curr
             value: bool | exp.Expr
-            if key_options and self._match(TokenType.PRIMARY_KEY):
+            if key_options and self._k_non_unique_key():
+                args["non_unique"] = True
+                attr, value = "primary_key", True
+            elif key_options and self._match(TokenType.PRIMARY_KEY):
                 attr, value = "primary_key", True
             elif key_options and self._match_text_seq("NOT", "NULL"):
                 attr, value = "nullable", False
@@ -284,7 +300,7 @@ class DdlParser(DuckDBParser):
             partitions = []
             while True:
                 self._k_expect_token(TokenType.PARTITION, "PARTITION")
-                partitions.append(self._k_range_bound())
+                partitions.append(self._k_with_range_hash(self._k_range_bound()))
                 if self._match(TokenType.R_PAREN):
                     break
                 self._match(TokenType.COMMA)
@@ -349,6 +365,34 @@ class DdlParser(DuckDBParser):
             )
         )
 
+    # -- Kudu 1.17: per-range hash schemas and non-unique primary keys -----------------------
+    def _k_with_range_hash(self, bound: nodes.RangeBound) -> nodes.RangeBound:
+        """``bound`` with the range's own hash schema, if one follows it: one or more
+        ``HASH [(cols)] PARTITIONS n [SEED s]``, separated by spaces or commas (Impala's
+        ``PARTITION 10 <= VALUES < 20 HASH (a) PARTITIONS 2 HASH (b) PARTITIONS 3``)."""
+        levels: list[nodes.HashPartitioning] = []
+        while True:
+            nxt = self._next if self._curr and self._curr.token_type == TokenType.COMMA else None
+            if levels and nxt is not None and nxt.text.upper() == "HASH":
+                self._advance()
+            if not self._match_text_seq("HASH"):
+                break
+            levels.append(self._k_hash_level())
+        if levels:
+            bound.set("hash", levels)
+        return bound
+
+    def _k_non_unique_key(self) -> bool:
+        """Match ``NON UNIQUE PRIMARY KEY`` (Impala 4.3), not consuming a lone NON."""
+        if not (self._curr and self._curr.text.upper() == "NON"):
+            return False
+        nxt = self._next
+        if not (nxt and nxt.text.upper() == "UNIQUE"):
+            return False
+        self._advance(2)
+        self._k_expect_token(TokenType.PRIMARY_KEY, "PRIMARY KEY after NON UNIQUE")
+        return True
+
     # -- ALTER TABLE ------------------------------------------------------------------------------
     def _k_alter(self) -> exp.Expr:
         self._k_expect_token(TokenType.TABLE, "TABLE after ALTER")
@@ -370,7 +414,7 @@ class DdlParser(DuckDBParser):
         if self._match(TokenType.DROP):
             exists = self._match_text_seq("IF", "EXISTS")
             if self._match_text_seq("RANGE", "PARTITION"):
-                bound = self._k_range_bound()
+                bound = self._k_with_range_hash(self._k_range_bound())
                 return self.expression(nodes.DropRangePartitionAction(this=bound, exists=exists))
             if exists:
                 self.raise_error("Expected RANGE PARTITION after DROP IF EXISTS")
@@ -405,7 +449,7 @@ class DdlParser(DuckDBParser):
     def _k_alter_add(self) -> exp.Expr:
         exists = self._match_text_seq("IF", "NOT", "EXISTS")
         if self._match_text_seq("RANGE", "PARTITION"):
-            bound = self._k_range_bound()
+            bound = self._k_with_range_hash(self._k_range_bound())
             return self.expression(nodes.AddRangePartitionAction(this=bound, exists=exists))
         if self._match_text_seq("COLUMNS"):
             exists = exists or self._match_text_seq("IF", "NOT", "EXISTS")

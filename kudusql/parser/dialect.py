@@ -175,6 +175,8 @@ class KuduParser(DdlParser):
             return self.expression(nodes.ShowCreateTable(this=self._k_table()))
         if self._match_text_seq("RANGE", "PARTITIONS"):
             return self.expression(nodes.ShowPartitions(this=self._k_table(), range=True))
+        if self._match_text_seq("HASH", "SCHEMA"):
+            return self.expression(nodes.ShowHashSchema(this=self._k_table()))
         if self._match_text_seq("PARTITIONS"):
             return self.expression(nodes.ShowPartitions(this=self._k_table()))
         if self._match_text_seq("TABLE", "STATS"):
@@ -188,7 +190,7 @@ class KuduParser(DdlParser):
             return self.expression(nodes.ShowSettings(this=self._k_ident("a setting name")))
         self.raise_error(
             "Expected DATABASES, TABLES, CREATE TABLE, PARTITIONS, RANGE PARTITIONS, "
-            "TABLE STATS, COLUMN STATS, SETTINGS, ALL or a setting name after SHOW"
+            "HASH SCHEMA, TABLE STATS, COLUMN STATS, SETTINGS, ALL or a setting name after SHOW"
         )
         raise AssertionError("unreachable")
 

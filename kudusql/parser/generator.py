@@ -101,6 +101,9 @@ class KuduGenerator(DuckDBGenerator):
     def k_show_partitions(self, e: nodes.ShowPartitions) -> str:
         return f"SHOW{_flag(e, 'range', 'RANGE')} PARTITIONS {self.sql(e, 'this')}"
 
+    def k_show_hash_schema(self, e: nodes.ShowHashSchema) -> str:
+        return f"SHOW HASH SCHEMA {self.sql(e, 'this')}"
+
     def k_show_table_stats(self, e: nodes.ShowTableStats) -> str:
         kind = "COLUMN" if e.args.get("columns") else "TABLE"
         return f"SHOW {kind} STATS {self.sql(e, 'this')}"
@@ -143,7 +146,7 @@ class KuduGenerator(DuckDBGenerator):
     def k_column_def(self, e: nodes.KuduColumnDef) -> str:
         parts = [self.sql(e, "this"), _type_name(e.args["kind"]) or self.sql(e, "kind")]
         if e.args.get("primary_key"):
-            parts.append("PRIMARY KEY")
+            parts.append("NON UNIQUE PRIMARY KEY" if e.args.get("non_unique") else "PRIMARY KEY")
         nullable = e.args.get("nullable")
         if nullable is not None:
             parts.append("NULL" if nullable else "NOT NULL")
@@ -175,7 +178,7 @@ class KuduGenerator(DuckDBGenerator):
         if e.args.get("upper") is not None:
             op = "<=" if e.args.get("upper_inclusive") else "<"
             text = f"{text} {op} {self.sql(e, 'upper')}"
-        return text
+        return text + "".join(f" {self.sql(h)}" for h in e.args.get("hash") or ())
 
     def k_range(self, e: nodes.RangePartitioning) -> str:
         cols = self.expressions(e, flat=True)
@@ -200,7 +203,8 @@ class KuduGenerator(DuckDBGenerator):
             text += f" LIKE {self.sql(e, 'like')}"
         elements = [self.sql(c) for c in e.args.get("columns") or ()]
         key = e.args.get("primary_key")
-        key_sql = f"PRIMARY KEY ({', '.join(self.sql(k) for k in key)})" if key else ""
+        non_unique = "NON UNIQUE " if e.args.get("non_unique") else ""
+        key_sql = f"{non_unique}PRIMARY KEY ({', '.join(self.sql(k) for k in key)})" if key else ""
         if elements:
             text += " (" + ", ".join(elements + ([key_sql] if key_sql else [])) + ")"
         elif key_sql:
@@ -272,6 +276,7 @@ class KuduGenerator(DuckDBGenerator):
         nodes.ShowCreateTable: k_show_create_table,
         nodes.DescribeTable: k_describe,
         nodes.ShowPartitions: k_show_partitions,
+        nodes.ShowHashSchema: k_show_hash_schema,
         nodes.ShowTableStats: k_show_table_stats,
         nodes.ComputeStats: k_compute_stats,
         nodes.ExplainStatement: k_explain,

@@ -43,6 +43,7 @@ class KuduColumnDef(exp.Expression):
         "this": True,
         "kind": True,
         "primary_key": False,
+        "non_unique": False,  # NON UNIQUE PRIMARY KEY (with primary_key)
         "nullable": False,
         "default": False,
         "encoding": False,
@@ -62,7 +63,8 @@ class RangeBound(exp.Expression):
     """One range partition: ``[lower <|<=] VALUES [<|<= upper]`` or ``VALUE = v``.
 
     ``lower``/``upper`` are scalar expressions or ``exp.Tuple``s; the flags say whether
-    each end is inclusive; ``single`` marks the ``VALUE = v`` form."""
+    each end is inclusive; ``single`` marks the ``VALUE = v`` form; ``hash`` lists the
+    range's own ``HashPartitioning`` levels (Kudu 1.17), if any."""
 
     arg_types: ClassVar[dict[str, bool]] = {
         "lower": False,
@@ -70,6 +72,7 @@ class RangeBound(exp.Expression):
         "lower_inclusive": False,
         "upper_inclusive": False,
         "single": False,
+        "hash": False,
     }
 
 
@@ -103,6 +106,7 @@ class KuduCreateTable(KuduStatement):
         "exists": False,
         "columns": False,
         "primary_key": False,
+        "non_unique": False,  # NON UNIQUE PRIMARY KEY (cols)
         "partitioning": False,
         "comment": False,
         "stored_as": False,
@@ -205,6 +209,12 @@ class DescribeTable(KuduStatement):
 
 class ShowPartitions(KuduStatement):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "range": False}
+
+
+class ShowHashSchema(KuduStatement):
+    """``SHOW HASH SCHEMA t`` (Impala 4.3): each range partition with its hash schema."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
 
 
 class ShowTableStats(KuduStatement):

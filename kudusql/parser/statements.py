@@ -93,11 +93,13 @@ class ShowSettings(Statement):
 # -- tables -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ColumnSpec:
-    """A column as declared; ``nullable`` None means not said (nullable unless key)."""
+    """A column as declared; ``nullable`` None means not said (nullable unless key);
+    ``key_unique`` False for ``NON UNIQUE PRIMARY KEY``."""
 
     name: str
     type: DataType
     primary_key: bool = False
+    key_unique: bool = True
     nullable: bool | None = None
     default: Any = None
     encoding: str | None = None
@@ -144,7 +146,7 @@ class PartitionSpec:
     def to_partition_schema(self, schema: Schema) -> PartitionSchema:
         """The validated ``PartitionSchema`` for ``schema`` (values cast to column types)."""
         dims = [
-            HashDimension(h.columns or tuple(schema.key_names), h.buckets, h.seed)
+            HashDimension(h.columns or tuple(schema.declared_key_names), h.buckets, h.seed)
             for h in self.hash
         ]
         if self.range is None:
@@ -176,6 +178,23 @@ def _typed_bounds(b: RangeBounds, columns: tuple[str, ...], schema: Schema) -> R
         _typed_row(b.upper, columns, schema, "range bound"),
         b.lower_inclusive,
         b.upper_inclusive,
+        _range_hash_schema(b.hash_schema, schema),
+    )
+
+
+def _range_hash_schema(
+    dims: tuple[HashDimension, ...] | None, schema: Schema
+) -> tuple[HashDimension, ...] | None:
+    """A range's own hash schema with its columns matched to ``schema`` (ignoring case);
+    a level without columns hashes every declared key column, as at the table level."""
+    from kudusql.parser.names import find_column
+
+    if dims is None:
+        return None
+    every = tuple(schema.declared_key_names)
+    return tuple(
+        replace(d, columns=tuple(find_column(schema, c) or c for c in d.columns) or every)
+        for d in dims
     )
 
 
@@ -194,10 +213,17 @@ class CreateTable(Statement):
     as_select: exp.Query | None = None
     like: TableName | None = None
     warnings: tuple[str, ...] = ()
+    #: False for a non-unique primary key (``NON UNIQUE PRIMARY KEY``, or partition
+    #: columns promoted to the key): the hidden ``auto_incrementing_id`` ends the key.
+    key_unique: bool = True
 
     def schema(self) -> Schema:
         """The table's ``Schema`` (not for CTAS or LIKE, whose columns come from elsewhere)."""
-        return Schema.build([c.to_column_schema() for c in self.columns], self.primary_key)
+        return Schema.build(
+            [c.to_column_schema() for c in self.columns],
+            self.primary_key,
+            key_unique=self.key_unique,
+        )
 
     def partition_schema(self, schema: Schema | None = None) -> PartitionSchema:
         """The ``PartitionSchema`` for ``schema`` (default: ``self.schema()``); one tablet
@@ -259,7 +285,9 @@ class AlterTable(Statement):
         ``rename`` maps a ``TableName`` to a storage table name."""
         from kudusql.parser.names import find_column
 
-        cols = tuple(partition_schema.range_columns if partition_schema else schema.key_names)
+        cols = tuple(
+            partition_schema.range_columns if partition_schema else schema.declared_key_names
+        )
         out: list[AlterStep] = []
         for step in self.steps:
             if isinstance(step, ChangeColumn):
@@ -442,6 +470,13 @@ class ShowPartitions(Statement):
 
     table: TableName
     range_only: bool = False
+
+
+@dataclass(frozen=True)
+class ShowHashSchema(Statement):
+    """SHOW HASH SCHEMA (Impala 4.3): every range partition with its hash schema."""
+
+    table: TableName
 
 
 @dataclass(frozen=True)

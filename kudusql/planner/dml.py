@@ -36,10 +36,12 @@ def target_columns(
     schema: Schema, columns: Sequence[str] | None, table: str, verb: str = "INSERT"
 ) -> list[str]:
     """The stored names of the columns an INSERT or UPSERT (``verb``) writes: the list
-    given (matched ignoring case; each at most once, every key column among them, as
-    Impala checks) or all columns."""
+    given (matched ignoring case; each at most once, every declared key column among
+    them, as Impala checks) or all columns but a non-unique key's hidden
+    ``auto_incrementing_id``, whose values the tablets assign (naming it is an error, as
+    in Impala)."""
     if columns is None:
-        return list(schema.names)
+        return [c.name for c in schema.columns if not c.auto_incrementing]
     out: list[str] = []
     for c in columns:
         stored = column_of(schema, c, table)
@@ -47,8 +49,13 @@ def target_columns(
             raise ProgrammingError(
                 f"column {c!r} is given twice (Duplicate column '{c}' in column permutation)"
             )
+        if schema.column(stored).auto_incrementing:
+            raise ProgrammingError(
+                f"Auto-Incrementing column {stored!r} should not be specified for INSERT "
+                f"operation (the tablets of {table!r} assign its values)"
+            )
         out.append(stored)
-    missing = [k for k in schema.key_names if k not in out]
+    missing = [k for k in schema.declared_key_names if k not in out]
     if missing:
         raise ProgrammingError(
             f"All primary key columns must be specified for {verb}ing into Kudu tables. "

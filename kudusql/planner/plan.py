@@ -13,6 +13,10 @@ name the executor registers its scan under (keeping the original name as the ali
   outer join makes nullable, the conjuncts of inner-join ON clauses, and the conjuncts
   of a LEFT JOIN's ON that touch only the joined table.
 
+A table with a non-unique primary key has a hidden ``auto_incrementing_id`` column:
+``*`` leaves it out, naming it selects it (Impala). A scan reads it only when the
+query names it; then every ``*`` over that table gets ``EXCLUDE`` for it.
+
 Time travel (``exp.Version``) and ``table_changes(...)`` stay as unevaluated
 expressions; the executor turns them into snapshots. When ``qualify`` cannot analyse a
 query, every scan reads all columns with no predicates: pushdown only prunes, DuckDB
@@ -187,7 +191,48 @@ def plan_query(
     plan = QueryPlan(tree, scans, changes)
     if scans:
         plan.analysed = _analyse(plan, cancelled)
+        _hide_auto_incrementing(plan)
     return plan
+
+
+def _hide_auto_incrementing(plan: QueryPlan) -> None:
+    """Keep a non-unique key's hidden column out of ``*`` (see the module docstring)."""
+    hidden = {
+        s.ref: c.name
+        for s in plan.scans
+        for c in s.schema.columns
+        if c.auto_incrementing and c.name in s.columns
+    }
+    if not hidden:
+        return
+    named = {c.name for c in plan.tree.find_all(exp.Column)}
+    for s in plan.scans:
+        name = hidden.get(s.ref)
+        if name is not None and fold(name) not in named and plan.analysed:
+            s.columns.remove(name)  # only ``*`` asked for it
+            del hidden[s.ref]
+    if not hidden:
+        return
+    alias_of = {s.ref: s.alias or s.ref for s in plan.scans}
+    for sel in list(plan.tree.find_all(exp.Select)):
+        sources = [sel.args.get("from_"), *(sel.args.get("joins") or [])]
+        here = {}  # alias -> hidden column, for this SELECT's own scan sources
+        for src in sources:
+            t = src.this if src is not None else None
+            if isinstance(t, exp.Table) and t.name in hidden:
+                here[t.alias_or_name or alias_of[t.name]] = hidden[t.name]
+        if not here:
+            continue
+        for e in sel.expressions:
+            if isinstance(e, exp.Star):
+                cols = [exp.column(c, table=a, quoted=True) for a, c in here.items()]
+                e.set("except_", [*(e.args.get("except_") or []), *cols])
+            elif isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+                col = here.get(e.table)
+                if col is not None:
+                    star = e.this
+                    excl = exp.column(col, quoted=True)
+                    star.set("except_", [*(star.args.get("except_") or []), excl])
 
 
 def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:

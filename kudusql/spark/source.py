@@ -64,11 +64,17 @@ class DefaultSource(DataSource):
                     f"overwrite mode truncates the table and inserts; it cannot be combined "
                     f"with kudu.operation={opts.operation}"
                 )
+            if overwrite and not meta.schema.key_unique:
+                raise ProgrammingError(
+                    f"overwrite mode is not supported for table {opts.table!r}: it has a "
+                    "non-unique primary key (write with kudu.operation=insert)"
+                )
             columns = check_write_schema(meta.schema, opts.table, schema, op)
             tablets = table.tablets()
             # An INSERT into an empty table: tasks write DiskRowSets the commit adopts.
             rowsets = (
                 op == "insert"
+                and meta.schema.key_unique  # else the tablets assign auto-incrementing ids
                 and not overwrite
                 and not opts.ignore_row_errors
                 and all(t.is_empty() for t in tablets)

@@ -180,7 +180,12 @@ def check_write_schema(table: Schema, name: str, df: st.StructType, operation: s
                 f"the DataFrame has {f.dataType.simpleString()}"
             )
         out.append(c.name)
-    missing = [k for k in table.key_names if k not in out]
+    inserting = operation in ("insert", "insert_ignore")
+    missing = [
+        c.name
+        for c in table.key_columns
+        if c.name not in out and not (inserting and c.auto_incrementing)
+    ]
     if missing:
         raise ProgrammingError(
             f"the DataFrame lacks primary key column(s) {', '.join(missing)} of table "

@@ -396,3 +396,36 @@ def test_every_error_is_a_kudusql_error(client: kudu.Client) -> None:
             bad()
     with pytest.raises(IntegrityError):
         t.insert_arrow({"key": [1, 1]}, atomic=True)
+
+
+# -- non-unique primary keys (Kudu 1.17) --------------------------------------------------------
+def test_non_unique_primary_key_through_the_client(client: kudu.Client) -> None:
+    b = kudu.schema_builder()
+    b.add_column("id", kudu.int32).non_unique_primary_key()
+    b.add_column("v", kudu.string)
+    schema = b.build()
+    assert not schema.key_unique
+    assert schema.primary_keys() == ["id", "auto_incrementing_id"]
+    assert schema["auto_incrementing_id"].auto_incrementing
+    b2 = kudu.schema_builder()
+    b2.add_column("a", kudu.int32)
+    b2.add_column("b", kudu.string)
+    b2.set_non_unique_primary_keys(["a", "b"])
+    assert b2.build().primary_keys() == ["a", "b", "auto_incrementing_id"]
+
+    parts = kudu.Partitioning().add_hash_partitions(["id"], 2)
+    table = client.create_table("nu", schema, parts)
+    session = client.new_session()
+    for v in "abc":
+        session.apply(table.new_insert({"id": 1, "v": v}))  # no auto_incrementing_id
+    session.flush()
+    got = sorted(table.scanner().open().read_all_tuples())
+    assert got == [(1, 1, "a"), (1, 2, "b"), (1, 3, "c")]
+    session.apply(table.new_delete({"id": 1, "auto_incrementing_id": 2}))
+    session.apply(table.new_update({"id": 1, "auto_incrementing_id": 3, "v": "z"}))
+    session.flush()
+    assert sorted(table.scanner().open().read_all_tuples()) == [(1, 1, "a"), (1, 3, "z")]
+    with pytest.raises(ProgrammingError, match="auto_incrementing_id"):
+        session.apply(table.new_delete({"id": 1}))
+    with pytest.raises(ProgrammingError, match="auto_incrementing_id"):
+        session.apply(table.new_upsert({"id": 1, "v": "u"}))

@@ -321,3 +321,26 @@ def test_a_null_key_in_a_staged_insert_fails_the_job(spark: SparkSession, tmp_pa
     with pytest.raises(Exception, match=r"Failed to write 1 rows; sample errors: .*id"):
         write(frame(spark, [(1, "a", 1), (None, "b", 2)]), db, "insert")
     assert table(db) == []
+
+
+def test_insert_into_a_table_with_a_non_unique_key(spark: SparkSession, tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    conn = kudusql.connect(db)
+    try:
+        conn.cursor().execute(
+            "CREATE TABLE kv (id BIGINT NON UNIQUE PRIMARY KEY, s STRING, x INT) "
+            "PARTITION BY HASH (id) PARTITIONS 2"
+        )
+    finally:
+        conn.close()
+    rows = [(i % 3, f"n{i}", i) for i in range(12)]
+    # The tablets assign auto_incrementing_id: an empty table too (no staged rowsets).
+    write(frame(spark, rows).repartition(3), db, "insert")
+    write(frame(spark, rows[:2]), db, "insert")
+    assert sorted(table(db)) == sorted(rows + rows[:2])
+    ids = kudusql_rows(db, "SELECT id, auto_incrementing_id FROM kv")
+    assert len(set(ids)) == 14
+    with pytest.raises(Exception, match="auto_incrementing_id"):
+        write(frame(spark, rows[:1]), db)  # the default UPSERT needs the hidden column
+    with pytest.raises(Exception, match="non-unique primary key"):
+        write(frame(spark, rows[:1]), db, "insert", mode="overwrite")

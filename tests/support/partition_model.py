@@ -12,10 +12,14 @@ from kudusql.common.schema import Schema
 from kudusql.storage.client.partition import Partition, PartitionSchema
 
 
-def row_buckets(ps: PartitionSchema, schema: Schema, row: dict[str, Any]) -> tuple[int, ...]:
-    """Each hash dimension's bucket of one row, hashing its scalar key encoding."""
+def row_buckets(
+    ps: PartitionSchema, schema: Schema, row: dict[str, Any], partition: Partition | None = None
+) -> tuple[int, ...]:
+    """Each hash dimension's bucket of one row, hashing its scalar key encoding (in the
+    hash schema of ``partition``'s range when given, else the table-wide one)."""
     out = []
-    for dim in ps.hash_dimensions:
+    dims = ps.hash_dimensions if partition is None else ps.hash_schema_for(partition.range_bounds)
+    for dim in dims:
         types = [schema.column(c).type for c in dim.columns]
         key = encode_key([row[c] for c in dim.columns], types)
         out.append(murmur2_64(key, dim.seed) % dim.num_buckets)
@@ -32,14 +36,14 @@ def row_range_key(ps: PartitionSchema, schema: Schema, row: dict[str, Any]) -> b
 def slow_partition_index(
     ps: PartitionSchema, schema: Schema, partitions: list[Partition], table: pa.Table
 ) -> list[int]:
-    """Each row's partition: the one with its buckets whose range keys enclose its key."""
+    """Each row's partition: the one whose range keys enclose its key and whose buckets are
+    the row's in that range's hash schema."""
     out = []
     for row in table.to_pylist():
-        buckets = row_buckets(ps, schema, row)
         key = row_range_key(ps, schema, row)
         found = -1
         for i, p in enumerate(partitions):
-            if p.hash_buckets != buckets or key < p.range_key_start:
+            if key < p.range_key_start or p.hash_buckets != row_buckets(ps, schema, row, p):
                 continue
             if p.range_key_end == b"" or key < p.range_key_end:
                 found = i

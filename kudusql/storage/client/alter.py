@@ -124,7 +124,11 @@ def apply_alter(meta: TableMeta, steps: Sequence[AlterStep], next_tablet_id: int
             if step.if_exists and not schema.has_column(step.name):
                 continue
             schema = schema.drop_column(step.name)
-            _check_not_partition_column(ps.hash_dimensions, ps.range_columns, step.name)
+            every_dim = [
+                *ps.hash_dimensions,
+                *(d for b in ps.range_bounds for d in b.hash_schema or ()),
+            ]
+            _check_not_partition_column(every_dim, ps.range_columns, step.name)
         elif isinstance(step, RenameColumn):
             schema = schema.rename_column(step.old, step.new)
             ps = _rename_in_partitioning(ps, step.old, step.new)
@@ -202,5 +206,16 @@ def _rename_in_partitioning(ps: PartitionSchema, old: str, new: str) -> Partitio
     def ren(cols: Sequence[str]) -> tuple[str, ...]:
         return tuple(new if c == old else c for c in cols)
 
-    dims = tuple(replace(d, columns=ren(d.columns)) for d in ps.hash_dimensions)
-    return replace(ps, hash_dimensions=dims, range_columns=ren(ps.range_columns))
+    def ren_dims(dims: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(replace(d, columns=ren(d.columns)) for d in dims)
+
+    bounds = tuple(
+        b if b.hash_schema is None else replace(b, hash_schema=ren_dims(b.hash_schema))
+        for b in ps.range_bounds
+    )
+    return replace(
+        ps,
+        hash_dimensions=ren_dims(ps.hash_dimensions),
+        range_columns=ren(ps.range_columns),
+        range_bounds=bounds,
+    )

@@ -7,17 +7,24 @@ batch computations, with no I/O:
   columns, at least 2 buckets, a seed), then an optional range rule (range columns, a
   subset of the key) with the table's current range partitions (``RangeBounds``: lower
   inclusive and upper exclusive unless flagged otherwise, a missing end unbounded).
+  Since Kudu 1.17 a range partition may carry its own hash schema (``RangeBounds.
+  hash_schema``); the other ranges use the table-wide one. As in Kudu, every hash schema
+  has as many dimensions as the table-wide one (its columns, bucket counts and seeds
+  may differ), a range whose schema equals the table-wide one stores none, and such
+  ranges cannot be combined with split rows.
   ``PartitionSchema.create`` builds one from bounds and Kudu-style split rows;
   ``validate`` checks it against a ``Schema``; ``to_dict``/``from_dict`` give the
   JSON-able form the catalog stores; ``add_range_partition``/``drop_range_partition``
   return a new value.
-* ``Partition``: one tablet's slice of the table: a bucket per hash dimension and a range.
-  Its partition key is each bucket as a 4-byte big-endian uint32, then the encoded range
-  key. ``create_partitions`` lists them ordered by partition key (bucket-major).
+* ``Partition``: one tablet's slice of the table: a bucket per hash dimension (of its
+  range's hash schema) and a range. Its partition key is each bucket as a 4-byte
+  big-endian uint32, then the encoded range key. ``create_partitions`` lists them ordered
+  by partition key (bucket-major).
 * Routing batches: ``bucket_for`` (MurmurHash64A of the key-encoded dimension columns with
   the dimension's seed, modulo its bucket count) and ``partition_for_batch`` (each row's
   index in ``create_partitions``, or -1 where no range partition covers the row) are
-  vectorized over whole Arrow batches.
+  vectorized over whole Arrow batches: the range first, then the buckets of each
+  distinct hash schema over the rows of its ranges.
 
 Unset trailing columns of a bound or split row take the type minimum, as in Kudu, so a
 bound is any prefix of the range columns.
@@ -121,10 +128,14 @@ class RangeBounds:
     upper: tuple[Any, ...] | None = None
     lower_inclusive: bool = True
     upper_inclusive: bool = False
+    #: This range's own hash schema (Kudu 1.17), or None: the table-wide one.
+    hash_schema: tuple[HashDimension, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lower", _as_tuple(self.lower))
         object.__setattr__(self, "upper", _as_tuple(self.upper))
+        if self.hash_schema is not None:
+            object.__setattr__(self, "hash_schema", tuple(self.hash_schema))
 
     def describe(self, fmt_row: Callable[[tuple[Any, ...]], str] | None = None) -> str:
         """Impala's ``SHOW RANGE PARTITIONS`` style: ``10 <= VALUES < 20`` (bound rows
@@ -147,6 +158,11 @@ class RangeBounds:
             "upper": None if self.upper is None else [to_json_value(v) for v in self.upper],
             "lower_inclusive": self.lower_inclusive,
             "upper_inclusive": self.upper_inclusive,
+            **(
+                {}
+                if self.hash_schema is None
+                else {"hash": [d.to_dict() for d in self.hash_schema]}
+            ),
         }
 
     @classmethod
@@ -158,11 +174,14 @@ class RangeBounds:
                 else tuple(from_json_value(v, "partition schema") for v in vals)
             )
 
+        # "hash" is absent in catalogs written before per-range hash schemas existed
+        hashes = d.get("hash")
         return cls(
             row(d.get("lower")),
             row(d.get("upper")),
             bool(d.get("lower_inclusive", True)),
             bool(d.get("upper_inclusive", False)),
+            None if hashes is None else tuple(HashDimension.from_dict(h) for h in hashes),
         )
 
 
@@ -185,9 +204,10 @@ class Partition:
 
     def describe(self, partition_schema: PartitionSchema) -> str:
         """``HASH (a) PARTITION 1, RANGE (b) PARTITION 10 <= VALUES < 20``."""
+        dims = partition_schema.hash_schema_for(self.range_bounds)
         parts = [
             f"HASH ({', '.join(d.columns)}) PARTITION {b}"
-            for d, b in zip(partition_schema.hash_dimensions, self.hash_buckets, strict=True)
+            for d, b in zip(dims, self.hash_buckets, strict=True)
         ]
         if partition_schema.range_columns:
             cols = ", ".join(partition_schema.range_columns)
@@ -236,7 +256,14 @@ class PartitionSchema:
         if not base.range_columns:
             return base
         domains = _domains(base, schema)
-        normal = [_normalize_bounds(b, base, schema) for b in bounds] or [RangeBounds()]
+        normal = [
+            base._own_hash_schema(_normalize_bounds(b, base, schema), schema) for b in bounds
+        ] or [RangeBounds()]
+        if splits and any(b.hash_schema is not None for b in normal):
+            raise ProgrammingError(
+                "split rows and range partitions with their own hash schema cannot be "
+                "combined (Kudu refuses both at once)"
+            )
         ordered = _encoded_ranges(tuple(normal), domains, base.range_columns)
         if splits:
             split_keys = [_normalize_row(s, base, schema, "split row") for s in splits]
@@ -251,6 +278,9 @@ class PartitionSchema:
     def validate(self, schema: Schema) -> None:
         """Raise ProgrammingError unless this partition schema fits ``schema``."""
         self._validate_columns(schema)
+        for b in self.range_bounds:
+            if b.hash_schema is not None:
+                self._check_range_hash_schema(b, schema)
         if not self.range_columns:
             if self.range_bounds != (RangeBounds(),):
                 raise ProgrammingError(
@@ -260,32 +290,43 @@ class PartitionSchema:
         _encoded_ranges(self.range_bounds, _domains(self, schema), self.range_columns)
 
     def _validate_columns(self, schema: Schema) -> None:
-        seen: set[str] = set()
-        for dim in self.hash_dimensions:
-            what = dim.describe()
-            if not dim.columns:
-                raise ProgrammingError("a hash dimension needs at least one column")
-            n = dim.num_buckets
-            if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= _MAX_BUCKETS:
-                raise ProgrammingError(
-                    f"{what}: a hash dimension needs at least 2 buckets (at most {_MAX_BUCKETS})"
-                )
-            s = dim.seed
-            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**32:
-                raise ProgrammingError(f"{what}: the seed must be an unsigned 32-bit integer")
-            for col in dim.columns:
-                _check_key_column(schema, col, what)
-                if col in seen:
-                    raise ProgrammingError(
-                        f"{what}: column {col!r} is used twice in hash partitioning "
-                        "(hash dimensions must not share columns)"
-                    )
-                seen.add(col)
+        _validate_hash_schema(self.hash_dimensions, schema)
         what = f"RANGE ({', '.join(self.range_columns)})"
         for col in self.range_columns:
             _check_key_column(schema, col, what)
         if len(set(self.range_columns)) != len(self.range_columns):
             raise ProgrammingError(f"{what}: a range partition column is listed twice")
+
+    def _check_range_hash_schema(self, b: RangeBounds, schema: Schema) -> None:
+        """Kudu's rules for a range's own hash schema: as many dimensions as the
+        table-wide one, each valid as a table-wide dimension is."""
+        dims = b.hash_schema or ()
+        if len(dims) != len(self.hash_dimensions):
+            raise ProgrammingError(
+                f"range partition {b.describe()}: its hash schema has {len(dims)} "
+                f"dimension(s) but the table's has {len(self.hash_dimensions)}; a varying "
+                "number of hash dimensions per range is not supported (as in Kudu)"
+            )
+        _validate_hash_schema(dims, schema)
+
+    def _own_hash_schema(self, b: RangeBounds, schema: Schema) -> RangeBounds:
+        """``b`` checked, without a hash schema of its own when it equals the table's."""
+        if b.hash_schema is None:
+            return b
+        if b.hash_schema == self.hash_dimensions:
+            return replace(b, hash_schema=None)
+        self._check_range_hash_schema(b, schema)
+        return b
+
+    def hash_schema_for(self, bounds: RangeBounds) -> tuple[HashDimension, ...]:
+        """The hash dimensions of the range partition ``bounds``: its own, else the
+        table-wide ones."""
+        return self.hash_dimensions if bounds.hash_schema is None else bounds.hash_schema
+
+    @property
+    def has_range_hash_schemas(self) -> bool:
+        """Whether some range partition has a hash schema of its own."""
+        return any(b.hash_schema is not None for b in self.range_bounds)
 
     # -- presentation and persistence -------------------------------------------------------
     def describe(self) -> str:
@@ -319,29 +360,98 @@ class PartitionSchema:
         )
 
 
+def _validate_hash_schema(dims: Sequence[HashDimension], schema: Schema) -> None:
+    """Raise ProgrammingError unless ``dims`` is a valid hash schema for ``schema``."""
+    seen: set[str] = set()
+    for dim in dims:
+        what = dim.describe()
+        if not dim.columns:
+            raise ProgrammingError("a hash dimension needs at least one column")
+        n = dim.num_buckets
+        if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= _MAX_BUCKETS:
+            raise ProgrammingError(
+                f"{what}: a hash dimension needs at least 2 buckets (at most {_MAX_BUCKETS})"
+            )
+        s = dim.seed
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**32:
+            raise ProgrammingError(f"{what}: the seed must be an unsigned 32-bit integer")
+        for col in dim.columns:
+            _check_key_column(schema, col, what)
+            if col in seen:
+                raise ProgrammingError(
+                    f"{what}: column {col!r} is used twice in hash partitioning "
+                    "(hash dimensions must not share columns)"
+                )
+            seen.add(col)
+
+
 # ------------------------------------------------------------------------------------------
 # Partitions, and adding or dropping range partitions
 # ------------------------------------------------------------------------------------------
 def create_partitions(partition_schema: PartitionSchema, schema: Schema) -> list[Partition]:
-    """Every partition (one per bucket combination per range), by partition key.
+    """Every partition (one per bucket combination of its range's hash schema per range),
+    by partition key.
 
-    The order is bucket-major: the partition of buckets ``(b0, .., bk)`` and range ``r``
-    (ranges sorted by lower bound) is at ``((b0 * n1 + b1) * .. + bk) * R + r``, which is
-    the index ``partition_for_batch`` returns."""
-    ranges = _ranges_of(partition_schema, schema)
-    dims = partition_schema.hash_dimensions
-    out: list[Partition] = []
-    for combo in itertools.product(*(range(d.num_buckets) for d in dims)):
-        prefix = b"".join(b.to_bytes(_BUCKET_BYTES, "big") for b in combo)
-        for r in ranges:
+    The order is bucket-major. Without per-range hash schemas, the partition of buckets
+    ``(b0, .., bk)`` and range ``r`` (ranges sorted by lower bound) is at
+    ``((b0 * n1 + b1) * .. + bk) * R + r``; in every case it is the index
+    ``partition_for_batch`` returns."""
+    return list(_layout_of(partition_schema, schema).partitions)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """A partition schema's partitions in order, and how routing finds a row's index:
+    ``flat[base[r] + combo]`` for range ``r`` and bucket combination number ``combo``
+    (``((b0 * n1 + b1) * .. + bk)`` in that range's hash schema)."""
+
+    ranges: tuple[_EncodedRange, ...]
+    partitions: tuple[Partition, ...]
+    base: np.ndarray
+    flat: np.ndarray
+
+
+def _layout_of(partition_schema: PartitionSchema, schema: Schema) -> _Layout:
+    domains = _domains(partition_schema, schema)
+    try:
+        return _layout(partition_schema, domains)
+    except TypeError:  # an unhashable bound value: nothing to cache
+        return _layout.__wrapped__(partition_schema, domains)
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(partition_schema: PartitionSchema, domains: tuple[KeyDomain, ...]) -> _Layout:
+    ps = partition_schema
+    ranges = (
+        _encoded_ranges(ps.range_bounds, domains, ps.range_columns)
+        if ps.range_columns
+        else (_EncodedRange(RangeBounds(), b"", None),)
+    )
+    made: list[tuple[bytes, int, int, Partition]] = []  # key, range, combo number, partition
+    sizes = []
+    for ri, r in enumerate(ranges):
+        dims = ps.hash_schema_for(r.bounds)
+        sizes.append(math.prod(d.num_buckets for d in dims))
+        for number, combo in enumerate(itertools.product(*(range(d.num_buckets) for d in dims))):
+            prefix = b"".join(b.to_bytes(_BUCKET_BYTES, "big") for b in combo)
             if r.upper is not None:
                 end = prefix + r.upper
             elif combo:
+                # Kudu: an unbounded range ends where the next bucket of its last
+                # dimension begins.
                 end = prefix[:-_BUCKET_BYTES] + (combo[-1] + 1).to_bytes(_BUCKET_BYTES, "big")
             else:
                 end = b""
-            out.append(Partition(combo, r.bounds, r.lower, r.upper or b"", prefix + r.lower, end))
-    return out
+            p = Partition(combo, r.bounds, r.lower, r.upper or b"", prefix + r.lower, end)
+            made.append((p.partition_key_start, ri, number, p))
+    made.sort(key=lambda m: m[0])  # already in order without per-range hash schemas
+    base = np.zeros(len(ranges), dtype=np.int64)
+    if sizes:
+        base[1:] = np.cumsum(sizes)[:-1]
+    flat = np.zeros(sum(sizes), dtype=np.int64)
+    for i, (_, ri, number, _) in enumerate(made):
+        flat[base[ri] + number] = i
+    return _Layout(ranges, tuple(m[3] for m in made), base, flat)
 
 
 def partitions_for_range(
@@ -367,7 +477,9 @@ def add_range_partition(
     """A copy with the range partition ``bounds`` added; it must overlap no other."""
     if not partition_schema.range_columns:
         raise ProgrammingError("cannot add a range partition: the table has no range columns")
-    new = _normalize_bounds(bounds, partition_schema, schema)
+    new = partition_schema._own_hash_schema(
+        _normalize_bounds(bounds, partition_schema, schema), schema
+    )
     ordered = _encoded_ranges(
         (*partition_schema.range_bounds, new),
         _domains(partition_schema, schema),
@@ -380,7 +492,8 @@ def drop_range_partition(
     partition_schema: PartitionSchema, schema: Schema, bounds: RangeBounds
 ) -> PartitionSchema:
     """A copy without the range partition whose bounds equal ``bounds`` (compared as keys,
-    so ``[10, 20)`` matches ``[10, 19]`` on an integer column)."""
+    so ``[10, 20)`` matches ``[10, 19]`` on an integer column; a hash schema given with
+    ``bounds`` is ignored, as Impala does: the range goes with its own)."""
     if not partition_schema.range_columns:
         raise ProgrammingError("cannot drop a range partition: the table has no range columns")
     cols = partition_schema.range_columns
@@ -427,23 +540,49 @@ def partition_for_batch(
     where no range partition covers the row (Kudu's per-row error
     "No tablet covering the requested range partition"). Key columns must be non-null."""
     n = _num_rows(batch)
-    ranges = _ranges_of(partition_schema, schema)
+    ps = partition_schema
+    lay = _layout_of(ps, schema)
+    ranges = lay.ranges
     if not ranges:
         return np.full(n, -1, dtype=np.int64)
-    if partition_schema.range_columns:
-        types = [schema.column(c).type for c in partition_schema.range_columns]
-        keys = encode_range_keys(partition_schema, schema, batch)
+    if ps.range_columns:
+        types = [schema.column(c).type for c in ps.range_columns]
+        keys = encode_range_keys(ps, schema, batch)
         ridx = locate_in_ranges(
             keys, [r.lower for r in ranges], [r.upper for r in ranges], fixed_key_width(types)
         )
     else:
         ridx = np.zeros(n, dtype=np.int64)
-    combo = np.zeros(n, dtype=np.int64)
-    for dim in partition_schema.hash_dimensions:
-        combo = combo * dim.num_buckets + bucket_for(dim, schema, batch)
-    out: np.ndarray = combo * len(ranges) + ridx
+    if not ps.has_range_hash_schemas:
+        combo = _combos(ps.hash_dimensions, schema, batch, n)
+        out: np.ndarray = combo * len(ranges) + ridx
+    else:
+        # Each distinct hash schema buckets the rows of its own ranges.
+        combo = np.zeros(n, dtype=np.int64)
+        by_schema: dict[tuple[HashDimension, ...], list[int]] = {}
+        for i, r in enumerate(ranges):
+            by_schema.setdefault(ps.hash_schema_for(r.bounds), []).append(i)
+        for dims, members in by_schema.items():
+            rows = np.flatnonzero(np.isin(ridx, members))
+            if not len(rows):
+                continue
+            if len(rows) == n:
+                combo = _combos(dims, schema, batch, n)
+                continue
+            cols = list(dict.fromkeys(c for d in dims for c in d.columns))
+            sub = {c: a.take(rows) for c, a in zip(cols, _columns(batch, cols), strict=True)}
+            combo[rows] = _combos(dims, schema, sub, len(rows))
+        out = lay.flat[lay.base[np.maximum(ridx, 0)] + combo]
     out[ridx < 0] = -1
     return out
+
+
+def _combos(dims: Sequence[HashDimension], schema: Schema, batch: Batch, n: int) -> np.ndarray:
+    """Each row's bucket combination number ``((b0 * n1 + b1) * .. + bk)`` in ``dims``."""
+    combo = np.zeros(n, dtype=np.int64)
+    for dim in dims:
+        combo = combo * dim.num_buckets + bucket_for(dim, schema, batch)
+    return combo
 
 
 def partition_for_row(
@@ -451,7 +590,8 @@ def partition_for_row(
 ) -> int:
     """``partition_for_batch`` for one row of Python values (key column -> value), without
     building Arrow arrays: the point-lookup path. Raises DataError for a bad key value."""
-    ranges = _ranges_of(partition_schema, schema)
+    lay = _layout_of(partition_schema, schema)
+    ranges = lay.ranges
     if not ranges:
         return -1
     r = 0
@@ -462,11 +602,13 @@ def partition_for_row(
         if r < 0 or (ranges[r].upper is not None and key >= ranges[r].upper):  # type: ignore[operator]
             return -1
     combo = 0
-    for dim in partition_schema.hash_dimensions:
+    for dim in partition_schema.hash_schema_for(ranges[r].bounds):
         cols = dim.columns
         key = encode_key([row[c] for c in cols], [schema.column(c).type for c in cols])
         combo = combo * dim.num_buckets + murmur2_64(key, dim.seed) % dim.num_buckets
-    return combo * len(ranges) + r
+    if not partition_schema.has_range_hash_schemas:
+        return combo * len(ranges) + r
+    return int(lay.flat[lay.base[r] + combo])
 
 
 # ------------------------------------------------------------------------------------------
@@ -477,16 +619,6 @@ class _EncodedRange:
     bounds: RangeBounds
     lower: bytes  # b"" when unbounded
     upper: bytes | None  # None when unbounded
-
-
-def _ranges_of(partition_schema: PartitionSchema, schema: Schema) -> tuple[_EncodedRange, ...]:
-    if not partition_schema.range_columns:
-        return (_EncodedRange(RangeBounds(), b"", None),)
-    return _encoded_ranges(
-        partition_schema.range_bounds,
-        _domains(partition_schema, schema),
-        partition_schema.range_columns,
-    )
 
 
 def _encoded_ranges(
@@ -627,6 +759,11 @@ def _check_key_column(schema: Schema, col: str, what: str) -> None:
             f"{what}: column {col!r} is not a primary key column "
             "(hash and range partitioning use key columns only)"
         )
+    if schema.column(col).auto_incrementing:
+        raise ProgrammingError(
+            f"{what}: column {col!r} cannot partition a table (tablets assign its values "
+            "after rows are routed to them)"
+        )
 
 
 def _normalize_row(
@@ -659,7 +796,7 @@ def _normalize_bounds(
     what = f"range partition {b.describe()}"
     lo = None if b.lower is None else _normalize_row(b.lower, partition_schema, schema, what)
     hi = None if b.upper is None else _normalize_row(b.upper, partition_schema, schema, what)
-    return RangeBounds(lo, hi, b.lower_inclusive, b.upper_inclusive)
+    return replace(b, lower=lo, upper=hi)
 
 
 def _columns(batch: Batch, names: Sequence[str]) -> list[ArrowArray]:

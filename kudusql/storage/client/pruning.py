@@ -10,12 +10,13 @@ This module owns Kudu's partition pruner (``kudu-internals.md`` §1) over the va
    rows". The result per column is a set of values (= and IN), a range
    ``[lower, upper)``, or nothing.
 2. Hash dimensions: when every column of a dimension has a value set, only the buckets
-   of the combinations of those values can hold a matching row.
+   of the combinations of those values can hold a matching row. A range partition with
+   its own hash schema (Kudu 1.17) has its buckets computed with that schema.
 3. Range: the constraints are pushed, in range-column order, into an inclusive lower and
    an exclusive upper range key (Kudu's ``PushLowerBoundKeyPredicates`` and
    ``PushUpperBoundKeyPredicates`` rules; unpushed columns take their minimum).
-4. A partition is kept iff its bucket in every dimension is allowed and its range
-   intersects ``[lower, upper)``.
+4. A partition is kept iff its bucket in every dimension of its range's hash schema is
+   allowed and its range intersects ``[lower, upper)``.
 
 Pruning only drops partitions that cannot hold a matching row; scans still evaluate every
 predicate. A predicate whose literal does not fit the column's type is not used for
@@ -27,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kudusql.common.errors import DataError
 from kudusql.common.keys import prefix_successor
@@ -51,20 +52,26 @@ MAX_HASH_COMBINATIONS = 1 << 16
 
 @dataclass(frozen=True)
 class PruningPlan:
-    """What the predicates allow: per hash dimension the possible buckets (None: any),
-    and the range keys ``[range_lower, range_upper)`` (``b""``/None: unbounded).
-    ``empty`` means no row can match at all."""
+    """What the predicates allow: per hash dimension of the table-wide hash schema the
+    possible buckets (None: any), the same for each range's own hash schema
+    (``range_buckets``), and the range keys ``[range_lower, range_upper)`` (``b""``/None:
+    unbounded). ``empty`` means no row can match at all."""
 
     empty: bool
     buckets: tuple[frozenset[int] | None, ...]
     range_lower: bytes
     range_upper: bytes | None
+    range_buckets: Mapping[tuple[HashDimension, ...], tuple[frozenset[int] | None, ...]] = field(
+        default_factory=dict
+    )
 
     def keeps(self, partition: Partition) -> bool:
         """True if ``partition`` may hold a row matching the predicates."""
         if self.empty:
             return False
-        for allowed, b in zip(self.buckets, partition.hash_buckets, strict=True):
+        own = partition.range_bounds.hash_schema
+        allowed_buckets = self.buckets if own is None else self.range_buckets[own]
+        for allowed, b in zip(allowed_buckets, partition.hash_buckets, strict=True):
             if allowed is not None and b not in allowed:
                 return False
         if self.range_upper is not None and partition.range_key_start >= self.range_upper:
@@ -90,14 +97,18 @@ def plan_pruning(
 ) -> PruningPlan:
     """The bucket sets and range-key bounds that ``predicates`` imply."""
     dims = partition_schema.hash_dimensions
-    columns = {c for d in dims for c in d.columns} | set(partition_schema.range_columns)
+    own = {b.hash_schema for b in partition_schema.range_bounds if b.hash_schema is not None}
+    columns = {c for s in (dims, *own) for d in s for c in d.columns}
+    columns |= set(partition_schema.range_columns)
     cons = _constraints(schema, columns, predicates)
     if cons is None:
-        return PruningPlan(True, tuple(frozenset() for _ in dims), b"", None)
+        none = {s: tuple(frozenset[int]() for _ in s) for s in own}
+        return PruningPlan(True, tuple(frozenset() for _ in dims), b"", None, none)
     buckets = tuple(_allowed_buckets(d, schema, cons) for d in dims)
+    per_range = {s: tuple(_allowed_buckets(d, schema, cons) for d in s) for s in own}
     domains = [KeyDomain.of(schema.column(c).type) for c in partition_schema.range_columns]
     lower, upper = _range_key_bounds(partition_schema.range_columns, domains, cons)
-    return PruningPlan(False, buckets, lower, upper)
+    return PruningPlan(False, buckets, lower, upper, per_range)
 
 
 # ------------------------------------------------------------------------------------------

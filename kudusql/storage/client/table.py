@@ -354,7 +354,9 @@ class Table(WriteShortcuts):
             return slots, unrouted
         valid = np.ones(n, dtype=bool)
         cols: list[pa.Array[Any]] = []
-        for c in schema.key_columns:
+        # (a non-unique key's auto-incrementing id partitions nothing: tablets assign it)
+        routing = [c for c in schema.key_columns if not c.auto_incrementing]
+        for c in routing:
             if c.name not in data.column_names:
                 return slots, unrouted  # every row fails validation in the first tablet
             arr, bad = cast_array(data.column(c.name), c.type)
@@ -366,7 +368,7 @@ class Table(WriteShortcuts):
         if n <= SMALL_BATCH_ROWS and self.db.options.fast_paths:
             routed = self._route_rows(rt, cols, valid)
         else:
-            keys = pa.Table.from_arrays(cols, names=schema.key_names)
+            keys = pa.Table.from_arrays(cols, names=[c.name for c in routing])
             if not valid.all():
                 keys = keys.filter(pa.array(valid))
             routed = np.zeros(n, dtype=np.int64)
@@ -383,7 +385,7 @@ class Table(WriteShortcuts):
         and the scalar router, no Arrow kernels (each costs more than routing one row).
         Rows not ``valid`` get slot 0."""
         schema = rt.meta.schema
-        names = schema.key_names
+        names = [c.name for c in schema.key_columns if not c.auto_incrementing]
         values = [c.to_pylist() for c in cols]
         slots = []
         for ok, row in zip(valid.tolist(), zip(*values, strict=True), strict=True):
@@ -446,6 +448,11 @@ class Table(WriteShortcuts):
         keys (``bulk_load.staged_duplicates``)."""
         self.db._check_writable()
         rt = self._rt()
+        if rt.meta.schema.auto_incrementing_index is not None:
+            raise ProgrammingError(
+                f"table {self.name!r} has a non-unique primary key: staged rowsets cannot "
+                "be adopted (its tablets assign the auto-incrementing ids on insert)"
+            )
         with rt.write_lock:
             rt = self._rt()
             slot_of = {e.id: i for i, e in enumerate(rt.meta.tablets)}

@@ -39,6 +39,9 @@ class TabletMeta:
     #: (wall-clock seconds, seq): at that time every WAL record up to seq was durable
     #: (log GC across sessions: ``Tablet._seed_log_gc``); oldest first, a few entries.
     wal_gc_marks: list[tuple[float, int]] = field(default_factory=list)
+    #: The largest ``auto_incrementing_id`` handed out when this superblock was saved
+    #: (a non-unique primary key): at least every id in the listed rowsets.
+    auto_incrementing_counter: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {**self._own_json(), "rowsets": [r.to_dict() for r in self.rowsets]}
@@ -54,6 +57,11 @@ class TabletMeta:
             "history_max_age_s": self.history_max_age_s,
             "txn_rowsets": {str(k): v for k, v in self.txn_rowsets.items()},
             "wal_gc_marks": [[t, seq] for t, seq in self.wal_gc_marks],
+            **(
+                {"auto_incrementing_counter": self.auto_incrementing_counter}
+                if self.auto_incrementing_counter
+                else {}
+            ),
         }
 
     @classmethod
@@ -69,6 +77,8 @@ class TabletMeta:
             {int(k): int(v) for k, v in d.get("txn_rowsets", {}).items()},
             # absent in superblocks written before it existed
             [(float(t), int(seq)) for t, seq in d.get("wal_gc_marks", [])],
+            # absent when no id was ever handed out, and before non-unique keys existed
+            int(d.get("auto_incrementing_counter", 0)),
         )
 
     def json_text(self) -> str:

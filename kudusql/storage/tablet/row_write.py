@@ -213,7 +213,8 @@ class RowLayout:
                 idx.append(-1)
             else:
                 idx.append(schema.index_of(n))
-        if len(set(idx)) != len(idx):
+        if len(set(idx)) != len(idx) or schema.auto_incrementing_index is not None:
+            # (the batch path assigns a non-unique key's auto-incrementing ids)
             self.ok = False
         nk = schema.num_key_columns
         given = set(idx)

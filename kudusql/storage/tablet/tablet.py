@@ -97,6 +97,7 @@ from kudusql.storage.tablet.write_ops import (
     WriteOp,
     WriteResult,
     WriteShortcuts,
+    assign_auto_ids,
     atomic_rejection,
     operations,
     prepare,
@@ -167,6 +168,8 @@ class Tablet(WriteShortcuts):
         self._log: Log | None = None
         self._durable_history: list[tuple[float, int]] = []
         self._arrow_rows: list[ArrowRows] = []  # readers of the last few batch schemas
+        #: The largest ``auto_incrementing_id`` handed out (a non-unique primary key).
+        self._auto_counter = 0
         self.maintainer = TabletMaintainer(self)
         self.maintenance_log: list[MaintenanceRecord] = []
         self.maintenance: MaintenanceManager | None = None
@@ -236,6 +239,7 @@ class Tablet(WriteShortcuts):
                 time.perf_counter() - t0,
             )
         self._next_mrs_id = self._rowsets.mrs.id + 1  # replay may have raised its id
+        self._auto_counter = self._restored_auto_counter()
         self.clock.observe(st.max_ts)
         self.meta.max_ts = max(meta.max_ts, st.max_ts)
         self._next_seq = max(self._next_seq, st.next_seq)
@@ -257,6 +261,19 @@ class Tablet(WriteShortcuts):
                 self._flush()
                 self.flush_deltas()
         return st
+
+    def _restored_auto_counter(self) -> int:
+        """The largest ``auto_incrementing_id`` handed out before this load: the
+        superblock's counter (at least every id in its rowsets) or an id replayed from
+        the log into the MemRowSet. An id a crash lost from both was never acknowledged
+        nor visible, so handing it out again is safe."""
+        counter = self.meta.auto_incrementing_counter
+        auto = self.schema.auto_incrementing_index
+        if auto is None:
+            return counter
+        replayed = self._rowsets.mrs.view().rows.column(auto)
+        top = pc.max(replayed).as_py() if len(replayed) else None
+        return max(counter, int(top or 0))
 
     def _resolve_txn_rowsets(self) -> bool:
         """Keep the rowsets of committed transactions' bulk-loaded parts (untagged) and
@@ -779,6 +796,8 @@ class Tablet(WriteShortcuts):
             data = data.drop_columns([op_column])
         pb = prepare(self.schema, data, ops, self._pool)
         with self._healthy():
+            if self.schema.auto_incrementing_index is not None:
+                assign_auto_ids(self.schema, pb, self._auto_counter)  # ids not taken
             d = decide(self._rowsets, self.schema, pb)
         return row_errors(self.schema, pb, d.err)
 
@@ -825,9 +844,16 @@ class Tablet(WriteShortcuts):
                     return
         raise OperationalError(f"tablet {self.path}: writes kept the memory stores busy")
 
+    def assign_auto_ids(self, pb: PreparedBatch) -> None:
+        """Hand out the batch's ``auto_incrementing_id`` values (a non-unique primary
+        key; ``write_ops.assign_auto_ids``). Under the write lock."""
+        if self.schema.auto_incrementing_index is not None:
+            self._auto_counter = assign_auto_ids(self.schema, pb, self._auto_counter)
+
     def _write_locked(
         self, pb: PreparedBatch, atomic: bool, timestamp: int | None, bulk: bool = False
     ) -> tuple[WriteResult, AppendTicket | None]:
+        self.assign_auto_ids(pb)
         rs = self._rowsets
         d = decide(rs, self.schema, pb)
         errors = row_errors(self.schema, pb, d.err)
@@ -914,6 +940,11 @@ class Tablet(WriteShortcuts):
         id; one superblock swap publishes them all. A crash before the swap leaves
         orphaned directories, removed on the next open."""
         self._check_writable()
+        if self.schema.auto_incrementing_index is not None:
+            raise ProgrammingError(
+                f"tablet {self.path}: staged rowsets cannot be adopted by a table with a "
+                "non-unique primary key (its tablets assign the auto-incrementing ids)"
+            )
         with self._healthy(maint=True):
             if not self.is_empty():
                 raise IntegrityError(
@@ -1331,6 +1362,7 @@ class Tablet(WriteShortcuts):
 
     def _save_meta(self) -> None:
         self.meta.next_seq = self._next_seq
+        self.meta.auto_incrementing_counter = self._auto_counter
         self.meta.wal_gc_marks = self._gc_marks()
         untagged, self._untagged = self._untagged, set()
         try:

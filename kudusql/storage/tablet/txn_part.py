@@ -107,6 +107,7 @@ def prepare_part(
     if op_column is not None:
         data = data.drop_columns([op_column])
     pb = prepare(t.schema, data, ops, t._pool)
+    t.assign_auto_ids(pb)
     rs = t._rowsets
     d = decide(rs, t.schema, pb)
     errors = row_errors(t.schema, pb, d.err)

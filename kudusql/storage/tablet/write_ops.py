@@ -9,6 +9,12 @@ updates only the columns it gives, and the _IGNORE variants turn those errors in
 no-ops. Rows that repeat a key within the batch are decided in *rounds* (the n-th
 occurrence of each key in round n), so every round is vectorized and still sees the
 effect of the rows before it, exactly as if the batch were applied row by row.
+
+A table with a non-unique primary key ends its key with ``auto_incrementing_id``
+(``Schema.auto_incrementing_index``): ``prepare`` leaves its value to the tablet for the
+INSERT rows (giving one there is a row error, as in Kudu), requires it for every other
+operation, and ``assign_auto_ids`` fills it under the tablet's write lock, one
+``arange`` per batch, then encodes the keys.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
 from kudusql.common.keys import encode_keys, equal_to_previous, sort_order, strictly_increasing
-from kudusql.common.schema import Schema
+from kudusql.common.schema import AUTO_INCREMENTING_COLUMN, Schema
 from kudusql.common.types import cast_array, display_value
 
 MAX_ENCODED_KEY_BYTES = 16 * 1024
@@ -148,6 +154,9 @@ class PreparedBatch:
     err: np.ndarray  # int8 error code per row
     detail: dict[int, str]  # row -> message detail for E_BAD_VALUE etc.
     source: pa.Table  # the caller's data (for error reports)
+    #: Rows whose ``auto_incrementing_id`` the tablet assigns (``assign_auto_ids``; their
+    #: keys are not encoded until then), or None.
+    auto_rows: np.ndarray | None = None
 
     @property
     def present_nonkey(self) -> list[int]:
@@ -198,8 +207,13 @@ def prepare(
     nk = schema.num_key_columns
     inserting = _INSERTING[ops] | _UPSERTING[ops]
     updating = _UPDATING[ops]
+    auto = schema.auto_incrementing_index
+    if auto is not None:
+        _check_auto_column(columns.get(auto), ops, fail)
     for i, col in enumerate(schema.columns):
         arr = columns.get(i)
+        if i == auto:
+            continue
         if i < nk:
             if arr is None:
                 fail(
@@ -224,22 +238,118 @@ def prepare(
     if updating.any() and not any(i >= nk for i in columns):
         fail(updating, E_NO_FIELDS, "No fields updated")
 
-    if all(i in columns for i in range(nk)):
-        key_cols = [columns[i] for i in range(nk)]
-        if err.any():
-            # Invalid rows may hold NULL keys: give them a placeholder so encoding works.
-            ok = pa.array(err == E_OK)
-            key_cols = [
-                pc.if_else(ok, c, pa.scalar(_placeholder(c.type), c.type)) for c in key_cols
-            ]
-        keys = encode_keys(key_cols, [c.type for c in schema.key_columns])
-        lengths = np.asarray(pc.binary_length(keys).to_numpy(zero_copy_only=False))
-        fail(lengths > MAX_ENCODED_KEY_BYTES, E_KEY_TOO_LARGE, "encoded primary key too large")
-    else:
-        keys = pa.array([b""] * n, type=pa.binary())
-    pb = PreparedBatch(n, ops, columns, keys, err, detail, data)
+    pb = PreparedBatch(n, ops, columns, pa.array([b""] * n, type=pa.binary()), err, detail, data)
     pb._nk = nk
+    if auto is not None:
+        given = columns.get(auto)
+        missing = _INSERTING[ops] if given is None else _INSERTING[ops] & _nulls(given)
+        assign = np.flatnonzero(missing & (err == E_OK))
+        if len(assign):
+            pb.auto_rows = assign
+            return pb  # keys encoded once the tablet assigns the ids
+    _encode_batch_keys(schema, pb, fail)
     return pb
+
+
+def _encode_batch_keys(
+    schema: Schema,
+    pb: PreparedBatch,
+    fail: Callable[[np.ndarray, int, str], None],
+) -> None:
+    """``pb.keys``: the encoded primary key of every row (when every key column is given;
+    rows that failed get a placeholder); rows whose key is too large fail."""
+    nk = schema.num_key_columns
+    columns, err = pb.columns, pb.err
+    if not all(i in columns for i in range(nk)):
+        return
+    key_cols = [columns[i] for i in range(nk)]
+    if err.any():
+        # Invalid rows may hold NULL keys: give them a placeholder so encoding works.
+        ok = pa.array(err == E_OK)
+        key_cols = [pc.if_else(ok, c, pa.scalar(_placeholder(c.type), c.type)) for c in key_cols]
+    keys = encode_keys(key_cols, [c.type for c in schema.key_columns])
+    lengths = np.asarray(pc.binary_length(keys).to_numpy(zero_copy_only=False))
+    fail(lengths > MAX_ENCODED_KEY_BYTES, E_KEY_TOO_LARGE, "encoded primary key too large")
+    pb.keys = keys
+
+
+def _check_auto_column(
+    given: pa.Array[Any] | None,
+    ops: np.ndarray,
+    fail: Callable[[np.ndarray, int, str], None],
+) -> None:
+    """Kudu's rules for ``auto_incrementing_id`` in a batch: an INSERT gives none (the
+    tablet assigns it), every other operation names the row by it."""
+    inserting = _INSERTING[ops]
+    others = ~inserting
+    if given is None:
+        fail(
+            _UPSERTING[ops],
+            E_NO_KEY,
+            "auto-incrementing column should be set for UPSERT/UPSERT_IGNORE operations",
+        )
+        fail(others, E_NO_KEY, f"No value provided for key column {AUTO_INCREMENTING_COLUMN!r}")
+        return
+    nulls = _nulls(given)
+    fail(
+        inserting & ~nulls,
+        E_BAD_VALUE,
+        "auto-incrementing column should not be set for INSERT/INSERT_IGNORE operations",
+    )
+    fail(
+        others & nulls,
+        E_NULL_KEY,
+        f"NULL values not allowed for key column {AUTO_INCREMENTING_COLUMN!r}",
+    )
+    values = np.asarray(given.fill_null(0).to_numpy(zero_copy_only=False))
+    fail(
+        others & ~nulls & (values < 0),
+        E_BAD_VALUE,
+        "auto-incrementing column value must be greater than zero",
+    )
+
+
+def assign_auto_ids(schema: Schema, pb: PreparedBatch, counter: int) -> int:
+    """Give ``pb.auto_rows`` the ids ``counter + 1, counter + 2, ...`` (one ``arange``),
+    encode the batch's keys, and return the tablet's new counter: the last id given, or
+    the largest id an UPSERT of the batch names if that is larger (it may insert it;
+    Kudu moves the counter for any operation that names an id). The
+    caller holds the tablet's write lock. Kudu increments the counter for every INSERT
+    row, including those that fail later, so ids leave gaps but are never reused."""
+    auto = schema.auto_incrementing_index
+    assert auto is not None
+    given = pb.columns.get(auto)
+    if given is not None:
+        named = _UPSERTING[pb.ops] & (pb.err == E_OK) & ~_nulls(given)
+        if named.any():
+            values = np.asarray(given.fill_null(0).to_numpy(zero_copy_only=False))
+            counter = max(counter, int(values[named].max()))
+    rows = pb.auto_rows
+    if rows is None:
+        return counter
+    if counter > _MAX_AUTO_ID - len(rows):
+        raise DataError("the auto-incrementing column reached its largest value")
+    values = np.zeros(pb.n, dtype=np.int64)
+    if given is not None:
+        values = np.array(given.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    values[rows] = np.arange(counter + 1, counter + 1 + len(rows), dtype=np.int64)
+    pb.columns[auto] = pa.array(values, pa.int64())
+    pb.auto_rows = None
+    _encode_batch_keys(schema, pb, _failer(pb))
+    return counter + len(rows)
+
+
+_MAX_AUTO_ID = 2**63 - 1
+
+
+def _failer(pb: PreparedBatch) -> Callable[[np.ndarray, int, str], None]:
+    def fail(mask: np.ndarray, code: int, msg: str) -> None:
+        newly = mask & (pb.err == E_OK)
+        pb.err[newly] = code
+        for i in np.flatnonzero(newly)[:1000]:
+            pb.detail[int(i)] = msg
+
+    return fail
 
 
 def _placeholder(t: pa.DataType) -> Any:
