@@ -20,10 +20,10 @@ def test_show_hash_schema_label_and_describe_hooks() -> None:
         cur.execute("CREATE TABLE nu (id INT NON UNIQUE PRIMARY KEY, v STRING)")
         cur.execute("DESCRIBE nu")
         rows = cur.fetchall()
-        assert [(r[0], r[3]) for r in rows] == [
-            ("id", "true"),
-            ("auto_incrementing_id", "true"),
-            ("v", "false"),
+        assert [(r[0], r[3], r[4]) for r in rows] == [
+            ("id", True, False),
+            ("auto_incrementing_id", True, False),
+            ("v", False, None),
         ]
         schema = conn.session.table(TableName("nu")).schema
         assert not schema.key_unique
