@@ -22,7 +22,8 @@ from typing import Any
 import pyarrow as pa
 from prompt_toolkit.utils import get_cwidth
 
-FORMATS = ("table", "csv", "tsv", "json", "markdown", "line")
+from kudusql.shell.formats import FORMATS as FORMATS
+
 EXPANDED_MODES = ("off", "on", "auto")
 MIN_COL_WIDTH = 6
 
