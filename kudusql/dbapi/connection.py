@@ -112,6 +112,7 @@ class Connection:
         return self._session is None
 
     def cursor(self) -> Cursor:
+        self.session  # noqa: B018 (InterfaceError once closed)
         c = Cursor(self)
         self._cursors.append(c)
         return c
@@ -219,7 +220,7 @@ class Cursor:
             return None
         schema = r.table.schema if r.table is not None else r.row_schema
         assert schema is not None
-        return describe(schema)
+        return describe(schema, r.null_ok)
 
     @property
     def rowcount(self) -> int:

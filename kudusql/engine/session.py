@@ -77,6 +77,9 @@ class Result:
     #: point-lookup fast path); ``arrow()`` makes the table when one is asked for.
     rows: list[tuple[Any, ...]] | None = None
     row_schema: pa.Schema | None = None
+    #: Per result column, whether it may hold NULL (None: unknown); when not given, the
+    #: Arrow fields' ``nullable`` flags say it (``QueryPlan.null_ok``).
+    null_ok: tuple[bool | None, ...] | None = None
 
     @property
     def has_rows(self) -> bool:
@@ -256,7 +259,8 @@ class Session:
         execution of the same text (``PlanCache``)."""
         if text is None:
             snap = self.db.snapshot()
-            return Result(table=self.runner.query(self.plan(tree), snap), timestamp=snap)
+            plan = self.plan(tree)
+            return _query_result(self.runner.query(plan, snap), plan, snap)
         resolver = RecordingResolver(self.resolve)
         database = self.database
         plan = plan_query(tree, resolver, cancelled=self.runner.cancelled)
@@ -267,7 +271,7 @@ class Session:
 
     def _run_planned(self, cached: CachedQuery) -> Result:
         snap = self.db.snapshot()
-        return Result(table=self.runner.query(cached.plan, snap, cached.sql), timestamp=snap)
+        return _query_result(self.runner.query(cached.plan, snap, cached.sql), cached.plan, snap)
 
     # -- DML --------------------------------------------------------------------------------
     def _op(self, s: st.Insert | st.Upsert) -> WriteOp:
@@ -405,6 +409,13 @@ class Session:
             dtype = DataType.from_arrow(f.type, f.metadata)
             cols.append(ColumnSchema(n, dtype, nullable=n not in key))
         return Schema.build(cols, list(key)), order
+
+
+def _query_result(table: pa.Table, plan: QueryPlan, snap: int) -> Result:
+    null_ok = plan.null_ok
+    if null_ok is None or len(null_ok) != table.num_columns:
+        null_ok = (None,) * table.num_columns  # DuckDB marks every column nullable
+    return Result(table=table, timestamp=snap, null_ok=null_ok)
 
 
 def _display(name: st.TableName, current: str) -> str:
