@@ -14,13 +14,16 @@ statement. Semantics:
   (then the statement applies all rows or raises).
 - **Autocommit**: each statement commits when it returns; there are no transactions.
 - **DDL** goes straight to the storage catalog (``Database.create_table`` ...).
+- **A read-only session follows the writer process**: before each statement its view
+  takes up what the writer published (``Database.refresh``), so each statement reads
+  the latest state the commit log allows.
 
 Every error is a ``kudusql.common.errors`` class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +60,7 @@ from kudusql.planner.dml import (
 from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.client import system_tables
-from kudusql.storage.client.database import Database
+from kudusql.storage.client.database import ConcurrentDdlError, Database
 from kudusql.storage.client.table import Table
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS
 from kudusql.storage.tablet.write_ops import WriteOp
@@ -160,6 +163,24 @@ class Session:
         """Run every statement of ``sql``; the last one's result (warnings of all). A
         statement nests at most ``limits.MAX_NESTING`` levels (ProgrammingError past it,
         from any caller's stack depth)."""
+        if self.db.read_only:
+            return self._following_the_writer(lambda: self._execute_text(sql, params))
+        return self._execute_text(sql, params)
+
+    def _following_the_writer(self, run: Callable[[], Result]) -> Result:
+        """``run()`` on a read-only view that first takes up what the writer process
+        published (``Database.statement``). A statement that met a table the writer
+        dropped or altered after that runs once more, on the writer's new catalog."""
+        for attempt in (1, 2):
+            with self.db.statement():
+                try:
+                    return run()
+                except ConcurrentDdlError:
+                    if attempt == 2:
+                        raise
+        raise AssertionError("unreachable")
+
+    def _execute_text(self, sql: str, params: Params) -> Result:
         self.runner.cancelled.clear()
         fast_paths = self.db.options.fast_paths
         if fast_paths and self.statements.analysed(sql):
@@ -216,6 +237,11 @@ class Session:
     def execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
         """Run ``sql`` once per parameter set; an INSERT or UPSERT of constant VALUES
         becomes one batched write of every row."""
+        if self.db.read_only:
+            return self._following_the_writer(lambda: self._execute_many(sql, seq_of_params))
+        return self._execute_many(sql, seq_of_params)
+
+    def _execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
         self.runner.cancelled.clear()
         seq = list(seq_of_params)
         with headroom(nesting_bound(sql)):

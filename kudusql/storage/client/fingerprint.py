@@ -1,7 +1,8 @@
 """Fingerprints of a database's on-disk state, for processes that keep a read-only open.
 
-A read-only open reads the catalog, and for each tablet its superblock and its WAL
-segments; nothing else it holds in memory comes from anywhere else. A fingerprint is
+A read-only open reads the catalog, the commit log (``txnlog/``), and for each tablet
+its superblock and its WAL segments; nothing else it holds in memory comes from
+anywhere else. A fingerprint is
 the identity (inode, size, modification time in ns) of exactly those files. Taken
 *before* an open and equal later, it proves the open still sees what a fresh open would:
 a writer that appends to the WAL, rolls a segment, flushes, compacts or runs DDL changes
@@ -14,6 +15,7 @@ import contextlib
 import os
 
 from kudusql.storage.client import catalog
+from kudusql.storage.client.txn_log import TXN_LOG_DIR
 from kudusql.storage.tablet.metadata import META_FILE
 from kudusql.storage.tablet.tablet import WAL_DIR
 
@@ -42,3 +44,12 @@ def tablet_fingerprint(db_path: str, tablet_id: int) -> Fingerprint:
         _identity(os.path.join(d, META_FILE)),
         *(_identity(os.path.join(wal, s)) for s in segments),
     )
+
+
+def txn_log_fingerprint(db_path: str) -> Fingerprint:
+    """The commit log's segments: an append grows one, a checkpoint makes new ones."""
+    d = os.path.join(db_path, TXN_LOG_DIR)
+    segments: list[str] = []
+    with contextlib.suppress(FileNotFoundError):
+        segments = sorted(os.listdir(d))
+    return tuple(_identity(os.path.join(d, s)) for s in segments)
