@@ -87,23 +87,39 @@ class TableRuntime:
         self.partitions: list[Partition] = meta.partitions()
         self.write_lock = threading.RLock()
         self._tablets: dict[int, Tablet] = {}
-        #: A read-only view's fingerprint of each open tablet, taken before its open.
+        #: A read-only view's fingerprint of each open tablet, taken before its open,
+        #: and the refresh (``Database.epoch``) each was last checked against the disk at.
         self.fingerprints: dict[int, Fingerprint] = {}
+        self.checked: dict[int, int] = {}
         self._open_lock = threading.Lock()
 
     def tablet(self, slot: int) -> Tablet:
         meta = self.meta
         entry = meta.tablets[slot]
         t = self._tablets.get(entry.id)
-        if t is None:
-            with self._open_lock:
-                t = self._tablets.get(entry.id)
+        if t is not None and (not self.db.read_only or self.checked.get(entry.id) == self.db.epoch):
+            return t
+        with self._open_lock:
+            t = self._tablets.get(entry.id)
+            if not self.db.read_only:
                 if t is None:
-                    if self.db.read_only:
-                        t = self._open_read_only(entry.id, meta)
-                    else:
-                        t = self.db._open_tablet(entry.id, meta.schema)
+                    t = self.db._open_tablet(entry.id, meta.schema)
                     self._tablets[entry.id] = t
+                return t
+            # A read-only view checks a tablet once per refresh, at its first use after
+            # it: its files are then looked at after the refresh read the clock.
+            epoch = self.db.epoch
+            if (
+                t is not None
+                and self.checked.get(entry.id) != epoch
+                and tablet_fingerprint(self.db.path, entry.id) != self.fingerprints.get(entry.id)
+            ):
+                self.db._retire(self, entry.id)
+                t = None
+            if t is None:
+                t = self._open_read_only(entry.id, meta)
+                self._tablets[entry.id] = t
+            self.checked[entry.id] = epoch
         return t
 
     def _open_read_only(self, tablet_id: int, meta: TableMeta) -> Tablet:
@@ -192,6 +208,8 @@ class Database:
         self._retired: list[Tablet] = []
         self._statements = 0
         self._refresh_lock = threading.Lock()
+        #: Counts a read-only view's refreshes (``TableRuntime.tablet`` checks by it).
+        self.epoch = 0
         txn_dir = os.path.join(self.path, TXN_LOG_DIR)
         try:
             if read_only:
@@ -379,7 +397,7 @@ class Database:
         if not self.read_only:
             yield
             return
-        self.refresh()
+        self.refresh(tablets=False)
         with self._refresh_lock:
             self._statements += 1
         try:
@@ -389,10 +407,10 @@ class Database:
                 self._statements -= 1
             self._close_retired()
 
-    def refresh(self) -> bool:
+    def refresh(self, *, tablets: bool = True) -> bool:
         """Take up what the writer process published since this read-only view last
-        looked; whether any file it had read changed. Files are compared by fingerprint (a few
-        ``stat`` calls per open tablet); what changed is read again:
+        looked; whether any file it had read changed. Files are compared by
+        fingerprint (``stat`` calls); what changed is read again:
 
         - the catalog: tables created, dropped, renamed or altered; the open tablets
           of a dropped table, a dropped partition or another schema are replaced;
@@ -401,7 +419,9 @@ class Database:
           writer killed in the middle of one holds the view below it until a writer
           opens the database again), and the participants of transactions committed
           since are opened again (their parts may have been skipped at their open);
-        - every open tablet whose superblock or WAL changed is opened again.
+        - every open tablet whose superblock or WAL changed is opened again: now, or
+          with ``tablets=False`` (what each statement does: a point lookup should not
+          pay for a look at every tablet) at its first use after this refresh.
 
         Every tablet kept or opened later holds everything below the new read point:
         its files were looked at after the clock was read. Nothing for a writer."""
@@ -425,11 +445,15 @@ class Database:
                         reopen |= ids
             for rt in list(self._runtimes.values()):
                 for tablet_id in rt.opened():
-                    fp = tablet_fingerprint(self.path, tablet_id)
-                    if tablet_id in reopen or rt.fingerprints.get(tablet_id) != fp:
+                    if tablet_id in reopen or (
+                        tablets
+                        and rt.fingerprints.get(tablet_id)
+                        != tablet_fingerprint(self.path, tablet_id)
+                    ):
                         self._retire(rt, tablet_id)
                         changed = True
             self._read_point = self._next_read_point(before)
+            self.epoch += 1
         self._close_retired()
         return changed
 
@@ -475,7 +499,8 @@ class Database:
         t = rt.forget(tablet_id)
         rt.fingerprints.pop(tablet_id, None)
         if t is not None:
-            self._retired.append(t)
+            with self._refresh_lock:
+                self._retired.append(t)
 
     def _close_retired(self) -> None:
         with self._refresh_lock:

@@ -11,7 +11,6 @@ one of them (the superblock and the catalog are replaced by rename: a new inode)
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 from kudusql.storage.client import catalog
@@ -30,26 +29,32 @@ def _identity(path: str) -> tuple[str, int, int, int]:
     return (os.path.basename(path), st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _segments(directory: str) -> tuple[tuple[str, int, int, int], ...]:
+    """The identity of every file in ``directory``, by name."""
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+            out = []
+            for e in entries:
+                try:
+                    st = e.stat()
+                except FileNotFoundError:  # deleted since the listing
+                    continue
+                out.append((e.name, st.st_ino, st.st_size, st.st_mtime_ns))
+            return tuple(out)
+    except FileNotFoundError:
+        return ()
+
+
 def catalog_fingerprint(db_path: str) -> Fingerprint:
     return (_identity(catalog.catalog_path(db_path)),)
 
 
 def tablet_fingerprint(db_path: str, tablet_id: int) -> Fingerprint:
     d = catalog.tablet_path(db_path, tablet_id)
-    wal = os.path.join(d, WAL_DIR)
-    segments: list[str] = []
-    with contextlib.suppress(FileNotFoundError):
-        segments = sorted(os.listdir(wal))
-    return (
-        _identity(os.path.join(d, META_FILE)),
-        *(_identity(os.path.join(wal, s)) for s in segments),
-    )
+    return (_identity(os.path.join(d, META_FILE)), *_segments(os.path.join(d, WAL_DIR)))
 
 
 def txn_log_fingerprint(db_path: str) -> Fingerprint:
     """The commit log's segments: an append grows one, a checkpoint makes new ones."""
-    d = os.path.join(db_path, TXN_LOG_DIR)
-    segments: list[str] = []
-    with contextlib.suppress(FileNotFoundError):
-        segments = sorted(os.listdir(d))
-    return tuple(_identity(os.path.join(d, s)) for s in segments)
+    return _segments(os.path.join(db_path, TXN_LOG_DIR))
