@@ -34,9 +34,16 @@ from typing import Any
 import duckdb
 
 from kudusql.dbapi import Connection
+from kudusql.shell.tpch import cache_dir
 from tpch import results
 from tpch.errors import TpchError, WrongAnswers
-from tpch.generate import data_path, default_data_dir, generate_tpch, parquet_rows
+from tpch.generate import (
+    data_path,
+    default_data_dir,
+    default_results_dir,
+    generate_tpch,
+    parquet_rows,
+)
 from tpch.load import (
     buckets,
     duck_native_timed,
@@ -75,7 +82,10 @@ def parser() -> argparse.ArgumentParser:
         help=f"Parquet cache, files in <dir>/sf<N>/ (default {default_data_dir()})",
     )
     g.add_argument(
-        "--db", type=Path, default=None, help="kudusql database (default ./tpch-sf<N>.kudusql)"
+        "--db",
+        type=Path,
+        default=None,
+        help=f"kudusql database (default {cache_dir()}/tpch-sf<N>.kudusql)",
     )
     g.add_argument(
         "--loader",
@@ -89,8 +99,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--out",
         type=Path,
-        default=Path("tpch-results"),
-        help="results directory (default ./tpch-results)",
+        default=None,
+        help=f"results directory (default {default_results_dir()})",
     )
     g.add_argument("--queries", default=None, help="a subset of the 22, e.g. 1,3,5-7")
     g.add_argument(
@@ -190,14 +200,19 @@ def context(args: argparse.Namespace) -> Context:
         raise TpchError("--repetitions and --warmup must be >= 0")
     sf = args.sf
     data_dir = args.data_dir or default_data_dir()
-    db = args.db or Path(f"tpch-sf{sf_label(sf)}.kudusql")
+    # Nothing goes into the working directory unasked: the database and the results
+    # default to the kudusql cache, and the paths are shown.
+    db = args.db or cache_dir() / f"tpch-sf{sf_label(sf)}.kudusql"
+    out = args.out or default_results_dir()
+    if args.db is None or args.out is None:
+        log(f"database {db}, results in {out}")
     try:
         numbers = parse_query_list(args.queries) if args.queries else list(range(1, 23))
     except ValueError as e:
         raise TpchError(str(e)) from None
     texts = load_queries()
     queries = {query_name(i): texts[i] for i in numbers}
-    return Context(args, sf, data_path(data_dir, sf), db, args.out, queries, not args.quiet)
+    return Context(args, sf, data_path(data_dir, sf), db, out, queries, not args.quiet)
 
 
 # -- commands ---------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from kudusql.shell.tpch import find_tpchgen
+from kudusql.shell.tpch import cache_dir, find_tpchgen
 from tpch.errors import TpchError
 from tpch.progress import Progress
 from tpch.spec import TPCH_KEYS, expected_rows, sf_label
@@ -42,11 +42,12 @@ def default_data_dir() -> Path:
     env = os.environ.get("KUDUSQL_TPCH_DATA")
     if env:
         return Path(env)
-    base = os.environ.get("KUDUSQL_CACHE_DIR")
-    if base:
-        return Path(base) / "tpch"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "kudusql" / "tpch"
+    return cache_dir() / "tpch"
+
+
+def default_results_dir() -> Path:
+    """The kudusql cache (as ``default_data_dir``) + ``/tpch-results``."""
+    return cache_dir() / "tpch-results"
 
 
 def data_path(data_dir: Path, sf: float) -> Path:

@@ -4,7 +4,9 @@ This module owns ``connect``, ``Connection`` and ``Cursor``. A connection holds 
 engine ``Session`` (the open database, the current database namespace, the settings).
 
 Transactions: every statement commits when it returns (autocommit), as in Impala on
-Kudu. ``commit()`` therefore has nothing to do and returns; ``rollback()`` cannot undo
+Kudu. A read-only connection (``read_only=True``) sees what the writer process has
+committed when each statement starts (``refresh`` does it on demand). ``commit()``
+has nothing to do and returns; ``rollback()`` cannot undo
 a statement that has already committed, so it also does nothing (it exists so tools
 that call it keep working). Closing a connection closes its database, and with
 ``":memory:"`` removes the temporary directory.
@@ -108,10 +110,16 @@ class Connection:
         return self._session
 
     @property
+    def read_only(self) -> bool:
+        """Whether this connection reads a database another process writes."""
+        return self.session.db.read_only
+
+    @property
     def closed(self) -> bool:
         return self._session is None
 
     def cursor(self) -> Cursor:
+        self.session  # noqa: B018 (InterfaceError once closed)
         c = Cursor(self)
         self._cursors.append(c)
         return c
@@ -139,6 +147,13 @@ class Connection:
                     self._release()
                 if self._temp_dir is not None:
                     shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    def refresh(self) -> bool:
+        """A read-only connection: take up what the writer process published now (every
+        statement does so first anyway); whether anything changed. A writable
+        connection always sees its own process's writes: False."""
+        with self._lock:
+            return self.session.db.refresh()
 
     def execute(self, sql: str, params: Params = None) -> Cursor:
         """A new cursor that ran ``sql`` (a shortcut, as in sqlite3 and DuckDB)."""
@@ -219,7 +234,7 @@ class Cursor:
             return None
         schema = r.table.schema if r.table is not None else r.row_schema
         assert schema is not None
-        return describe(schema)
+        return describe(schema, r.null_ok)
 
     @property
     def rowcount(self) -> int:

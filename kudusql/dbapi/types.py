@@ -91,12 +91,17 @@ def type_code(t: pa.DataType) -> str:
     return str(t).upper()
 
 
-def describe(schema: pa.Schema) -> list[tuple[Any, ...]]:
+def describe(
+    schema: pa.Schema, null_ok: tuple[bool | None, ...] | None = None
+) -> list[tuple[Any, ...]]:
     """PEP 249 ``description``: (name, type_code, display_size, internal_size, precision,
-    scale, null_ok) per column."""
+    scale, null_ok) per column. ``null_ok`` is False for a NOT NULL (or key) column of a
+    table, True for a nullable one, None where unknown (a computed expression); without
+    ``null_ok`` the Arrow fields' flags say it."""
     out = []
-    for f in schema:
+    for i, f in enumerate(schema):
         precision = getattr(f.type, "precision", None) if pa.types.is_decimal(f.type) else None
         scale = getattr(f.type, "scale", None) if pa.types.is_decimal(f.type) else None
-        out.append((f.name, type_code(f.type), None, None, precision, scale, f.nullable))
+        ok = f.nullable if null_ok is None else null_ok[i]
+        out.append((f.name, type_code(f.type), None, None, precision, scale, ok))
     return out

@@ -77,6 +77,8 @@ class PointLookup:
     columns: tuple[tuple[str, str | None], ...] | None
     #: Folded key column name -> its value source.
     key: tuple[tuple[str, _Value], ...]
+    #: The number of ``?`` placeholders.
+    positional: int = 0
     #: The binding per (table id, schema version), None when the shape does not fit that
     #: schema: built once per version.
     _bindings: dict[tuple[int, int], _Binding | None] = field(
@@ -125,6 +127,8 @@ class PointLookup:
             self._bindings[version] = bound
         if bound is None:
             return None
+        if isinstance(params, Sequence) and len(params) != self.positional:
+            return None  # the general path names the counts (``params.bind``)
         values = []
         for c, source in zip(table.meta.schema.key_columns, bound.key, strict=True):
             v = _bind(source, params)
@@ -217,7 +221,7 @@ def analyse_point_lookup(s: st.Statement) -> PointLookup | None:
             return None
         key[column] = source
     cols = None if columns is None else tuple(columns)  # type: ignore[arg-type]
-    return PointLookup(name, alias, cols, tuple(key.items()))
+    return PointLookup(name, alias, cols, tuple(key.items()), positional=counter[0])
 
 
 def _owned(col: exp.Expr, owner: set[str]) -> bool:

@@ -98,6 +98,7 @@ def bind(sql: str, params: Params) -> str:
     out: list[str] = []
     pos = 0
     qmark = 0
+    numbered = False  # $1-style placeholders: a value may be used more than once
     named = isinstance(params, Mapping)
     i = 0
     while i < len(tokens):
@@ -115,6 +116,7 @@ def bind(sql: str, params: Params) -> str:
             and nxt.token_type in (TokenType.VAR, TokenType.NUMBER)
         ):
             key = int(nxt.text) - 1 if nxt.token_type is TokenType.NUMBER else nxt.text
+            numbered = numbered or isinstance(key, int)
             end = nxt.end
             i += 1
         if key is not None:
@@ -123,7 +125,9 @@ def bind(sql: str, params: Params) -> str:
             pos = end + 1
         i += 1
     out.append(sql[pos:])
-    if not named and isinstance(params, Sequence) and qmark and qmark != len(params):
+    if not named and isinstance(params, Sequence) and not numbered and qmark != len(params):
+        # Too many values is an error, as too few is (sqlite3 and DuckDB refuse both): a
+        # value that binds to nothing is a mistake in the statement or in the call.
         raise ProgrammingError(
             f"the statement has {qmark} parameter(s) but {len(params)} were given"
         )

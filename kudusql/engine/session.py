@@ -14,13 +14,16 @@ statement. Semantics:
   (then the statement applies all rows or raises).
 - **Autocommit**: each statement commits when it returns; there are no transactions.
 - **DDL** goes straight to the storage catalog (``Database.create_table`` ...).
+- **A read-only session follows the writer process**: before each statement its view
+  takes up what the writer published (``Database.refresh``), so each statement reads
+  the latest state the commit log allows.
 
 Every error is a ``kudusql.common.errors`` class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +60,7 @@ from kudusql.planner.dml import (
 from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.client import system_tables
-from kudusql.storage.client.database import Database
+from kudusql.storage.client.database import ConcurrentDdlError, Database
 from kudusql.storage.client.table import Table
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS
 from kudusql.storage.tablet.write_ops import WriteOp
@@ -77,6 +80,9 @@ class Result:
     #: point-lookup fast path); ``arrow()`` makes the table when one is asked for.
     rows: list[tuple[Any, ...]] | None = None
     row_schema: pa.Schema | None = None
+    #: Per result column, whether it may hold NULL (None: unknown); when not given, the
+    #: Arrow fields' ``nullable`` flags say it (``QueryPlan.null_ok``).
+    null_ok: tuple[bool | None, ...] | None = None
 
     @property
     def has_rows(self) -> bool:
@@ -157,6 +163,24 @@ class Session:
         """Run every statement of ``sql``; the last one's result (warnings of all). A
         statement nests at most ``limits.MAX_NESTING`` levels (ProgrammingError past it,
         from any caller's stack depth)."""
+        if self.db.read_only:
+            return self._following_the_writer(lambda: self._execute_text(sql, params))
+        return self._execute_text(sql, params)
+
+    def _following_the_writer(self, run: Callable[[], Result]) -> Result:
+        """``run()`` on a read-only view that first takes up what the writer process
+        published (``Database.statement``). A statement that met a table the writer
+        dropped or altered after that runs once more, on the writer's new catalog."""
+        for attempt in (1, 2):
+            with self.db.statement():
+                try:
+                    return run()
+                except ConcurrentDdlError:
+                    if attempt == 2:
+                        raise
+        raise AssertionError("unreachable")
+
+    def _execute_text(self, sql: str, params: Params) -> Result:
         self.runner.cancelled.clear()
         fast_paths = self.db.options.fast_paths
         if fast_paths and self.statements.analysed(sql):
@@ -213,6 +237,11 @@ class Session:
     def execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
         """Run ``sql`` once per parameter set; an INSERT or UPSERT of constant VALUES
         becomes one batched write of every row."""
+        if self.db.read_only:
+            return self._following_the_writer(lambda: self._execute_many(sql, seq_of_params))
+        return self._execute_many(sql, seq_of_params)
+
+    def _execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
         self.runner.cancelled.clear()
         seq = list(seq_of_params)
         with headroom(nesting_bound(sql)):
@@ -256,7 +285,8 @@ class Session:
         execution of the same text (``PlanCache``)."""
         if text is None:
             snap = self.db.snapshot()
-            return Result(table=self.runner.query(self.plan(tree), snap), timestamp=snap)
+            plan = self.plan(tree)
+            return _query_result(self.runner.query(plan, snap), plan, snap)
         resolver = RecordingResolver(self.resolve)
         database = self.database
         plan = plan_query(tree, resolver, cancelled=self.runner.cancelled)
@@ -267,7 +297,7 @@ class Session:
 
     def _run_planned(self, cached: CachedQuery) -> Result:
         snap = self.db.snapshot()
-        return Result(table=self.runner.query(cached.plan, snap, cached.sql), timestamp=snap)
+        return _query_result(self.runner.query(cached.plan, snap, cached.sql), cached.plan, snap)
 
     # -- DML --------------------------------------------------------------------------------
     def _op(self, s: st.Insert | st.Upsert) -> WriteOp:
@@ -409,6 +439,13 @@ class Session:
             dtype = DataType.from_arrow(f.type, f.metadata)
             cols.append(ColumnSchema(n, dtype, nullable=n not in key))
         return Schema.build(cols, list(key), key_unique=key_unique), order
+
+
+def _query_result(table: pa.Table, plan: QueryPlan, snap: int) -> Result:
+    null_ok = plan.null_ok
+    if null_ok is None or len(null_ok) != table.num_columns:
+        null_ok = (None,) * table.num_columns  # DuckDB marks every column nullable
+    return Result(table=table, timestamp=snap, null_ok=null_ok)
 
 
 def _display(name: st.TableName, current: str) -> str:

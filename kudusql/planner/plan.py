@@ -88,6 +88,11 @@ class QueryPlan:
     scans: list[TableScan]
     changes: list[ChangesScan]
     analysed: bool = True
+    #: Per output column, whether it may be NULL: the column's own NOT NULL (or key)
+    #: rule for a plain column of a scanned table, True for one an outer join may
+    #: leave NULL, None where unknown (computed expressions, subqueries, set
+    #: operations); None when the query was not analysed.
+    null_ok: tuple[bool | None, ...] | None = None
 
     def display_name(self, ref: str) -> str:
         for s in self.scans:
@@ -309,7 +314,49 @@ def _analyse(plan: QueryPlan, cancelled: threading.Event | None) -> bool:
         wanted = [c for c in scan.schema.names if c in used[ref]]
         scan.columns = wanted  # none (COUNT(*)): the scan returns row counts only
         scan.predicates = preds[ref]
+    plan.null_ok = _output_null_ok(q, by_ref, folded)
     return True
+
+
+def _output_null_ok(
+    q: exp.Expr, by_ref: dict[str, TableScan], folded: dict[str, dict[str, str]]
+) -> tuple[bool | None, ...] | None:
+    """``QueryPlan.null_ok`` of the qualified query ``q``."""
+    if not isinstance(q, exp.Select):
+        return None
+    out: list[bool | None] = [None] * len(q.expressions)
+    group = q.args.get("group")
+    if group is not None and (
+        any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets"))
+        or group.find(exp.Rollup, exp.Cube, exp.GroupingSets) is not None
+    ):
+        return tuple(out)  # super-aggregate rows hold NULL in grouped columns
+    from_ = q.args.get("from_")
+    joins = q.args.get("joins") or []
+    refs = [from_.this if from_ is not None else None, *(j.this for j in joins)]
+    sources: dict[str, str] = {}  # alias -> scan ref
+    for t in refs:
+        if isinstance(t, exp.Table) and t.name in by_ref:
+            sources[t.alias_or_name] = t.name
+    # The aliases an outer join may fill with NULL: the joined side of a LEFT join,
+    # everything before a RIGHT join, both sides of a FULL one.
+    padded: set[str] = set()
+    for i, j in enumerate(joins, start=1):
+        before = {r.alias_or_name for r in refs[:i] if r is not None}
+        if j.side in ("RIGHT", "FULL"):
+            padded |= before
+        if j.side in ("LEFT", "FULL"):
+            padded.add(j.this.alias_or_name)
+    for i, e in enumerate(q.expressions):
+        inner = e.this if isinstance(e, exp.Alias) else e
+        if not isinstance(inner, exp.Column) or inner.table not in sources:
+            continue
+        ref = sources[inner.table]
+        stored = folded[ref].get(fold(inner.name))
+        if stored is None:
+            continue
+        out[i] = True if inner.table in padded else by_ref[ref].schema.column(stored).nullable
+    return tuple(out)
 
 
 def conjuncts(e: exp.Expr) -> list[exp.Expr]:

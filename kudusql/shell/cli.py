@@ -5,6 +5,10 @@ exit code.
 Exit codes: 0 when every statement succeeded, 1 when one failed (a script stops at the
 first failure), 2 for bad arguments or a database that cannot be opened, 130 after
 Ctrl-C in a non-interactive run.
+
+The arguments are parsed before anything heavy is imported: this module imports only the
+standard library at its top, so ``--help``, ``--version`` and argument errors answer
+without loading DuckDB, pyarrow, sqlglot, prompt_toolkit or the storage layers.
 """
 
 from __future__ import annotations
@@ -14,14 +18,14 @@ import logging
 import os
 import signal
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-import kudusql
 from kudusql import __version__
-from kudusql.dbapi import Connection
-from kudusql.shell import errors
-from kudusql.shell.core import Quit, Settings, Shell
-from kudusql.shell.formatting import FORMATS
+from kudusql.shell.formats import FORMATS
+
+if TYPE_CHECKING:
+    from kudusql.dbapi import Connection
+    from kudusql.shell.core import Shell
 
 DEFAULT_PATH = "kudusql-data"
 
@@ -64,6 +68,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _open(args: argparse.Namespace, err: TextIO) -> Connection | None:
+    import kudusql
+    from kudusql.shell import errors
+
     path = args.path
     if args.read_only and not os.path.isdir(path):
         err.write(f"Error: no database at {path} to open read-only\n")
@@ -107,6 +114,9 @@ def _show_warnings(err: TextIO, debug: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    from kudusql.shell import errors
+    from kudusql.shell.core import Settings, Shell
+
     out, err = sys.stdout, sys.stderr
     _show_warnings(err, args.debug)
     conn = _open(args, err)
@@ -141,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _batch(shell: Shell, args: argparse.Namespace) -> int:
+    from kudusql.shell.core import Quit
+
     try:
         for sql in args.command or []:
             if not shell.run_text(sql):

@@ -15,6 +15,7 @@ import decimal
 import io
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,8 @@ from typing import Any
 import pyarrow as pa
 from prompt_toolkit.utils import get_cwidth
 
-FORMATS = ("table", "csv", "tsv", "json", "markdown", "line")
+from kudusql.shell.formats import FORMATS as FORMATS
+
 EXPANDED_MODES = ("off", "on", "auto")
 MIN_COL_WIDTH = 6
 
@@ -46,6 +48,28 @@ def is_numeric(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
 
 
+def interval_text(months: int, days: int, nanoseconds: int) -> str:
+    """An INTERVAL as DuckDB writes it: ``1 year 2 months``, ``3 days``,
+    ``-1 day 00:00:01.5``; the time part is ``[-]HH:MM:SS[.fraction]`` (hours may pass
+    24, the fraction keeps its significant digits); the zero interval is ``00:00:00``."""
+    parts = []
+    sign = -1 if months < 0 else 1
+    years, months = divmod(abs(months), 12)
+    for n, unit in ((sign * years, "year"), (sign * months, "month"), (days, "day")):
+        if n:
+            parts.append(f"{n} {unit}" + ("" if abs(n) == 1 else "s"))
+    if nanoseconds or not parts:
+        neg = "-" if nanoseconds < 0 else ""
+        secs, frac = divmod(abs(nanoseconds), 1_000_000_000)
+        mins, sec = divmod(secs, 60)
+        hours, mins = divmod(mins, 60)
+        time = f"{neg}{hours:02d}:{mins:02d}:{sec:02d}"
+        if frac:
+            time += "." + f"{frac:09d}".rstrip("0")
+        parts.append(time)
+    return " ".join(parts)
+
+
 def cell_text(v: Any) -> str:
     """The text of a non-NULL cell value."""
     if isinstance(v, bool):
@@ -58,7 +82,11 @@ def cell_text(v: Any) -> str:
         return "\\x" + v.hex()
     if isinstance(v, datetime.datetime):
         return v.isoformat(sep=" ")
-    if isinstance(v, datetime.date | datetime.time | datetime.timedelta):
+    if isinstance(v, pa.MonthDayNano):
+        return interval_text(v.months, v.days, v.nanoseconds)
+    if isinstance(v, datetime.timedelta):  # an Arrow duration: days and time
+        return interval_text(0, v.days, (v.seconds * 1_000_000 + v.microseconds) * 1000)
+    if isinstance(v, datetime.date | datetime.time):
         return str(v)
     if isinstance(v, list):
         return "[" + ", ".join("NULL" if x is None else cell_text(x) for x in v) + "]"
@@ -74,6 +102,33 @@ def _opt(v: Any) -> str:
 def columns_text(table: pa.Table) -> list[list[str | None]]:
     """Every column as text, None for NULL."""
     return [[None if v is None else cell_text(v) for v in col.to_pylist()] for col in table.columns]
+
+
+#: Control characters other than newline (C0, DEL, C1): a terminal would move the cursor
+#: or act on them, and their display width is not their length.
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+_ESCAPES = {"\t": "\\t", "\r": "\\r"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group()
+    return _ESCAPES.get(c) or f"\\x{ord(c):02x}"
+
+
+def visible(s: str) -> str:
+    """``s`` for the screen: TAB as ``\\t``, CR as ``\\r``, every other control
+    character but newline as ``\\xNN`` (newlines make multi-line cells); a backslash
+    stays as it is."""
+    return s if s.isprintable() else _CONTROL.sub(_escape, s)
+
+
+def display_columns(table: pa.Table) -> list[list[str | None]]:
+    """``columns_text`` with control characters made visible (the aligned formats)."""
+    return [[None if v is None else visible(v) for v in col] for col in columns_text(table)]
+
+
+def display_names(table: pa.Table) -> list[str]:
+    return [visible(n) for n in table.column_names]
 
 
 def width(s: str) -> int:
@@ -145,11 +200,11 @@ def _fit(widths: list[int], mins: list[int], avail: int) -> list[int]:
 
 def _table(table: pa.Table, style: Style, *, wrap: bool) -> tuple[str, bool]:
     """The box table and whether it fits the screen width (after wrapping if ``wrap``)."""
-    names = list(table.column_names)
+    names = display_names(table)
     if not names:
         return "", True
     right = [is_numeric(f.type) for f in table.schema]
-    cols = columns_text(table)
+    cols = display_columns(table)
     null = style.null
     widths = []
     for name, col in zip(names, cols, strict=True):
@@ -197,10 +252,10 @@ def _table(table: pa.Table, style: Style, *, wrap: bool) -> tuple[str, bool]:
 
 
 def _expanded(table: pa.Table, style: Style) -> str:
-    names = list(table.column_names)
+    names = display_names(table)
     if not names:
         return ""
-    cols = columns_text(table)
+    cols = display_columns(table)
     nw = max(width(n) for n in names)
     vw = max(10, style.width - nw - 3) if style.width > 0 else 1 << 30
     lo, hi = style.null_ansi
@@ -217,8 +272,8 @@ def _expanded(table: pa.Table, style: Style) -> str:
 
 
 def _line(table: pa.Table, style: Style) -> str:
-    names = list(table.column_names)
-    cols = columns_text(table)
+    names = display_names(table)
+    cols = display_columns(table)
     nw = max((width(n) for n in names), default=0)
     blocks = [
         "\n".join(
@@ -231,10 +286,10 @@ def _line(table: pa.Table, style: Style) -> str:
 
 
 def _markdown(table: pa.Table, style: Style) -> str:
-    names = list(table.column_names)
+    names = display_names(table)
     if not names:
         return ""
-    cols = columns_text(table)
+    cols = display_columns(table)
 
     def esc(s: str) -> str:
         return s.replace("|", "\\|").replace("\n", "<br>")

@@ -38,6 +38,7 @@ clears the input; Ctrl-D (or \\q) quits. Tab completes keywords, tables and colu
   \\maxrows N              rows shown on screen (0: all; now: {maxrows})
   \\pager [on|off]         page results taller than the screen
   \\load tpch [sf]         load TPC-H sample data (default sf {sf}) into this database
+  \\refresh                read-only: take up the writer's changes now (statements do)
 
 SQL: docs/SQL.md (DuckDB queries plus Impala/Kudu DDL, DML, SHOW, DESCRIBE, EXPLAIN,
 time travel with FOR SYSTEM_TIME AS OF, table_changes(...))."""
@@ -254,6 +255,18 @@ def cmd_load(shell: Shell, arg: str) -> bool:
     return True
 
 
+def cmd_refresh(shell: Shell, arg: str) -> bool:
+    """A read-only shell takes up what the writer process published (each statement
+    does so first anyway); a writer's shell always reads its latest state."""
+    if not shell.conn.read_only:
+        shell.note("The database is open for writing here: every statement reads its latest state.")
+    elif shell.conn.refresh():
+        shell.note("Refreshed: now reading what the writer process has committed.")
+    else:
+        shell.note("Up to date: the writer process has changed nothing since the last look.")
+    return True
+
+
 COMMANDS: dict[str, Callable[[Shell, str], bool]] = {
     "\\?": cmd_help, "\\h": cmd_help, "\\help": cmd_help, ".help": cmd_help,
     "\\q": cmd_quit, "\\quit": cmd_quit, ".quit": cmd_quit, ".exit": cmd_quit,
@@ -264,6 +277,7 @@ COMMANDS: dict[str, Callable[[Shell, str], bool]] = {
     "\\o": cmd_output, ".output": cmd_output, "\\i": cmd_include, ".read": cmd_include,
     "\\null": cmd_null, ".nullvalue": cmd_null, "\\maxrows": cmd_maxrows,
     ".maxrows": cmd_maxrows, "\\pager": cmd_pager, "\\load": cmd_load,
+    "\\refresh": cmd_refresh,
 }  # fmt: skip
 
 

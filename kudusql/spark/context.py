@@ -5,7 +5,8 @@ Mirrors ``org.apache.kudu.spark.kudu.KuduContext`` in Python names: ``table_exis
 partitioning, ``insert_rows``, ``insert_ignore_rows``, ``upsert_rows``, ``update_rows``,
 ``delete_rows``, ``delete_ignore_rows`` and ``read``. Writes go through the data source
 (so each is one all-or-nothing job) and return the job's summary; the timestamp of the
-last write is kept (``last_timestamp_micros``) for reads that must see it, as
+last write is kept (``last_timestamp_micros``: the highest timestamp of the writes
+made through this context that applied something) for reads that must see it, as
 kudu-spark's timestamp accumulator does. DDL opens the database as its writer for the
 duration of the call only.
 """
@@ -26,6 +27,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.spark.options import database_path, storage_table_name
 from kudusql.spark.publish import JobSummary
+from kudusql.spark.source import missing_table
 from kudusql.spark.spark_schema import kudusql_type, pruned_schema
 from kudusql.storage.client.database import Database
 
@@ -122,6 +124,7 @@ class KuduContext:
     ) -> JobSummary:
         """Write ``df`` to ``table`` with ``operation`` in one job; options are data
         source options (``ignore_row_errors=True`` is ``kudu.ignoreRowErrors``, ...)."""
+        keys = self._write_target(table)
         with tempfile.TemporaryDirectory(prefix="kudusql-job-") as tmp:
             report = os.path.join(tmp, "report.json")
             opts = self._options(table)
@@ -130,16 +133,29 @@ class KuduContext:
             for k, v in options.items():
                 opts[_option_name(k)] = str(v).lower() if isinstance(v, bool) else str(v)
             if operation in ("delete", "delete_ignore"):
-                with Database(self.database, read_only=True) as db:
-                    keys = db.table(storage_table_name(table)).schema.key_names
                 df = df.select(*[_df_column(df, k) for k in keys])
             writer = df.write.format("kudusql").options(**opts)
             writer.mode("overwrite" if overwrite else "append").save()
             with open(report) as f:
                 summary = JobSummary(**json.load(f))
         if summary.timestamp_micros is not None:
-            self.last_timestamp_micros = summary.timestamp_micros
+            self.last_timestamp_micros = max(
+                self.last_timestamp_micros or 0, summary.timestamp_micros
+            )
         return summary
+
+    def _write_target(self, table: str) -> list[str]:
+        """The key columns of ``table``, checked here on the driver: a missing table is
+        a plain ProgrammingError saying what to do, not a failed Spark job."""
+        name = storage_table_name(table)
+        if os.path.isdir(self.database):
+            with Database(self.database, read_only=True) as db:
+                if db.has_table(name):
+                    return list(db.table(name).schema.key_names)
+                names = db.table_names()
+        else:
+            names = []
+        raise missing_table(table, self.database, names, write=True)
 
     def _options(self, table: str) -> dict[str, str]:
         return {"kudu.master": self.database, "kudu.table": table}

@@ -32,6 +32,7 @@ from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.schema import Schema
 from kudusql.spark.options import database_path, storage_table_name
 from kudusql.spark.session import spark_session
+from kudusql.spark.source import missing_table
 from kudusql.spark.spark_schema import find_column, spark_type
 from kudusql.storage.client.database import Database
 
@@ -129,7 +130,7 @@ def load_tables(
         for table in sources:
             name = storage_table_name(table)
             if not db.has_table(name):
-                raise ProgrammingError(f"table {table!r} does not exist in {db_path}")
+                raise missing_table(table, db_path, db.table_names(), write=True)
             schemas[table] = db.table(name).schema
     for i, (table, files) in enumerate(sources.items(), 1):
         t0 = time.perf_counter()

@@ -9,6 +9,10 @@ the table's schema from the database (opened read-only), and hands out a reader
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
@@ -23,13 +27,43 @@ from kudusql.storage.client.database import Database
 from kudusql.storage.client.table import Table
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 
+#: pyspark's worker prints an error's message without its Python traceback when this
+#: variable is set in the worker process (``pyspark.util.handle_worker_exception``).
+_HIDE_TRACEBACK = "SPARK_HIDE_TRACEBACK"
+_hid_traceback = False
 
-def open_table(db: Database, opts: SourceOptions) -> Table:
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Around the source's driver-side entry points: a ``ProgrammingError`` (a missing
+    table, a DataFrame that does not fit it) reaches the user as Spark's wrapper and its
+    message, with no Python traceback. The variable is set only on that error's way out
+    (Spark formats it after this returns) and taken back at the next entry, so errors
+    of other code keep their tracebacks."""
+    global _hid_traceback
+    if _hid_traceback:
+        os.environ.pop(_HIDE_TRACEBACK, None)
+        _hid_traceback = False
+    try:
+        yield
+    except ProgrammingError:
+        if _HIDE_TRACEBACK not in os.environ:
+            os.environ[_HIDE_TRACEBACK] = "1"
+            _hid_traceback = True
+        raise
+
+
+def missing_table(table: str, database: str, names: list[str], *, write: bool) -> ProgrammingError:
+    listed = ", ".join(names) or "none"
+    text = f"table {table!r} does not exist in {database} (tables: {listed})"
+    if write:
+        text += ": create the table first (KuduContext.create_table or CREATE TABLE)"
+    return ProgrammingError(text)
+
+
+def open_table(db: Database, opts: SourceOptions, *, write: bool = False) -> Table:
     if not db.has_table(opts.table):
-        names = ", ".join(db.table_names()) or "none"
-        raise ProgrammingError(
-            f"table {opts.table!r} does not exist in {opts.database} (tables: {names})"
-        )
+        raise missing_table(opts.table, opts.database, db.table_names(), write=write)
     return db.table(opts.table)
 
 
@@ -42,21 +76,27 @@ class DefaultSource(DataSource):
         return parse_options(self.options)
 
     def schema(self) -> StructType:
-        opts = self._opts()
-        with Database(opts.database, read_only=True) as db:
-            return spark_schema(open_table(db, opts).schema)
+        with user_errors():
+            opts = self._opts()
+            with Database(opts.database, read_only=True) as db:
+                return spark_schema(open_table(db, opts).schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        opts = self._opts()
-        with Database(opts.database, read_only=True) as db:
-            table = open_table(db, opts).schema
-        columns = read_columns(table, opts.table, schema)
-        return KudusqlReader(opts, columns, schema)
+        with user_errors():
+            opts = self._opts()
+            with Database(opts.database, read_only=True) as db:
+                table = open_table(db, opts).schema
+            columns = read_columns(table, opts.table, schema)
+            return KudusqlReader(opts, columns, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        with user_errors():
+            return self._writer(schema, overwrite)
+
+    def _writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._opts()
         with Database(opts.database, read_only=True) as db:
-            table = open_table(db, opts)
+            table = open_table(db, opts, write=True)
             meta = table.meta
             op = "insert" if overwrite else opts.operation
             if overwrite and opts.operation not in ("upsert", "insert"):

@@ -17,29 +17,50 @@ deletes the tablet directories the catalog proves garbage (an id at or past
 ``next_tablet_id``, or pending deletion) and alters tablets behind the catalog's schema
 version, so an interrupted DDL statement is either fully done or not at all. A tablet
 directory the catalog does not explain is never deleted.
+
+A read-only view (``read_only=True``) follows the writer process: ``refresh`` (which
+the SQL session runs before each statement, through ``statement``) compares
+fingerprints of the files the view read (``fingerprint.py``: the catalog, the commit
+log, the superblock and WAL of each open tablet) with the disk, and takes up what
+changed: a new catalog (tables created, dropped, altered), a new read point from the
+commit log, and a fresh open of each tablet whose files changed. A tablet it replaces
+closes once no statement of the process is running on the view.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kudusql.common.errors import OperationalError, ProgrammingError
-from kudusql.common.hybrid_time import HybridClock, describe, wall_micros
+from kudusql.common.hybrid_time import HybridClock, describe, from_micros, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
 from kudusql.storage.client import catalog, directory
 from kudusql.storage.client.alter import AlterStep, apply_alter
 from kudusql.storage.client.catalog import TableMeta, TabletEntry
+from kudusql.storage.client.fingerprint import (
+    Fingerprint,
+    catalog_fingerprint,
+    tablet_fingerprint,
+    txn_log_fingerprint,
+)
 from kudusql.storage.client.partition import Partition, PartitionSchema, create_partitions
 from kudusql.storage.client.table import Table
-from kudusql.storage.client.txn_log import TXN_LOG_DIR, ReadPoint, TxnLog, read_point
+from kudusql.storage.client.txn_log import (
+    TXN_LOG_DIR,
+    ReadPoint,
+    TxnLog,
+    read_point,
+    read_state,
+)
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.mvcc import MvccManager
@@ -51,6 +72,12 @@ log = logging.getLogger(__name__)
 MAX_TABLETS_PER_TABLE = 4096
 
 
+class ConcurrentDdlError(OperationalError):
+    """A read-only view met a table the writer dropped or altered after the view read
+    the catalog (its tablets gone, or on another schema); a new statement sees the
+    writer's catalog."""
+
+
 class TableRuntime:
     """A table's catalog entry, its partitions and its (lazily opened) tablets."""
 
@@ -60,18 +87,65 @@ class TableRuntime:
         self.partitions: list[Partition] = meta.partitions()
         self.write_lock = threading.RLock()
         self._tablets: dict[int, Tablet] = {}
+        #: A read-only view's fingerprint of each open tablet, taken before its open,
+        #: and the refresh (``Database.epoch``) each was last checked against the disk at.
+        self.fingerprints: dict[int, Fingerprint] = {}
+        self.checked: dict[int, int] = {}
         self._open_lock = threading.Lock()
 
     def tablet(self, slot: int) -> Tablet:
-        entry = self.meta.tablets[slot]
+        meta = self.meta
+        entry = meta.tablets[slot]
         t = self._tablets.get(entry.id)
-        if t is None:
-            with self._open_lock:
-                t = self._tablets.get(entry.id)
+        if t is not None and (not self.db.read_only or self.checked.get(entry.id) == self.db.epoch):
+            return t
+        with self._open_lock:
+            t = self._tablets.get(entry.id)
+            if not self.db.read_only:
                 if t is None:
-                    t = self.db._open_tablet(entry.id, self.meta.schema)
+                    t = self.db._open_tablet(entry.id, meta.schema)
                     self._tablets[entry.id] = t
+                return t
+            # A read-only view checks a tablet once per refresh, at its first use after
+            # it: its files are then looked at after the refresh read the clock.
+            epoch = self.db.epoch
+            if (
+                t is not None
+                and self.checked.get(entry.id) != epoch
+                and tablet_fingerprint(self.db.path, entry.id) != self.fingerprints.get(entry.id)
+            ):
+                self.db._retire(self, entry.id)
+                t = None
+            if t is None:
+                t = self._open_read_only(entry.id, meta)
+                self._tablets[entry.id] = t
+            self.checked[entry.id] = epoch
         return t
+
+    def _open_read_only(self, tablet_id: int, meta: TableMeta) -> Tablet:
+        """Open a tablet of a read-only view on the catalog's schema. The writer brings
+        every tablet to a new schema right after it saves the catalog (``alter_table``);
+        a tablet still on the old one is waited for."""
+        deadline = time.monotonic() + self.db.READ_POINT_WAIT_S
+        while True:
+            fp = tablet_fingerprint(self.db.path, tablet_id)
+            try:
+                t = self.db._open_tablet(tablet_id, meta.schema)
+            except (OperationalError, OSError):
+                self.db._check_catalog_unchanged(meta.name)  # its files went with a DROP
+                raise
+            if t.schema == meta.schema:
+                self.fingerprints[tablet_id] = fp
+                return t
+            t.close()
+            self.db._check_catalog_unchanged(meta.name)  # else the writer is ahead of the view
+            if time.monotonic() > deadline:
+                raise OperationalError(
+                    f"tablet {tablet_id} of table {meta.name!r} is still on an older schema "
+                    "than the catalog: the writer process has not finished an ALTER TABLE "
+                    "(it completes it when it opens the database again)"
+                )
+            time.sleep(0.01)
 
     def tablets(self) -> list[Tablet]:
         return [self.tablet(i) for i in range(len(self.meta.tablets))]
@@ -112,6 +186,7 @@ class Database:
                 # the directory may have changed before the lock was ours
                 directory.check_openable(self.path, read_only=read_only, create=create)
                 directory.create(self.path, sync=self.options.sync)
+            self._catalog_fp = catalog_fingerprint(self.path)
             self._state = catalog.load(self.path)
             if not read_only:
                 self._remove_garbage()
@@ -123,10 +198,24 @@ class Database:
         self._txns: TxnLog | None = None
         self._read_point: ReadPoint | None = None
         self._poisoned: str | None = None
+        #: A read-only view's commit log as last read: its fingerprint (taken before the
+        #: read), the committed transactions (timestamp -> participant tablets) and the
+        #: timestamp bounds of the transactions begun with no outcome.
+        self._txn_fp: Fingerprint = ()
+        self._committed: dict[int, frozenset[int]] = {}
+        self._in_flight: list[int] = []
+        #: Tablets a refresh replaced, closed once no statement runs (``statement``).
+        self._retired: list[Tablet] = []
+        self._statements = 0
+        self._refresh_lock = threading.Lock()
+        #: Counts a read-only view's refreshes (``TableRuntime.tablet`` checks by it).
+        self.epoch = 0
         txn_dir = os.path.join(self.path, TXN_LOG_DIR)
         try:
             if read_only:
-                self._read_point = read_point(txn_dir)
+                before = from_micros(wall_micros())
+                self._read_txn_log()
+                self._read_point = self._next_read_point(before)
             else:
                 self._txns = TxnLog(txn_dir, self.clock, self.options.wal_fsync)
         except BaseException:
@@ -173,6 +262,9 @@ class Database:
             for rt in self._runtimes.values():
                 for t in rt.opened().values():
                     t.close()
+            for t in self._retired:
+                t.close()
+            self._retired = []
             if self._txns is not None:
                 self._txns.close()
         finally:
@@ -232,8 +324,7 @@ class Database:
     def _txn_committed(self, ts: int) -> bool:
         if self._txns is not None:
             return self._txns.is_committed(ts)
-        assert self._read_point is not None
-        return ts in self._read_point.committed
+        return ts in self._committed
 
     def _remove_garbage(self) -> None:
         """Delete the tablet directories the catalog proves garbage (``directory.py``):
@@ -297,6 +388,128 @@ class Database:
             if t is not None:
                 t.close()
 
+    # -- a read-only view following the writer --------------------------------------------------
+    @contextlib.contextmanager
+    def statement(self) -> Iterator[None]:
+        """Around one statement: a read-only view first takes up what the writer
+        published (``refresh``); tablets replaced meanwhile close once no statement of
+        this process runs here. Nothing for a writer."""
+        if not self.read_only:
+            yield
+            return
+        self.refresh(tablets=False)
+        with self._refresh_lock:
+            self._statements += 1
+        try:
+            yield
+        finally:
+            with self._refresh_lock:
+                self._statements -= 1
+            self._close_retired()
+
+    def refresh(self, *, tablets: bool = True) -> bool:
+        """Take up what the writer process published since this read-only view last
+        looked; whether any file it had read changed. Files are compared by
+        fingerprint (``stat`` calls); what changed is read again:
+
+        - the catalog: tables created, dropped, renamed or altered; the open tablets
+          of a dropped table, a dropped partition or another schema are replaced;
+        - the commit log: the read point moves up to the clock as read before any
+          file was looked at, below every transaction still without an outcome (a
+          writer killed in the middle of one holds the view below it until a writer
+          opens the database again), and the participants of transactions committed
+          since are opened again (their parts may have been skipped at their open);
+        - every open tablet whose superblock or WAL changed is opened again: now, or
+          with ``tablets=False`` (what each statement does: a point lookup should not
+          pay for a look at every tablet) at its first use after this refresh.
+
+        Every tablet kept or opened later holds everything below the new read point:
+        its files were looked at after the clock was read. Nothing for a writer."""
+        if not self.read_only:
+            return False
+        self._check_open()
+        with self._ddl_lock:
+            before = from_micros(wall_micros())
+            changed = False
+            cat = catalog_fingerprint(self.path)
+            if cat != self._catalog_fp:
+                self._reload_catalog(cat)
+                changed = True
+            reopen: set[int] = set()
+            if txn_log_fingerprint(self.path) != self._txn_fp:
+                changed = True
+                old = self._committed
+                self._read_txn_log()
+                for ts, ids in self._committed.items():
+                    if ts not in old:
+                        reopen |= ids
+            for rt in list(self._runtimes.values()):
+                for tablet_id in rt.opened():
+                    if tablet_id in reopen or (
+                        tablets
+                        and rt.fingerprints.get(tablet_id)
+                        != tablet_fingerprint(self.path, tablet_id)
+                    ):
+                        self._retire(rt, tablet_id)
+                        changed = True
+            self._read_point = self._next_read_point(before)
+            self.epoch += 1
+        self._close_retired()
+        return changed
+
+    def _read_txn_log(self) -> None:
+        self._txn_fp = txn_log_fingerprint(self.path)  # before the read
+        state = read_state(os.path.join(self.path, TXN_LOG_DIR))
+        self._committed = dict(state.committed)
+        self._in_flight = list(state.in_flight.values())
+
+    def _next_read_point(self, before: int) -> ReadPoint:
+        """Below the clock as read before the files were looked at, and below every
+        transaction begun with no outcome in the commit log as last read."""
+        return ReadPoint(min([before, *self._in_flight]), frozenset(self._committed))
+
+    def _reload_catalog(self, fp: Fingerprint) -> None:
+        state = catalog.load(self.path)
+        by_id = {m.id: m for m in state.tables.values()}
+        for table_id, rt in list(self._runtimes.items()):
+            meta = by_id.get(table_id)
+            if meta is None:
+                del self._runtimes[table_id]
+                for tablet_id in rt.opened():
+                    self._retire(rt, tablet_id)
+                continue
+            listed = {e.id for e in meta.tablets}
+            for tablet_id, t in rt.opened().items():
+                if tablet_id not in listed or t.schema != meta.schema:
+                    self._retire(rt, tablet_id)
+            rt.meta = meta
+            rt.partitions = meta.partitions()
+        self._state = state
+        self._catalog_fp = fp
+
+    def _check_catalog_unchanged(self, table: str) -> None:
+        """ConcurrentDdlError if the writer saved a new catalog since this view read it."""
+        if self.read_only and catalog_fingerprint(self.path) != self._catalog_fp:
+            raise ConcurrentDdlError(
+                f"table {table!r} was dropped or altered by the writer process while this "
+                "statement read it; run the statement again"
+            )
+
+    def _retire(self, rt: TableRuntime, tablet_id: int) -> None:
+        t = rt.forget(tablet_id)
+        rt.fingerprints.pop(tablet_id, None)
+        if t is not None:
+            with self._refresh_lock:
+                self._retired.append(t)
+
+    def _close_retired(self) -> None:
+        with self._refresh_lock:
+            if self._statements:
+                return
+            done, self._retired = self._retired, []
+        for t in done:
+            t.close()
+
     # -- time ----------------------------------------------------------------------------------
     def snapshot(self, ts: int | None = None) -> int:
         """``ts`` once every batch before it has applied; or the latest snapshot that sees
@@ -324,21 +537,24 @@ class Database:
         transaction below it has its outcome), reopening its tablets there."""
         deadline = time.monotonic() + self.READ_POINT_WAIT_S
         txn_dir = os.path.join(self.path, TXN_LOG_DIR)
-        while True:
-            rp = read_point(txn_dir)
-            if rp.timestamp >= ts:
-                break
+        while read_point(txn_dir).timestamp < ts:
             if time.monotonic() > deadline:
                 raise OperationalError(
-                    f"snapshot {describe(ts)}: a write of the writer process below it has "
-                    f"not finished after {self.READ_POINT_WAIT_S:g} s"
+                    f"snapshot {describe(ts)}: a write of the writer process below it "
+                    f"has not finished after {self.READ_POINT_WAIT_S:g} s"
                 )
             time.sleep(0.01)
         with self._ddl_lock:
+            # Read points only grow (a transaction begun after a read is above its
+            # clock), so this one is at or after the one waited for.
+            before = from_micros(wall_micros())
+            self._read_txn_log()
+            rp = self._next_read_point(before)
             for rt in list(self._runtimes.values()):
                 for tablet_id in list(rt.opened()):
-                    self.forget_tablet(tablet_id)
+                    self._retire(rt, tablet_id)
             self._read_point = rp
+        self._close_retired()
 
     def latest_timestamp(self) -> int:
         return self.snapshot()
@@ -516,8 +732,12 @@ class Database:
                 rt.meta = new
                 rt.partitions = new.partitions()
                 if res.schema_changed:
-                    for t in rt.opened().values():
-                        t.alter_schema(new.schema)
+                    # Every tablet, opened or not, takes the new schema now (as Kudu
+                    # alters every replica): a read-only view opening a tablet then
+                    # finds the catalog's schema, and waits only while this runs.
+                    for t in rt.tablets():
+                        if t.schema != new.schema:
+                            t.alter_schema(new.schema)
         return Table(self, new.id)
 
     def _set_statistics(self, table_id: int, stats: dict[str, Any]) -> None:
