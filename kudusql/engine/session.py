@@ -41,9 +41,8 @@ from kudusql.executor.dml import (
     rows_to_table,
     write_batches,
 )
-from kudusql.executor.duck import DuckRunner
+from kudusql.executor.duck import DuckRunner, duck_sql
 from kudusql.parser import statements as st
-from kudusql.parser import to_duckdb_sql
 from kudusql.parser.limits import check_cancelled, headroom, nesting_bound, too_deep
 from kudusql.parser.statements import parse
 from kudusql.planner.dml import (
@@ -260,7 +259,7 @@ class Session:
         resolver = RecordingResolver(self.resolve)
         database = self.database
         plan = plan_query(tree, resolver, cancelled=self.runner.cancelled)
-        cached = CachedQuery(plan, to_duckdb_sql(plan.tree), tuple(resolver.seen))
+        cached = CachedQuery(plan, duck_sql(plan.tree), tuple(resolver.seen))
         check_cancelled(self.runner.cancelled)
         self.plans.put(text, database, cached)
         return self._run_planned(cached)

@@ -149,7 +149,7 @@ CreateTable(
 )
 
 -- statement identifiers fold to lower case, quoted or not (Impala)
-CREATE TABLE "MyTable" ("Id" INT PRIMARY KEY, Name STRING) PARTITION BY HASH ("Id") PARTITIONS 2
+CREATE TABLE `MyTable` (`Id` INT PRIMARY KEY, Name STRING) PARTITION BY HASH (`Id`) PARTITIONS 2
 -- expect
 CreateTable(
   table=mytable
