@@ -6,8 +6,10 @@ predicates, at the statement snapshot or the reference's AS OF snapshot), regist
 Arrow table under the scan's unique name, runs the rewritten query
 (``parser.to_duckdb_sql``) and unregisters the scans. Scans are materialized Arrow
 tables, not one-shot readers, because DuckDB may read a source more than once (CTEs,
-correlated subqueries). DuckDB errors become kudusql errors, with the scan names in
-their messages replaced by the table names the user wrote.
+correlated subqueries). DuckDB errors become kudusql errors in the user's terms
+(``parser.errors.duckdb_message``): scan names replaced by the table names the user
+wrote, no internal names or rewritten SQL, and what the error is about kept for the
+session to point at in the statement.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from kudusql.common.errors import (
 from kudusql.common.hybrid_time import from_micros
 from kudusql.executor import impala_functions
 from kudusql.parser import to_duckdb_sql
+from kudusql.parser.errors import duckdb_message, with_offender
 from kudusql.parser.limits import check_cancelled
 from kudusql.parser.names import fold
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
@@ -52,10 +55,15 @@ def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
     msg = str(e)
     if plan is not None:
         msg = _SCAN_NAME.sub(lambda m: plan.display_name(m.group(0)), msg)
+    msg, offender = duckdb_message(msg)
+    return with_offender(_error_class(e)(msg), offender)
+
+
+def _error_class(e: duckdb.Error) -> type[Error]:
     if isinstance(e, duckdb.ParserException | duckdb.BinderException | duckdb.CatalogException):
-        return ProgrammingError(msg)
+        return ProgrammingError
     if isinstance(e, duckdb.NotImplementedException):
-        return NotSupportedError(msg)
+        return NotSupportedError
     if isinstance(
         e,
         duckdb.ConversionException
@@ -63,10 +71,10 @@ def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
         | duckdb.InvalidInputException
         | duckdb.TypeMismatchException,
     ):
-        return DataError(msg)
+        return DataError
     if isinstance(e, duckdb.ProgrammingError):
-        return ProgrammingError(msg)
-    return OperationalError(msg)
+        return ProgrammingError
+    return OperationalError
 
 
 def _hybrid_time(value: Any, what: str) -> int:

@@ -21,7 +21,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.types import MAX_VARCHAR_LENGTH, TypeKind
 from kudusql.parser import nodes
 from kudusql.parser.datetime_formats import parse_expression, strftime_pattern
-from kudusql.parser.literals import StatementError, data_type
+from kudusql.parser.literals import IMPALA_DECIMAL, StatementError, data_type
 
 _IMPALA_NAMES = {
     TypeKind.BOOL: "BOOLEAN",
@@ -402,7 +402,8 @@ def to_duckdb_sql(expression: exp.Expr, label: Labeler | None = None, **opts: An
         _strip_time_travel(t)
     for d in changed:
         if isinstance(d, exp.DataType):
-            d.set("expressions", [exp.DataTypeParam(this=exp.Literal.number(n)) for n in (9, 0)])
+            params = [exp.DataTypeParam(this=exp.Literal.number(n)) for n in IMPALA_DECIMAL]
+            d.set("expressions", params)
     for like in likes:
         like.replace(exp.Escape(this=like.copy(), expression=exp.Literal.string("\\")))
     for call in reversed(calls):  # innermost first
