@@ -71,8 +71,8 @@ _UNITS: dict[str, tuple[str, int | None]] = {
     "seconds": ("to_seconds(n)", _DAYS * 24 * 3600),
     "milliseconds": ("to_milliseconds(n)", _DAYS * 24 * 3600 * 1000),
     "microseconds": ("to_microseconds(n)", _DAYS * 24 * 3600 * 1000000),
-    # kudusql timestamps hold microseconds: nanoseconds round down to one.
-    "nanoseconds": (f"to_microseconds({_floor_div('n', 1000)})", None),
+    # kudusql timestamps hold microseconds: the result rounds down to one (``_shift``).
+    "nanoseconds": ("", None),
 }
 
 
@@ -80,6 +80,8 @@ def _shift(t: str, unit: str, sign: str) -> str:
     """``t`` (a TIMESTAMP) moved by ``n`` units, as Impala's ``<unit>_add``."""
     interval, most = _UNITS[unit]
     moved = f"{t} {sign} {interval}"
+    if unit == "nanoseconds":
+        moved = f"{t} + to_microseconds({_floor_div(f'{sign}n', 1000)})"
     if unit == "months":
         # months_add keeps the last day of a month the last day of the result's month.
         moved = (

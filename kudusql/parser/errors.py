@@ -181,6 +181,7 @@ def duckdb_message(message: str) -> tuple[str, Offender | None]:
     message = message.replace("Values list ", "Table ")
     message = _without_internal_candidates(message)
     message = re.sub(r'\n?Did you mean "[^"]*__kudusql[^"]*"\?', "", message)
+    message = re.sub(r"\n*Did you mean: [^\n]*", "", message)  # DuckDB's settings
     message = _SETTING_HINT.sub("", message)
     message = "\n".join(_cut_lists(message.rstrip().splitlines()))
     return message.rstrip(), offender

@@ -21,6 +21,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.types import MAX_VARCHAR_LENGTH, TypeKind
 from kudusql.parser import nodes
 from kudusql.parser.datetime_formats import parse_expression, strftime_pattern
+from kudusql.parser.errors import Offender, with_offender
 from kudusql.parser.literals import IMPALA_DECIMAL, StatementError, data_type
 
 _IMPALA_NAMES = {
@@ -454,12 +455,16 @@ def _impala_pattern_call(call: exp.Anonymous) -> None:
     name = call.name.lower()
     value, fmt = call.expressions
     if not (isinstance(fmt, exp.Literal) and fmt.is_string):
-        raise StatementError(f"{name}: the date/time format must be a constant string", fmt)
-    if name in _FORMATTERS:
-        pattern = strftime_pattern(fmt.name, name, fmt)
-        call.set("expressions", [value, exp.Literal.string(pattern)])
-        return
-    stamp = parse_expression(value, fmt.name, name, fmt)
+        error = ProgrammingError(f"{name}: the date/time format must be a constant string")
+        raise with_offender(error, Offender("function", call.name))
+    try:
+        if name in _FORMATTERS:
+            pattern = strftime_pattern(fmt.name, name, fmt)
+            call.set("expressions", [value, exp.Literal.string(pattern)])
+            return
+        stamp = parse_expression(value, fmt.name, name, fmt)
+    except StatementError as e:  # points at the pattern, where the user wrote it
+        raise with_offender(ProgrammingError(e.message), Offender("string", fmt.name)) from None
     if name == "to_timestamp":
         call.replace(stamp)
     else:
