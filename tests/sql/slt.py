@@ -70,10 +70,7 @@ def parse_file(path: Path) -> list[Record]:
         head = lines[0].split(None, 1)
         kind, arg = head[0], head[1] if len(head) > 1 else ""
         body = lines[1:]
-        if kind == "query":
-            sep = body.index("----") if "----" in body else len(body)
-            records.append(Record(start, kind, arg, "\n".join(body[:sep]), body[sep + 1 :]))
-        elif kind == "statement":
+        if kind in ("query", "statement"):
             sep = body.index("----") if "----" in body else len(body)
             records.append(Record(start, kind, arg, "\n".join(body[:sep]), body[sep + 1 :]))
         else:

@@ -114,7 +114,8 @@ SHAPES = [
         ("k",),
     ),
     Shape(
-        "CREATE TABLE t (k DECIMAL(4,2) PRIMARY KEY, ts TIMESTAMP) PARTITION BY HASH (k) PARTITIONS 2",
+        "CREATE TABLE t (k DECIMAL(4,2) PRIMARY KEY, ts TIMESTAMP) "
+        "PARTITION BY HASH (k) PARTITIONS 2",
         (("k", tuple(DECIMAL_KEYS)), ("ts", tuple(TIMESTAMPS))),
         ("k",),
     ),
