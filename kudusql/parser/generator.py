@@ -420,6 +420,20 @@ def to_duckdb_sql(expression: exp.Expr, label: Labeler | None = None, **opts: An
     return sql
 
 
+class _LabelGenerator(DuckDBGenerator):
+    """DuckDB SQL of an expression for its label: ``VARCHAR(n)`` and ``CHAR(n)`` keep
+    their names (DuckDB's generator prints TEXT), as DuckDB labels them."""
+
+    TYPE_MAPPING: ClassVar[dict[exp.DType, str]] = {
+        **DuckDBGenerator.TYPE_MAPPING,
+        exp.DType.CHAR: "CHAR",
+        exp.DType.VARCHAR: "VARCHAR",
+    }
+
+
+_LABELS = _LabelGenerator(dialect="duckdb")
+
+
 def _original_labels(changed: list[exp.Expr], label: Labeler) -> list[tuple[exp.Select, int, str]]:
     """(SELECT, position, label) of every unaliased SELECT item that holds a node of
     ``changed``: the label DuckDB gives the item as written, before it changes."""
@@ -432,7 +446,7 @@ def _original_labels(changed: list[exp.Expr], label: Labeler) -> list[tuple[exp.
                 if not isinstance(child, exp.Alias) and index is not None:
                     key = (id(parent), index)
                     if key not in out:
-                        out[key] = (parent, index, label(child.sql(dialect="duckdb")))
+                        out[key] = (parent, index, label(_LABELS.generate(child)))
             child, parent = parent, parent.parent
     return list(out.values())
 

@@ -97,3 +97,11 @@ def test_the_shell_splits_statements_where_the_parser_does(text: str) -> None:
 def test_identifiers_print_in_backticks() -> None:
     assert exp.column("My Col", quoted=True).sql(dialect=DIALECT) == "`My Col`"
     assert exp.to_identifier("a`b", quoted=True).sql(dialect=DIALECT) == "`a``b`"
+
+
+def test_row_errors_show_strings_as_kudusql_sql_reads_them() -> None:
+    from kudusql.common.types import display_value
+
+    shown = display_value("a\\b'c")
+    assert shown == "'a\\\\b''c'"
+    assert _strings(f"SELECT {shown}") == ["a\\b'c"]
