@@ -227,8 +227,8 @@ def display_value(v: object) -> str:
         return "NULL"
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, str):  # as kudusql SQL writes it: a backslash escapes (Impala's rule)
+        return "'" + v.replace("\\", "\\\\").replace("'", "''") + "'"
     if isinstance(v, bytes):
         return "X'" + v.hex() + "'"
     if isinstance(v, float):

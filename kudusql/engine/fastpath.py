@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from kudusql.common.errors import Error, OperationalError
 from kudusql.common.schema import Schema
-from kudusql.common.types import _INT_BOUNDS, TypeKind
+from kudusql.common.types import _INT_BOUNDS, DataType, TypeKind
 from kudusql.engine.params import statement_placement_error
 from kudusql.parser import statements as st
 from kudusql.parser.names import fold, ident, table_name
@@ -132,7 +132,7 @@ class PointLookup:
         values = []
         for c, source in zip(table.meta.schema.key_columns, bound.key, strict=True):
             v = _bind(source, params)
-            if v is _MISSING or not _fits(v, c.type.kind):
+            if v is _MISSING or not _fits(v, c.type):
                 return None
             values.append(v)
         row = table.lookup(values, list(bound.read))
@@ -159,8 +159,11 @@ def _bind(v: _Value, params: Any) -> Any:
 _INTS = {TypeKind.INT8, TypeKind.INT16, TypeKind.INT32, TypeKind.INT64}
 
 
-def _fits(v: Any, kind: TypeKind) -> bool:
-    """The value has exactly the Python type of the key column (else: general path)."""
+def _fits(v: Any, dtype: DataType) -> bool:
+    """The value has exactly the Python type of the key column and is one of its values
+    (else: the general path, which compares it as SQL does: a value out of the column's
+    range or precision matches no row)."""
+    kind = dtype.kind
     if kind in _INTS:
         lo, hi = _INT_BOUNDS[kind]
         return type(v) is int and lo <= v <= hi
@@ -169,7 +172,14 @@ def _fits(v: Any, kind: TypeKind) -> bool:
     if kind is TypeKind.BINARY:
         return isinstance(v, bytes)
     if kind is TypeKind.DECIMAL:
-        return isinstance(v, decimal.Decimal)
+        if not isinstance(v, decimal.Decimal) or not v.is_finite():
+            return False
+        assert dtype.precision is not None and dtype.scale is not None
+        exponent = v.as_tuple().exponent
+        assert isinstance(exponent, int)  # a finite Decimal's
+        if exponent < -dtype.scale:
+            return False  # more fractional digits than the column holds
+        return abs(v) < decimal.Decimal(10) ** (dtype.precision - dtype.scale)
     if kind is TypeKind.TIMESTAMP:
         return isinstance(v, datetime.datetime)
     if kind is TypeKind.DATE:

@@ -28,7 +28,7 @@ from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
 from kudusql.common.errors import Error, InterfaceError, ProgrammingError
-from kudusql.parser import DIALECT, Statement, parse
+from kudusql.parser import DIALECT, Statement, nodes, parse
 from kudusql.parser.errors import format_error
 from kudusql.parser.literals import PARAMETER_AS_NAME, ParameterPlacementError, offset_of
 
@@ -61,7 +61,11 @@ def literal(value: Any) -> exp.Expr:
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(datetime.UTC).replace(tzinfo=None)
-        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
+        # A typed literal, not a CAST: out of Impala's range it stays a value (a row
+        # error when written), where a CAST is NULL (``nodes.TimestampLiteral``).
+        return nodes.TimestampLiteral(
+            this=exp.Literal.string(value.isoformat(sep=" ")), to=exp.DataType.build("TIMESTAMP")
+        )
     if isinstance(value, datetime.date):
         return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
     if isinstance(value, datetime.time):

@@ -30,9 +30,9 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from kudusql.common.errors import ProgrammingError
+from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
-from kudusql.common.types import DataType
+from kudusql.common.types import DataType, TypeKind
 from kudusql.engine.databases import DatabaseRegistry
 from kudusql.engine.fastpath import StatementCache
 from kudusql.engine.params import Params, bind
@@ -42,11 +42,12 @@ from kudusql.executor.dml import (
     MAX_ERROR_SAMPLES,
     DmlResult,
     rows_to_table,
+    timestamp_out_of_range,
     write_batches,
 )
-from kudusql.executor.duck import DuckRunner
+from kudusql.executor.duck import DuckRunner, duck_sql
 from kudusql.parser import statements as st
-from kudusql.parser import to_duckdb_sql
+from kudusql.parser.errors import located
 from kudusql.parser.limits import check_cancelled, headroom, nesting_bound, too_deep
 from kudusql.parser.statements import parse
 from kudusql.planner.dml import (
@@ -163,9 +164,14 @@ class Session:
         """Run every statement of ``sql``; the last one's result (warnings of all). A
         statement nests at most ``limits.MAX_NESTING`` levels (ProgrammingError past it,
         from any caller's stack depth)."""
-        if self.db.read_only:
-            return self._following_the_writer(lambda: self._execute_text(sql, params))
-        return self._execute_text(sql, params)
+        try:
+            if self.db.read_only:
+                return self._following_the_writer(lambda: self._execute_text(sql, params))
+            return self._execute_text(sql, params)
+        except Error as e:
+            if getattr(e, "offender", None) is None:
+                raise
+            raise located(e, sql) from None
 
     def _following_the_writer(self, run: Callable[[], Result]) -> Result:
         """``run()`` on a read-only view that first takes up what the writer process
@@ -290,7 +296,7 @@ class Session:
         resolver = RecordingResolver(self.resolve)
         database = self.database
         plan = plan_query(tree, resolver, cancelled=self.runner.cancelled)
-        cached = CachedQuery(plan, to_duckdb_sql(plan.tree), tuple(resolver.seen))
+        cached = CachedQuery(plan, duck_sql(plan.tree), tuple(resolver.seen))
         check_cancelled(self.runner.cancelled)
         self.plans.put(text, database, cached)
         return self._run_planned(cached)
@@ -330,7 +336,11 @@ class Session:
     ) -> DmlResult:
         """``_write`` for the rows of an INSERT/UPSERT VALUES: a few rows go to
         ``Table.write_rows`` as Python values (the row path), more as Arrow batches."""
-        if len(rows) > SMALL_WRITE_ROWS or not self.db.options.fast_paths:
+        if (
+            len(rows) > SMALL_WRITE_ROWS
+            or not self.db.options.fast_paths
+            or _timestamps_out_of_range(table, rows, columns)
+        ):
             return self._write(table, rows_to_table(rows, columns, table), columns, op)
         check_cancelled(self.runner.cancelled)
         wr = table.write_rows(columns, rows, op, atomic=self.settings.abort_on_error)
@@ -461,6 +471,18 @@ def _check_upsert(s: st.Insert | st.Upsert, table: Table) -> None:
             f"UPSERT is not supported for Kudu tables with auto-incrementing column "
             f"({table.name!r} has a non-unique primary key)"
         )
+
+
+def _timestamps_out_of_range(table: Table, rows: list[list[Any]], columns: Sequence[str]) -> bool:
+    """Some row holds a TIMESTAMP outside Impala's range: the batch path reports it
+    (``executor.dml.timestamp_range_errors``); the row path would store it."""
+    schema = table.schema
+    stamps = [
+        i
+        for i, c in enumerate(columns)
+        if schema.has_column(c) and schema.column(c).type.kind is TypeKind.TIMESTAMP
+    ]
+    return any(timestamp_out_of_range(row[i]) for i in stamps for row in rows)
 
 
 def _check_values_width(values: exp.Values, cols: Sequence[str], table: str) -> None:

@@ -6,8 +6,10 @@ predicates, at the statement snapshot or the reference's AS OF snapshot), regist
 Arrow table under the scan's unique name, runs the rewritten query
 (``parser.to_duckdb_sql``) and unregisters the scans. Scans are materialized Arrow
 tables, not one-shot readers, because DuckDB may read a source more than once (CTEs,
-correlated subqueries). DuckDB errors become kudusql errors, with the scan names in
-their messages replaced by the table names the user wrote.
+correlated subqueries). DuckDB errors become kudusql errors in the user's terms
+(``parser.errors.duckdb_message``): scan names replaced by the table names the user
+wrote, no internal names or rewritten SQL, and what the error is about kept for the
+session to point at in the statement.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.hybrid_time import from_micros
+from kudusql.executor import impala_functions
 from kudusql.parser import to_duckdb_sql
+from kudusql.parser.errors import duckdb_message, with_offender
 from kudusql.parser.limits import check_cancelled
-from kudusql.parser.names import fold, quote
+from kudusql.parser.names import fold
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
 from kudusql.storage.client import system_tables
 from kudusql.storage.client.database import Database
@@ -51,10 +55,15 @@ def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
     msg = str(e)
     if plan is not None:
         msg = _SCAN_NAME.sub(lambda m: plan.display_name(m.group(0)), msg)
+    msg, offender = duckdb_message(msg)
+    return with_offender(_error_class(e)(msg), offender)
+
+
+def _error_class(e: duckdb.Error) -> type[Error]:
     if isinstance(e, duckdb.ParserException | duckdb.BinderException | duckdb.CatalogException):
-        return ProgrammingError(msg)
+        return ProgrammingError
     if isinstance(e, duckdb.NotImplementedException):
-        return NotSupportedError(msg)
+        return NotSupportedError
     if isinstance(
         e,
         duckdb.ConversionException
@@ -62,10 +71,10 @@ def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
         | duckdb.InvalidInputException
         | duckdb.TypeMismatchException,
     ):
-        return DataError(msg)
+        return DataError
     if isinstance(e, duckdb.ProgrammingError):
-        return ProgrammingError(msg)
-    return OperationalError(msg)
+        return ProgrammingError
+    return OperationalError
 
 
 def _hybrid_time(value: Any, what: str) -> int:
@@ -93,6 +102,8 @@ class Snapshotter:
 
     db: Database
     con: duckdb.DuckDBPyConnection
+    #: The macros of Impala's functions defined on ``con`` (``impala_functions``).
+    functions: set[str]
 
     def hybrid_time(self, expr: Any, what: str) -> int:
         from sqlglot import exp
@@ -100,7 +111,9 @@ class Snapshotter:
         if isinstance(expr, exp.Literal) and not expr.is_string and expr.name.isdigit():
             return int(expr.name)
         try:
-            rel: Any = self.con.sql(f"SELECT {to_duckdb_sql(expr)}")
+            sql = f"SELECT {duck_sql(expr)}"
+            impala_functions.install(self.con, sql, self.functions)
+            rel: Any = self.con.sql(sql)
             rows = rel.fetchall()
             row = rows[0] if rows else None
         except duckdb.Error as e:
@@ -114,7 +127,12 @@ class DuckRunner:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.con = duckdb.connect(config={"threads": max(1, db.options.threads)})
-        self.snapshots = Snapshotter(db, self.con)
+        # kudusql's timestamps are UTC (Kudu's UNIXTIME_MICROS): so is every conversion
+        # DuckDB makes between a TIMESTAMP and an instant (``now()``, time zones).
+        self.con.execute("SET TimeZone = 'UTC'")
+        #: The macros of Impala's functions defined on ``con`` (``impala_functions``).
+        self.functions: set[str] = set()
+        self.snapshots = Snapshotter(db, self.con, self.functions)
         #: Set by ``interrupt``: scans stop between batches, DML between writes.
         self.cancelled = threading.Event()
         #: (rows read, rows stored) of the statement's storage scans while they run.
@@ -182,11 +200,11 @@ class DuckRunner:
         self.con.register("__kudusql_diff", diff)
         self.con.register("__kudusql_before", before)
         try:
-            on = " AND ".join(f"d.{quote(fold(k))} = b.{quote(fold(k))}" for k in keys)
-            cols = ", ".join(f"d.{quote(fold(c))}" for c in table.schema.names)
+            on = " AND ".join(f"d.{_duck_name(fold(k))} = b.{_duck_name(fold(k))}" for k in keys)
+            cols = ", ".join(f"d.{_duck_name(fold(c))}" for c in table.schema.names)
             sql = (
                 f"SELECT {cols}, CASE WHEN d.is_deleted THEN 'delete' "
-                f"WHEN b.{quote(fold(keys[0]))} IS NOT NULL THEN 'update' ELSE 'insert' END "
+                f"WHEN b.{_duck_name(fold(keys[0]))} IS NOT NULL THEN 'update' ELSE 'insert' END "
                 "AS change_type, d.is_deleted FROM __kudusql_diff d "
                 f"LEFT JOIN __kudusql_before b ON {on}"
             )
@@ -228,10 +246,11 @@ class DuckRunner:
         """Run ``plan`` (``sql``: its DuckDB text, if already generated) with every
         table read at ``snapshot`` (or its AS OF)."""
         with self.registered(plan, snapshot):
-            return self.run_sql(sql if sql is not None else to_duckdb_sql(plan.tree), plan)
+            return self.run_sql(sql if sql is not None else duck_sql(plan.tree), plan)
 
     def run_sql(self, sql: str, plan: QueryPlan | None = None) -> pa.Table:
         try:
+            impala_functions.install(self.con, sql, self.functions)
             rel = self.con.sql(sql)
             if rel is None:
                 return pa.table({})
@@ -243,10 +262,31 @@ class DuckRunner:
     def explain(self, plan: QueryPlan, snapshot: int) -> str:
         with self.registered(plan, snapshot):
             try:
-                rows = self.con.sql(f"EXPLAIN {to_duckdb_sql(plan.tree)}").fetchall()
+                sql = f"EXPLAIN {duck_sql(plan.tree)}"
+                impala_functions.install(self.con, sql, self.functions)
+                rows = self.con.sql(sql).fetchall()
             except duckdb.Error as e:
                 raise to_error(e, plan) from None
         return "\n".join(str(r[1]) for r in rows)
+
+
+def duck_sql(tree: Any) -> str:
+    """The DuckDB SQL of a planned query (``parser.to_duckdb_sql``), its columns labelled
+    as DuckDB labels what the user wrote."""
+    return to_duckdb_sql(tree, label=_label)
+
+
+def _label(sql: str) -> str:
+    """DuckDB's label of an expression (its parser's name for it, as in a result)."""
+    try:
+        return str(duckdb.SQLExpression(sql).get_name())
+    except duckdb.Error:
+        return sql
+
+
+def _duck_name(name: str) -> str:
+    """``name`` quoted for DuckDB's SQL."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _small_ints(t: pa.Table, huge: list[int]) -> pa.Table:

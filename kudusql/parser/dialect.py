@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from kudusql.parser import nodes
@@ -37,6 +38,10 @@ _QUERY_STARTS = frozenset(
         TokenType.FROM,
         TokenType.SEMICOLON,
     }
+)
+#: What cannot start a SELECT list: ``SELECT straight_join FROM t`` selects a column.
+_NOT_A_PROJECTION = frozenset(
+    {TokenType.FROM, TokenType.COMMA, TokenType.SEMICOLON, TokenType.ALIAS, TokenType.DOT}
 )
 _DML_STARTS = frozenset({TokenType.INSERT, TokenType.UPDATE, TokenType.DELETE})
 _SETTING_VALUE_TOKENS = frozenset(
@@ -75,12 +80,39 @@ def _readable(message: str, token: Token | None) -> str:
 
 
 class KuduTokenizer(DuckDB.Tokenizer):
-    """DuckDB's tokenizer without command fall-backs, with Kudu's type names, ``X'..'``
-    byte literals and the keywords kudusql needs."""
+    """DuckDB's tokenizer with Impala's lexical rules (``docs/SQL.md``, "Literals and
+    names"), without command fall-backs, with Kudu's type names, ``X'..'`` byte literals
+    and the keywords kudusql needs.
 
+    - A string literal is quoted with ``'`` or ``"``; inside it a backslash escapes as
+      in Impala (``\\n``, ``\\t``, ``\\0``, ``\\'``, ``\\\\``, three octal digits
+      ``\\ooo`` up to ``\\177``, ``\\uXXXX``; ``\\%`` and ``\\_`` keep their
+      backslash for LIKE; any other character loses it) and a doubled quote is one quote.
+    - A quoted name is in backticks (a doubled backtick is one); Impala trims the
+      spaces around it, and an empty one is an error.
+    """
+
+    QUOTES: ClassVar[list[tuple[str, str] | str]] = ["'", '"']
+    IDENTIFIERS: ClassVar[list[str | tuple[str, str]]] = ["`"]
+    STRING_ESCAPES: ClassVar[list[str]] = ["'", '"', "\\"]
+    IDENTIFIER_ESCAPES: ClassVar[list[str]] = []
+    NESTED_COMMENTS = False  # Impala's /* */ comments do not nest
+    # Impala's octal escapes take exactly three digits, the first 0 or 1 (at most \177);
+    # ``\u`` takes exactly four hexadecimal digits (a lone surrogate half becomes ``?``,
+    # as Impala's UTF-8 encoding of it does).
+    NUMERIC_ESCAPES: ClassVar[dict[str, tuple[int, int, int, int]]] = {
+        "0": (8, 3, 3, 0o177),
+        "u": (16, 4, 4, 0xFFFF),
+    }
+    NUMERIC_ESCAPES_ARE_BYTES = False
+    DROP_UNKNOWN_ESCAPES = True
+    LONE_SURROGATE_REPLACEMENT = "?"
     HEX_STRINGS: ClassVar[list[str | tuple[str, str]]] = [("X'", "'"), ("x'", "'")]
+    HEREDOC_STRINGS: ClassVar[list[str | tuple[str, str]]] = []  # no $$..$$ in Impala
     KEYWORDS: ClassVar[dict[str, TokenType]] = {
-        **DuckDB.Tokenizer.KEYWORDS,
+        # DuckDB's ``//`` operator would read ``a//*c*/`` as ``a // *c*/``; in Impala
+        # (and here) it is ``a /`` then a comment.
+        **{k: v for k, v in DuckDB.Tokenizer.KEYWORDS.items() if k != "//"},
         "INT8": TokenType.TINYINT,
         "INT16": TokenType.SMALLINT,
         "INT32": TokenType.INT,
@@ -97,6 +129,46 @@ class KuduTokenizer(DuckDB.Tokenizer):
     }
     COMMANDS: ClassVar[set[TokenType]] = set()
 
+    def tokenize(self, sql: str) -> list[Token]:
+        tokens = super().tokenize(sql)
+        for token in tokens:
+            if token.token_type is TokenType.IDENTIFIER:
+                name = token.text.strip()
+                if not name:
+                    raise TokenError(f"a quoted name is empty from {token.line}:{token.start}")
+                token.text = name
+        return tokens
+
+
+def _impala_call(name: str) -> Callable[[list[exp.Expr]], exp.Expr]:
+    """A call of Impala's function ``name`` kept as written: sqlglot would turn some of
+    these into DuckDB functions of other meanings (``date_add(d, 1)`` into ``d +
+    INTERVAL 1 DAY``, a TIMESTAMP for a DATE; ``now()`` into a TIMESTAMP WITH TIME
+    ZONE). The executor's ``impala_functions`` defines them in DuckDB."""
+
+    def build(args: list[exp.Expr]) -> exp.Expr:
+        return exp.Anonymous(this=name, expressions=args)
+
+    return build
+
+
+#: Impala functions sqlglot would otherwise rewrite (see ``_impala_call``).
+IMPALA_FUNCTIONS = (
+    "now",
+    "current_timestamp",
+    "utc_timestamp",
+    "unix_timestamp",
+    "from_unixtime",
+    "to_timestamp",
+    "from_timestamp",
+    "date_add",
+    "date_sub",
+    "adddate",
+    "subdate",
+    "add_months",
+    "factorial",
+)
+
 
 class KuduParser(DdlParser):
     """The statement parser (see the module docstring)."""
@@ -105,6 +177,18 @@ class KuduParser(DdlParser):
     FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {
         **DdlParser.FUNCTIONS,
         "TABLE_CHANGES": nodes.TableChanges.from_arg_list,
+        **{name.upper(): _impala_call(name) for name in IMPALA_FUNCTIONS},
+    }
+    NO_PAREN_FUNCTIONS: ClassVar[dict[TokenType, Callable[[], exp.Expr]]] = {
+        **DdlParser.NO_PAREN_FUNCTIONS,
+        TokenType.CURRENT_TIMESTAMP: lambda: exp.Anonymous(this="current_timestamp"),
+    }
+    TYPE_LITERAL_PARSERS: ClassVar[dict[exp.DType, Callable[..., exp.Expr]]] = {
+        **DdlParser.TYPE_LITERAL_PARSERS,
+        **{
+            kind: lambda self, this, to: self.expression(nodes.TimestampLiteral(this=this, to=to))
+            for kind in (exp.DType.TIMESTAMP, exp.DType.TIMESTAMPNTZ)
+        },
     }
     VERSION_PHRASES: ClassVar[dict[tuple[str, ...], str]] = {
         ("FOR", "SYSTEM_TIME"): "TIMESTAMP",
@@ -149,6 +233,18 @@ class KuduParser(DdlParser):
             offset = self._prev.end + 1
             message = f"{message} (the statement ended early)"
         raise KuduParseError(_readable(message, at), offset)
+
+    def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
+        # Impala's STRAIGHT_JOIN hint after SELECT [ALL | DISTINCT]: DuckDB plans joins
+        # itself, so the hint is read and ignored.
+        if (
+            self._curr is not None
+            and self._curr.token_type is TokenType.STRAIGHT_JOIN
+            and self._next is not None
+            and self._next.token_type not in _NOT_A_PROJECTION
+        ):
+            self._advance()
+        return super()._parse_projections()
 
     def _parse_version(self) -> exp.Version | None:
         start = self._curr
@@ -259,9 +355,32 @@ _STATEMENTS: dict[str, Callable[[KuduParser], exp.Expr]] = {
 class KuduSQL(DuckDB):
     """kudusql's dialect; ``sqlglot.parse_one(sql, read="kudusql")`` uses it too."""
 
+    # Impala's escapes (Hive's ``unescapeSQLString``): these, the octal and ``\u``
+    # escapes of the tokenizer, and any other character after a backslash is itself.
+    UNESCAPED_SEQUENCES = {  # noqa: RUF012 (sqlglot declares it an instance variable)
+        "\\0": "\0",
+        "\\'": "'",
+        '\\"': '"',
+        "\\b": "\b",
+        "\\n": "\n",
+        "\\r": "\r",
+        "\\t": "\t",
+        "\\Z": "\x1a",
+        "\\\\": "\\",
+        "\\%": "\\%",  # kept for LIKE, which reads it as a literal %
+        "\\_": "\\_",
+        "\\a": "a",  # sqlglot's defaults that Impala does not have
+        "\\f": "f",
+        "\\v": "v",
+    }
+
     Tokenizer = KuduTokenizer
     Parser = KuduParser
     Generator = KuduGenerator
+
+
+# NUL prints as three octal digits: ``\0`` before a digit would read as an octal escape.
+KuduSQL.ESCAPED_SEQUENCES = {**KuduSQL.ESCAPED_SEQUENCES, "\0": "\\000"}
 
 
 DIALECT = KuduSQL()

@@ -1,4 +1,4 @@
-"""Syntax errors that point at the SQL: line, column and a caret under the position.
+"""Errors that point at the SQL: line, column and a caret under the position.
 
 This module owns the conversion of every failure to parse (sqlglot's ``TokenError``
 and ``ParseError``, and ``KuduParseError`` which kudusql's parser raises with the exact
@@ -7,15 +7,22 @@ character offset) into ``kudusql.common.errors.ProgrammingError`` whose message 
     syntax error at line 2, column 8: Expected a table name
       DROP TABLE ;
                  ^
+
+It also owns what a user sees of DuckDB's errors (``duckdb_message``): DuckDB runs SQL
+that kudusql rewrote, so its text and positions are not the user's; the error keeps what
+it is about (an ``Offender``: a name, a function, a literal), and ``located`` finds that
+in the user's statement and points there the same way (``error at line 1, ...``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokenizer_core import TokenType
 
-from kudusql.common.errors import ProgrammingError
+from kudusql.common.errors import Error, ProgrammingError
 
 _TOKEN_POS = re.compile(r"from (\d+):(\d+)")
 
@@ -115,3 +122,152 @@ def _offset_of(sql: str, err: dict[str, object]) -> int:
     highlight = err.get("highlight")
     width = len(highlight) if isinstance(highlight, str) else 1
     return base + max(col - width, 0)
+
+
+# -- errors of DuckDB, which runs queries on SQL kudusql rewrote -----------------------------
+@dataclass(frozen=True)
+class Offender:
+    """What an error is about, to find in the user's SQL: a ``name`` (column, table or
+    alias), a ``function`` (a name before ``(``), a ``string`` or ``number`` literal, or
+    ``text``, a fragment of the SQL DuckDB ran whose first name or literal is sought."""
+
+    kind: str
+    text: str
+
+
+_LINE_SNIPPET = re.compile(r"\n*LINE \d+: ?(?P<line>[^\n]*)\n(?P<caret> *\^+)[^\n]*", re.S)
+_INTERNAL = re.compile(r"__kudusql\w*")
+_OFFENDERS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r'Referenced column "([^"]+)" (?:not found|was not found)'), "name"),
+    (re.compile(r'does not have a column named "([^"]+)"'), "name"),
+    (re.compile(r'Ambiguous reference to column name "([^"]+)"'), "name"),
+    (re.compile(r'column "([^"]+)" must appear in the GROUP BY'), "name"),
+    (re.compile(r'Referenced table "([^"]+)" not found'), "name"),
+    (re.compile(r"Function with name (\w+) does not exist"), "function"),
+    (re.compile(r"Macro (\w+)\(\) does not support"), "function"),
+    (re.compile(r'function call "(\w+)\('), "function"),
+    (re.compile(r"argument types '(\w+)\("), "function"),
+    (re.compile(r"when casting from source column (\w+)"), "name"),
+    (re.compile(r"Could not convert string '((?:[^']|'')*)' to"), "string"),
+    (re.compile(r"Could not cast value (-?[\d.]+) to"), "number"),
+]
+#: Lines of DuckDB's hints about its own settings (kudusql refuses DuckDB's SET).
+_SETTING_HINT = re.compile(r"[^\n.]*\b(?:SET|set|setting|PRAGMA)\b[^\n]*(?:=|setting|TO )[^\n]*")
+_LIST_LINES = 10
+
+
+def duckdb_message(message: str) -> tuple[str, Offender | None]:
+    """DuckDB's message in the user's terms, and what it is about.
+
+    The SQL DuckDB ran (``LINE 1: ...`` and its caret) is dropped: it is kudusql's
+    rewriting of the statement, not what the user wrote; the fragment it marked is kept
+    to locate. Internal names leave the candidate lists ("Candidate bindings") and
+    "Did you mean" hints; the name DuckDB gives a registered table ("Values list") is a
+    table's; hints about DuckDB's own settings go; long lists of candidates are cut."""
+    offender: Offender | None = None
+    snippet = _LINE_SNIPPET.search(message)
+    if snippet is not None:
+        line, caret = snippet.group("line"), snippet.group("caret")
+        start = len(caret) - len(caret.lstrip(" "))
+        fragment = line[start : start + len(caret.strip())]
+        offender = Offender("text", fragment) if fragment.strip() else None
+        message = message[: snippet.start()] + message[snippet.end() :]
+    for pattern, kind in _OFFENDERS:
+        m = pattern.search(message)
+        if m is not None:
+            text = m.group(1).replace("''", "'") if kind == "string" else m.group(1)
+            offender = Offender(kind, text)
+            break
+    message = message.replace("Values list ", "Table ")
+    message = _without_internal_candidates(message)
+    message = re.sub(r'\n?Did you mean "[^"]*__kudusql[^"]*"\?', "", message)
+    message = re.sub(r"\n*Did you mean: [^\n]*", "", message)  # DuckDB's settings
+    message = _SETTING_HINT.sub("", message)
+    message = "\n".join(_cut_lists(message.rstrip().splitlines()))
+    return message.rstrip(), offender
+
+
+def _without_internal_candidates(message: str) -> str:
+    def keep(m: re.Match[str]) -> str:
+        names = [n for n in re.findall(r'"[^"]*"', m.group(3)) if not _INTERNAL.search(n)]
+        return f"{m.group(1)}{m.group(2)} {', '.join(names)}" if names else ""
+
+    return re.sub(r"(\n?)(Candidate bindings:)([^\n]*)", keep, message)
+
+
+def _cut_lists(lines: list[str]) -> list[str]:
+    """At most ``_LIST_LINES`` lines of each indented list (DuckDB's candidates)."""
+    out: list[str] = []
+    run = 0
+    for line in lines:
+        if line.startswith("\t") and "(" in line:
+            run += 1
+            if run == _LIST_LINES + 1:
+                out.append("\t...")
+            if run > _LIST_LINES:
+                continue
+        else:
+            run = 0
+        out.append(line)
+    return out
+
+
+def locate(sql: str, offender: Offender) -> int | None:
+    """The character offset in ``sql`` of what ``offender`` names (its first
+    occurrence as a token of that kind), or None."""
+    from kudusql.parser.dialect import DIALECT  # the dialect reports its errors here
+
+    try:
+        tokens = DIALECT.tokenize(sql)
+    except Exception:  # the statement parsed before; a tokenizer error only loses the caret
+        return None
+    if offender.kind == "text":
+        try:
+            wanted = [t for t in DIALECT.tokenize(offender.text) if t.token_type in _LOCATABLE]
+        except Exception:
+            return None
+        for want in wanted:
+            kind = "string" if want.token_type is TokenType.STRING else "name"
+            kind = "number" if want.token_type is TokenType.NUMBER else kind
+            at = locate(sql, Offender(kind, want.text))
+            if at is not None:
+                return at
+        return None
+    folded = offender.text.lower()
+    for i, t in enumerate(tokens):
+        if offender.kind == "string":
+            hit = t.token_type is TokenType.STRING and t.text == offender.text
+        elif offender.kind == "number":
+            hit = t.token_type is TokenType.NUMBER and t.text == offender.text
+        else:
+            hit = t.token_type not in (TokenType.STRING, TokenType.NUMBER) and (
+                t.text.lower() == folded
+            )
+            if hit and offender.kind == "function":
+                hit = i + 1 < len(tokens) and tokens[i + 1].token_type is TokenType.L_PAREN
+        if hit:
+            return int(t.start)
+    return None
+
+
+_LOCATABLE = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING, TokenType.NUMBER})
+
+
+def with_offender(error: Error, offender: Offender | None) -> Error:
+    """``error``, remembering what it is about (``located`` points at it)."""
+    error.offender = offender  # type: ignore[attr-defined]
+    return error
+
+
+def located(error: Error, sql: str) -> Error:
+    """``error`` pointing at what it is about in the user's ``sql`` (line, column and
+    a caret, as a syntax error does), when it names something found there."""
+    offender = getattr(error, "offender", None)
+    if not isinstance(offender, Offender) or not sql:
+        return error
+    at = locate(sql, offender)
+    if at is None:
+        return error
+    out = type(error)(format_error(sql, at, str(error), "error"))
+    out.offender = None  # type: ignore[attr-defined]
+    return out

@@ -20,7 +20,9 @@ from sqlglot.generators.duckdb import DuckDBGenerator
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.types import MAX_VARCHAR_LENGTH, TypeKind
 from kudusql.parser import nodes
-from kudusql.parser.literals import data_type
+from kudusql.parser.datetime_formats import parse_expression, strftime_pattern
+from kudusql.parser.errors import Offender, with_offender
+from kudusql.parser.literals import IMPALA_DECIMAL, StatementError, data_type
 
 _IMPALA_NAMES = {
     TypeKind.BOOL: "BOOLEAN",
@@ -128,6 +130,9 @@ class KuduGenerator(DuckDBGenerator):
         if expression.args.get("ignore") and text.startswith("INSERT INTO"):
             text = "INSERT IGNORE INTO" + text[len("INSERT INTO") :]
         return text
+
+    def k_timestamp_literal(self, e: nodes.TimestampLiteral) -> str:
+        return f"TIMESTAMP {self.sql(e, 'this')}"
 
     def hexstring_sql(
         self, expression: exp.HexString, binary_function_repr: str | None = None
@@ -283,6 +288,7 @@ class KuduGenerator(DuckDBGenerator):
         nodes.MaintainTable: k_maintain,
         nodes.Upsert: k_upsert,
         nodes.TableChanges: k_table_changes,
+        nodes.TimestampLiteral: k_timestamp_literal,
         nodes.KuduColumnDef: k_column_def,
         nodes.TableProperty: k_property,
         nodes.HashPartitioning: k_hash,
@@ -351,27 +357,143 @@ def _sized_string_cast(cast: exp.Cast) -> None:
     outer.set("this", cast)
 
 
-def to_duckdb_sql(expression: exp.Expr, **opts: Any) -> str:
-    """``expression`` as DuckDB SQL: time travel stripped and noted in a comment, casts
-    to sized strings truncated (and CHAR padded) as Impala does."""
-    tree = expression.copy()
+#: What a label of a query's column is made from: DuckDB's name for an expression
+#: (given its DuckDB SQL), supplied by the executor; None keeps DuckDB's own labels.
+Labeler = Callable[[str], str]
+
+_TIMESTAMPS = frozenset({exp.DType.TIMESTAMP, exp.DType.TIMESTAMPNTZ})
+#: Impala's functions taking a date/time pattern (``datetime_formats``).
+_FORMATTERS = frozenset({"from_unixtime", "from_timestamp"})
+_PARSERS = frozenset({"unix_timestamp", "to_timestamp"})
+
+
+def to_duckdb_sql(expression: exp.Expr, label: Labeler | None = None, **opts: Any) -> str:
+    """``expression`` as DuckDB SQL with Impala's meaning:
+
+    - time travel stripped and noted in a comment;
+    - casts to sized strings truncated (and CHAR padded);
+    - a cast to TIMESTAMP is NULL outside 1400-01-01..9999-12-31 and for a string that
+      does not read as a timestamp (``TIMESTAMP '...'`` literals keep their value);
+    - bare DECIMAL is DECIMAL(9,0);
+    - LIKE escapes with a backslash (Impala's LIKE does, DuckDB's has no escape);
+    - date/time patterns of Impala's functions compiled (``datetime_formats``).
+
+    A column whose expression changes is labelled as DuckDB would label what the user
+    wrote, when ``label`` gives DuckDB's labels."""
+    holder = exp.Paren(this=expression.copy())  # a parent, so that the root can change
     tables: list[exp.Table] = []
     casts: list[exp.Cast] = []
-    for node in tree.walk():
+    stamps: list[exp.Cast] = []
+    likes: list[exp.Expr] = []
+    calls: list[exp.Anonymous] = []
+    changed: list[exp.Expr] = []
+    for node in list(holder.this.walk()):
         if isinstance(node, exp.Table) and node.args.get("version") is not None:
             tables.append(node)
+        elif isinstance(node, nodes.TimestampLiteral):
+            node.replace(exp.Cast(this=node.this, to=node.to))
+        elif isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
+            if node.to.expressions and node.to.this in _SIZED_STRINGS:
+                casts.append(node)
+            elif node.to.this in _TIMESTAMPS:
+                stamps.append(node)
+        elif isinstance(node, exp.DataType) and node.this is exp.DType.DECIMAL:
+            if not node.expressions:  # bare DECIMAL is Impala's DECIMAL(9,0)
+                changed.append(node)
+        elif isinstance(node, exp.Like | exp.ILike) and not isinstance(node.parent, exp.Escape):
+            likes.append(node)
         elif (
-            isinstance(node, exp.Cast)
-            and isinstance(node.to, exp.DataType)
-            and node.to.expressions
-            and node.to.this in _SIZED_STRINGS
+            isinstance(node, exp.Anonymous)
+            and node.name.lower() in _FORMATTERS | _PARSERS
+            and len(node.expressions) == 2
         ):
-            casts.append(node)
+            calls.append(node)
+    changed += [*casts, *stamps, *likes, *calls]
+    labels = _original_labels(changed, label) if label is not None else []
     for t in tables:
         _strip_time_travel(t)
+    for d in changed:
+        if isinstance(d, exp.DataType):
+            params = [exp.DataTypeParam(this=exp.Literal.number(n)) for n in IMPALA_DECIMAL]
+            d.set("expressions", params)
+    for like in likes:
+        like.replace(exp.Escape(this=like.copy(), expression=exp.Literal.string("\\")))
+    for call in reversed(calls):  # innermost first
+        _impala_pattern_call(call)
+    for c in reversed(stamps):
+        _timestamp_cast(c)
     for c in reversed(casts):  # innermost first: an outer cast wraps the rewritten inner one
         _sized_string_cast(c)
-    return tree.sql(dialect="duckdb", copy=False, **opts)  # the tree is this call's copy
+    for select, index, text in labels:
+        item = select.expressions[index]
+        item.replace(exp.alias_(item.copy(), text, quoted=True))
+    sql: str = holder.this.sql(dialect="duckdb", copy=False, **opts)  # this call's copy
+    return sql
+
+
+class _LabelGenerator(DuckDBGenerator):
+    """DuckDB SQL of an expression for its label: ``VARCHAR(n)`` and ``CHAR(n)`` keep
+    their names (DuckDB's generator prints TEXT), as DuckDB labels them."""
+
+    TYPE_MAPPING: ClassVar[dict[exp.DType, str]] = {
+        **DuckDBGenerator.TYPE_MAPPING,
+        exp.DType.CHAR: "CHAR",
+        exp.DType.VARCHAR: "VARCHAR",
+    }
+
+
+_LABELS = _LabelGenerator(dialect="duckdb")
+
+
+def _original_labels(changed: list[exp.Expr], label: Labeler) -> list[tuple[exp.Select, int, str]]:
+    """(SELECT, position, label) of every unaliased SELECT item that holds a node of
+    ``changed``: the label DuckDB gives the item as written, before it changes."""
+    out: dict[tuple[int, int], tuple[exp.Select, int, str]] = {}
+    for node in changed:
+        child, parent = node, node.parent
+        while parent is not None:
+            if isinstance(parent, exp.Select) and child.arg_key == "expressions":
+                index = child.index
+                if not isinstance(child, exp.Alias) and index is not None:
+                    key = (id(parent), index)
+                    if key not in out:
+                        out[key] = (parent, index, label(_LABELS.generate(child)))
+            child, parent = parent, parent.parent
+    return list(out.values())
+
+
+def _timestamp_cast(cast: exp.Cast) -> None:
+    """``CAST(x AS TIMESTAMP)`` as Impala's: NULL if ``x`` does not read as a timestamp
+    or is outside 1400-01-01..9999-12-31."""
+    value = exp.TryCast(this=cast.this, to=cast.to.copy())
+    low = exp.cast(exp.Literal.string("1400-01-01 00:00:00"), "TIMESTAMP")
+    end = exp.cast(exp.Literal.string("10000-01-01 00:00:00"), "TIMESTAMP")
+    inside = exp.and_(
+        exp.GTE(this=value.copy(), expression=low), exp.LT(this=value.copy(), expression=end)
+    )
+    cast.replace(exp.Case(ifs=[exp.If(this=inside, true=value)]))
+
+
+def _impala_pattern_call(call: exp.Anonymous) -> None:
+    """A call of Impala's ``from_unixtime``/``from_timestamp`` (format) or
+    ``unix_timestamp``/``to_timestamp`` (parse) with a date/time pattern, compiled."""
+    name = call.name.lower()
+    value, fmt = call.expressions
+    if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+        error = ProgrammingError(f"{name}: the date/time format must be a constant string")
+        raise with_offender(error, Offender("function", call.name))
+    try:
+        if name in _FORMATTERS:
+            pattern = strftime_pattern(fmt.name, name, fmt)
+            call.set("expressions", [value, exp.Literal.string(pattern)])
+            return
+        stamp = parse_expression(value, fmt.name, name, fmt)
+    except StatementError as e:  # points at the pattern, where the user wrote it
+        raise with_offender(ProgrammingError(e.message), Offender("string", fmt.name)) from None
+    if name == "to_timestamp":
+        call.replace(stamp)
+    else:
+        call.set("expressions", [stamp])
 
 
 _SIZED_STRINGS = _VARCHARS | _CHARS | {exp.DType.TEXT}

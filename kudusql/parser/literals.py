@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.types import DataType, TypeKind
+from kudusql.parser import nodes
 
 
 class StatementError(ProgrammingError):
@@ -87,8 +88,13 @@ SUPPORTED_TYPES = (
 )
 
 
+#: Impala's precision and scale of a bare DECIMAL (also in ``to_duckdb_sql``).
+IMPALA_DECIMAL = (9, 0)
+
+
 def data_type(node: exp.DataType) -> DataType:
-    """The kudusql type of a parsed column type."""
+    """The kudusql type of a parsed SQL type: the one mapping of SQL type names for every
+    statement (column types, CAST in constants), with Impala's defaults."""
     kind = _TYPES.get(node.this)
     if kind is None:
         raise StatementError(
@@ -101,7 +107,9 @@ def data_type(node: exp.DataType) -> DataType:
         if kind is TypeKind.DECIMAL:
             if len(params) > 2:
                 raise StatementError("DECIMAL takes at most (precision, scale)", node)
-            return DataType.parse(f"DECIMAL({','.join(map(str, params))})" if params else "DECIMAL")
+            # Impala's defaults: DECIMAL is DECIMAL(9,0), DECIMAL(p) is DECIMAL(p,0).
+            precision, scale = (params + [IMPALA_DECIMAL[0], 0][len(params) :])[:2]
+            return DataType.parse(f"DECIMAL({precision},{scale})")
         if kind is TypeKind.VARCHAR:
             if len(params) != 1:
                 raise StatementError("VARCHAR needs a length, as in VARCHAR(20)", node)
@@ -150,12 +158,30 @@ def constant(node: exp.Expr, what: str) -> Any:
             raise StatementError(f"{what}: bad hexadecimal literal X'{node.name}'", node) from None
     if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
         value = constant(node.this, what)
-        return coerce(value, data_type(node.to), what, node)
+        dtype = data_type(node.to)
+        if dtype.kind is TypeKind.TIMESTAMP and not isinstance(node, nodes.TimestampLiteral):
+            return impala_timestamp_cast(value, dtype, what, node)
+        return coerce(value, dtype, what, node)
     raise StatementError(
         f"{what} must be a constant (a literal such as 10, 'x', DATE '2024-01-31', "
         f"X'0a' or NULL), not {node.sql('kudusql')}",
         node,
     )
+
+
+def impala_timestamp_cast(value: Any, dtype: DataType, what: str, node: exp.Expr) -> Any:
+    """``CAST(value AS TIMESTAMP)`` as Impala's (and ``to_duckdb_sql``'s): NULL for a
+    string that does not read as a timestamp and for a timestamp before 1400 (a
+    ``TIMESTAMP '...'`` literal keeps its value)."""
+    try:
+        stamp = coerce(value, dtype, what, node)
+    except StatementError:
+        if isinstance(value, str):
+            return None
+        raise
+    if isinstance(stamp, datetime.datetime) and stamp.year < 1400:
+        return None
+    return stamp
 
 
 _INTEGER_LIKE = (int, Decimal)

@@ -95,11 +95,12 @@ _BARE = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def quote(name: str) -> str:
-    """``name`` as SQL writes it: bare when it is a lower-case word that reads as a name
-    (not a keyword), else in double quotes (inner ``"`` doubled)."""
+    """``name`` as kudusql SQL writes it: bare when it is a lower-case word that reads as
+    a name (not a keyword), else in backticks (inner ````` doubled), as Impala quotes
+    names (``"..."`` is a string)."""
     if _BARE.fullmatch(name) and _reads_as_name(name):
         return name
-    return '"' + name.replace('"', '""') + '"'
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _reads_as_name(word: str) -> bool:

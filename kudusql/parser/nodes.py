@@ -2,9 +2,10 @@
 
 This module owns the shape of every statement the dialect adds to sqlglot: databases,
 Kudu CREATE/ALTER/DROP TABLE with columns and partitioning, UPSERT, introspection
-(SHOW/DESCRIBE/EXPLAIN), settings and maintenance, and the ``table_changes`` table
-function. Queries, INSERT, UPDATE and DELETE use sqlglot's own nodes; time travel sits on
-``exp.Table`` as sqlglot's ``exp.Version`` (``this='TIMESTAMP'``, ``kind='AS OF'``).
+(SHOW/DESCRIBE/EXPLAIN), settings and maintenance, the ``table_changes`` table
+function and ``TIMESTAMP '...'`` literals. Queries, INSERT, UPDATE and DELETE use
+sqlglot's own nodes; time travel sits on ``exp.Table`` as sqlglot's ``exp.Version``
+(``this='TIMESTAMP'``, ``kind='AS OF'``).
 
 Each node's ``arg_types`` names its children; ``dialect.KuduSQL.Generator`` turns every
 node back into canonical kudusql SQL, and ``statements.py`` turns them into typed values.
@@ -248,3 +249,11 @@ class TableChanges(exp.Expression, exp.Func):
 
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "start": True, "end": False}
     _sql_names: ClassVar[list[str]] = ["TABLE_CHANGES"]
+
+
+# -- literals -------------------------------------------------------------------------------
+class TimestampLiteral(exp.Cast):
+    """``TIMESTAMP '...'``: a timestamp written as a value (what a bound ``datetime``
+    parameter becomes). Unlike ``CAST('...' AS TIMESTAMP)``, which is NULL outside
+    Impala's range (as in Impala), it keeps its value: written to a column, a value out
+    of range is a row error, not a NULL."""

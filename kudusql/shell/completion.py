@@ -27,8 +27,11 @@ from kudusql.shell.splitter import current_statement, is_meta
 Query = Callable[[str], list[tuple[Any, ...]] | None]
 
 TABLE_CONTEXT = {"FROM", "JOIN", "INTO", "UPDATE", "TABLE", "DESCRIBE", "DESC", "STATS"}
-_WORD = re.compile(r"[\w.\"]+$")
-_TOKENS = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|--[^\n]*|[\w.]+|[(),;]|\S")
+_WORD = re.compile(r"[\w.`]+$")
+_TOKENS = re.compile(
+    r"'(?:[^'\\]|\\.|'')*'?|\"(?:[^\"\\]|\\.|\"\")*\"?|`(?:[^`]|``)*`?|--[^\n]*|[\w.]+|[(),;]|\S",
+    re.S,
+)
 _TABLE_REF = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE|DESCRIBE|DESC)\s+([\w.]+)(?:\s+(?:AS\s+)?(\w+))?",
     re.I,
@@ -98,7 +101,7 @@ class Catalog:
 
     def tables_in(self, db: str) -> list[str]:
         if db not in self._db_tables:
-            got = self._first_column(f'SHOW TABLES IN "{db}"')
+            got = self._first_column(f"SHOW TABLES IN `{db}`")
             if got is None:
                 return []
             self._db_tables[db] = got
@@ -107,7 +110,7 @@ class Catalog:
     def columns(self, table: str) -> list[str]:
         key = table.lower()
         if key not in self._columns:
-            name = ".".join(f'"{p}"' for p in table.split("."))
+            name = ".".join(f"`{p}`" for p in table.split("."))
             got = self._first_column(f"DESCRIBE {name}")
             if got is None:
                 return []
@@ -130,7 +133,7 @@ class Catalog:
 def _match(prefix: str, words: Iterable[str], *, fuzzy: bool = False) -> Iterator[str]:
     """Words starting with ``prefix`` (case-insensitive); then, with ``fuzzy``, words
     containing it."""
-    p = prefix.lower().strip('"')
+    p = prefix.lower().strip("`")
     seen: set[str] = set()
     later: list[str] = []
     for w in words:
@@ -153,7 +156,7 @@ def _case_like(word: str, typed: str) -> str:
 
 
 def _quote(name: str) -> str:
-    return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else f'"{name}"'
+    return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else f"`{name}`"
 
 
 def table_refs(sql: str) -> dict[str, str]:
@@ -236,15 +239,15 @@ class SqlCompleter(Completer):
 
     def _qualified(self, qual: str, part: str, whole: str) -> Iterator[Completion]:
         refs = table_refs(whole)
-        table = refs.get(qual.lower().strip('"'))
+        table = refs.get(qual.lower().strip("`"))
         if table is None and qual.lower() in (t.lower() for t in self.catalog.tables()):
             table = qual
         if table is not None:
             for c in _match(part, self.catalog.columns(table), fuzzy=True):
                 yield Completion(_quote(c), -len(part), display_meta=f"column of {table}")
             return
-        if qual.strip('"') in self.catalog.databases():
-            for t in _match(part, self.catalog.tables_in(qual.strip('"'))):
+        if qual.strip("`") in self.catalog.databases():
+            for t in _match(part, self.catalog.tables_in(qual.strip("`"))):
                 yield Completion(_quote(t), -len(part), display_meta=f"table in {qual}")
 
     def _anywhere(self, word: str, whole: str, prev: str) -> Iterator[Completion]:

@@ -56,7 +56,7 @@ def _on_off(arg: str, current: bool) -> bool:
 
 
 def _ident(name: str) -> str:
-    return ".".join(p if p.startswith('"') else f'"{p}"' for p in name.split("."))
+    return ".".join(p if p.startswith("`") else f"`{p}`" for p in name.split("."))
 
 
 def _sql(shell: Shell, sql: str) -> bool:

@@ -3,16 +3,18 @@
 The shell must know, while the user types, whether the buffer holds complete
 statements (each ended by ``;`` outside strings, quoted names and comments) and must
 cut a script into statements and meta commands (a line starting with ``\\`` or ``.``
-where a statement would start). This is a small scanner, not the SQL parser: it only
-tracks quotes (``'..'``, ``".."``, ``$tag$..$tag$``) and comments (``--``, ``/* */``).
+where a statement would start). This is a small scanner, not the SQL parser, but it
+reads quotes and comments exactly as the parser's tokenizer does
+(``parser.dialect.KuduTokenizer``): strings in ``'..'`` or ``".."`` (a backslash
+escapes the next character, a doubled quote is one quote), names in backticks (a
+doubled backtick is one) and comments (``--`` to the end of the line, ``/* */`` not
+nested).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-_DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,11 @@ def _scan(text: str) -> tuple[list[tuple[int, int, bool]], int]:
                 continue
             at_start = False
             start = i
-        if c == "'" or c == '"':
-            j = text.find(c, i + 1)
-            while j >= 0 and j + 1 < n and text[j + 1] == c:  # doubled quote
-                j = text.find(c, j + 2)
+        if c == "'" or c == '"' or c == "`":
+            j = _quoted_end(text, i, c)
             if j < 0:
                 return spans, start
-            i = j + 1
+            i = j
         elif c == "-" and text.startswith("--", i):
             j = text.find("\n", i)
             i = n if j < 0 else j + 1
@@ -68,11 +68,6 @@ def _scan(text: str) -> tuple[list[tuple[int, int, bool]], int]:
             if j < 0:
                 return spans, start
             i = j + 2
-        elif c == "$" and (m := _DOLLAR.match(text, i)) is not None:
-            j = text.find(m.group(0), m.end())
-            if j < 0:
-                return spans, start
-            i = j + len(m.group(0))
         elif c == ";":
             spans.append((start, i + 1, False))
             i += 1
@@ -81,6 +76,23 @@ def _scan(text: str) -> tuple[list[tuple[int, int, bool]], int]:
         else:
             i += 1
     return spans, (n if at_start else start)
+
+
+# A string or quoted name from its opening quote to just past its closing one. Strings
+# take a backslash before any character; a doubled quote is one quote. Possessive
+# repetition: an unterminated one fails in linear time.
+_QUOTED = {
+    "'": re.compile(r"'(?:[^'\\]|\\.|'')*+'", re.S),
+    '"': re.compile(r'"(?:[^"\\]|\\.|"")*+"', re.S),
+    "`": re.compile(r"`(?:[^`]|``)*+`"),
+}
+
+
+def _quoted_end(text: str, i: int, quote: str) -> int:
+    """Where the string or quoted name opened by ``quote`` at ``i`` ends (just past its
+    closing quote), or -1 if it does not."""
+    m = _QUOTED[quote].match(text, i)
+    return -1 if m is None else m.end()
 
 
 def is_complete(text: str) -> bool:

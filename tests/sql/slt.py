@@ -21,6 +21,8 @@ Records are separated by blank lines; ``#`` lines are comments::
     2	NULL
 
 ``statement error <text>`` expects a kudusql error whose message contains the text;
+``statement error exact`` followed by the SQL, ``----`` and lines expects exactly that
+message (line breaks included, so a caret line is checked to the column);
 ``statement count N`` checks ``cursor.rowcount``; ``statement warning <text>`` checks
 that some warning contains the text. ``query`` compares rows in order, ``query rowsort``
 after sorting; cells are tab-separated, NULL for None, booleans as true/false.
@@ -77,11 +79,9 @@ def parse_file(path: Path) -> list[Record]:
         head = lines[0].split(None, 1)
         kind, arg = head[0], head[1] if len(head) > 1 else ""
         body = lines[1:]
-        if kind == "query":
+        if kind in ("query", "statement"):
             sep = body.index("----") if "----" in body else len(body)
             records.append(Record(start, kind, arg, "\n".join(body[:sep]), body[sep + 1 :]))
-        elif kind == "statement":
-            records.append(Record(start, kind, arg, "\n".join(body), []))
         else:
             raise ValueError(f"{path}:{start}: unknown record {lines[0]!r}")
     return records
@@ -148,6 +148,11 @@ def run_file(path: Path) -> None:
                     try:
                         cur.execute(r.sql)
                     except Error as e:
+                        if rest == "exact":
+                            assert str(e) == "\n".join(r.expected), (
+                                f"{where}: got\n{e}\nexpected\n" + "\n".join(r.expected)
+                            )
+                            continue
                         assert rest.lower() in str(e).lower(), (
                             f"{where}: error {str(e)!r} lacks {rest!r}"
                         )

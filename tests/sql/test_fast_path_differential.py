@@ -5,8 +5,9 @@ every result, error, warning and the stored rows must agree.
 
 Statements come as SQL literals, as ``execute`` parameters and as ``executemany``
 batches, with the awkward values users send: strings for numbers and dates, NULLs,
-out-of-range and fractional numbers for integer keys, decimals for doubles, timestamps
-for dates, mixed case, and keys repeated within a batch."""
+out-of-range and fractional numbers for integer and decimal keys (in point lookups and
+in pushed-down ranges and IN lists), decimals for doubles, timestamps for dates and
+timestamps outside Impala's range, mixed case, and keys repeated within a batch."""
 
 from __future__ import annotations
 
@@ -56,7 +57,14 @@ TIMESTAMPS = [
     "x",
     None,
     datetime.datetime(2024, 1, 1, 5, tzinfo=UTC2),
+    # Outside Impala's range (1400-01-01..9999-12-31): a row error when written.
+    datetime.datetime(1300, 1, 1),
+    "1399-12-31 23:59:59",
+    "9999-12-31 23:59:59.999999",
 ]
+# DECIMAL(4,2) keys: out of range, with more fractional digits.
+DECIMAL_KEYS = [D("1.50"), D("1.5"), D("-1.5"), D("99.99"), D("100.5"), D("1.555"), 1, 150]
+DECIMAL_KEYS += ["1.5", 1.5, None]
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,12 @@ SHAPES = [
         ),
         ("k",),
     ),
+    Shape(
+        "CREATE TABLE t (k DECIMAL(4,2) PRIMARY KEY, ts TIMESTAMP) "
+        "PARTITION BY HASH (k) PARTITIONS 2",
+        (("k", tuple(DECIMAL_KEYS)), ("ts", tuple(TIMESTAMPS))),
+        ("k",),
+    ),
 ]
 
 
@@ -149,7 +163,9 @@ class Statement:
 def statements(draw: st.DrawFn, shape: Shape) -> Statement:
     names = [c for c, _ in shape.columns]
     pools = dict(shape.columns)
-    kind = draw(st.sampled_from(["insert", "upsert", "ignore", "update", "delete", "lookup"]))
+    kind = draw(
+        st.sampled_from(["insert", "upsert", "ignore", "update", "delete", "lookup", "range"])
+    )
     mode = draw(st.sampled_from(["literal", "params", "many"]))
     if kind in ("insert", "upsert", "ignore"):
         cols = names
@@ -188,6 +204,14 @@ def statements(draw: st.DrawFn, shape: Shape) -> Statement:
         )
     elif kind == "delete":
         sql, params = f"DELETE FROM t WHERE {where}", key
+    elif kind == "range":
+        # A pushed-down range or IN list with constants out of the key's range.
+        col = shape.key[0]
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "IN"]))
+        if op == "IN":
+            sql, params = f"SELECT * FROM t WHERE {col} IN (?, ?) ORDER BY 1", [key[0], key[-1]]
+        else:
+            sql, params = f"SELECT * FROM t WHERE {col} {op} ? ORDER BY 1", [key[0]]
     else:
         sql, params = f"SELECT * FROM t WHERE {where}", key
     lits = [_sql_literal(v) for v in params]
@@ -272,6 +296,31 @@ CASES = [
         ],
     ),
     (SHAPES[1], [Statement("INSERT INTO t (day, id) VALUES (DATE '2024-08-02', 1.7)")]),
+    # Issue 32: a key out of its column's range or precision matches no row; a timestamp
+    # outside Impala's range is a row error on the row path and the batch path alike.
+    (
+        SHAPES[4],
+        [
+            Statement("INSERT INTO t VALUES (1.5, '2024-01-01')"),
+            Statement("SELECT * FROM t WHERE k = ?", [D("100.5")]),
+            Statement("SELECT * FROM t WHERE k = ?", [D("1.555")]),
+            Statement("SELECT * FROM t WHERE k = ?", [D("1.5")]),
+            Statement("SELECT * FROM t WHERE k < 1000 AND k > -1000"),
+            Statement("SELECT * FROM t WHERE k IN (100.5, 1.5)"),
+            Statement("INSERT INTO t VALUES (?, ?)", [D("2.5"), datetime.datetime(1300, 1, 1)]),
+            Statement("INSERT INTO t VALUES (3.5, '1300-01-01'), (4.5, '2024-01-01')"),
+        ],
+    ),
+    (
+        SHAPES[3],
+        [
+            Statement("INSERT INTO t VALUES (1, 1), (99, 2)"),
+            Statement("SELECT * FROM t WHERE k = 300"),
+            Statement("SELECT * FROM t WHERE k = ?", [300]),
+            Statement("SELECT * FROM t WHERE k < 300 ORDER BY 1"),
+            Statement("SELECT * FROM t WHERE k > -300 AND k IN (1, 300, 99999999999) ORDER BY 1"),
+        ],
+    ),
 ]
 
 

@@ -60,9 +60,9 @@ def test_a_table_made_outside_sql_answers_to_any_spelling(conn: kudusql.Connecti
     _client_table(conn)
     cur = conn.cursor()
     cur.execute("INSERT INTO events VALUES (1, 'nord', 10), (2, 'sud', 20)")
-    cur.execute('INSERT INTO EVENTS ("USERID", "RÉGION") VALUES (3, ?)', ("est",))
+    cur.execute("INSERT INTO EVENTS (`USERID`, `RÉGION`) VALUES (3, ?)", ("est",))
     cur.executemany("UPSERT INTO Events (userid, score) VALUES (?, ?)", [(4, 40), (5, 50)])
-    rows, names = result(conn, 'SELECT * FROM "events" WHERE "région" IS NOT NULL ORDER BY 1')
+    rows, names = result(conn, "SELECT * FROM `events` WHERE `région` IS NOT NULL ORDER BY 1")
     # Results label columns by their folded names, as Impala shows such a table.
     assert names == ["userid", "région", "score"]
     assert rows == [(1, "nord", 10), (2, "sud", 20), (3, "est", None)]
@@ -71,7 +71,7 @@ def test_a_table_made_outside_sql_answers_to_any_spelling(conn: kudusql.Connecti
     plan = "\n".join(r[0] for r in result(conn, "EXPLAIN SELECT * FROM events WHERE userid = 3")[0])
     assert "UserId = 3" in plan and "tablets: 1 of 2" in plan
     since = cur.execute("SELECT 1").timestamp
-    cur.execute('UPDATE events SET "Score" = userid * 100 WHERE "RÉGION" = ?', ("sud",))
+    cur.execute("UPDATE events SET `Score` = userid * 100 WHERE `RÉGION` = ?", ("sud",))
     assert cur.rowcount == 1
     changes = result(conn, f"SELECT * FROM table_changes('EVENTS', {since}) WHERE RÉGION = 'sud'")
     assert changes == (
@@ -89,7 +89,7 @@ def test_a_table_made_outside_sql_answers_to_any_spelling(conn: kudusql.Connecti
     # DESCRIBE shows the stored names; the storage table keeps them.
     assert [r[0] for r in result(conn, "DESCRIBE events")[0]] == ["UserId", "Région", "score"]
     assert conn.session.db.table("Events").schema.names == ["UserId", "Région", "score"]
-    cur.execute('ALTER TABLE events CHANGE "RÉGION" region STRING')
+    cur.execute("ALTER TABLE events CHANGE `RÉGION` region STRING")
     assert [r[0] for r in result(conn, "DESCRIBE events")[0]] == ["UserId", "region", "score"]
     with pytest.raises(ProgrammingError, match="already exists"):
         cur.execute("ALTER TABLE events ADD COLUMNS (USERID INT)")
@@ -101,16 +101,16 @@ def test_the_fast_path_matches_the_general_path_in_every_spelling(
     conn: kudusql.Connection,
 ) -> None:
     _client_table(conn)
-    conn.execute('CREATE TABLE q ("K" INT PRIMARY KEY, "Val" STRING)')
+    conn.execute("CREATE TABLE q (`K` INT PRIMARY KEY, `Val` STRING)")
     conn.execute("INSERT INTO events VALUES (7, 'ouest', 70)")
     conn.execute("INSERT INTO q VALUES (1, 'one')")
     cases: list[tuple[str, Any]] = [
         ("SELECT * FROM events WHERE userid = 7", None),
-        ('SELECT * FROM "EVENTS" WHERE "USERID" = ?', (7,)),
-        ('SELECT Score, "région" AS "Where" FROM Events WHERE UserId = 7', None),
+        ("SELECT * FROM `EVENTS` WHERE `USERID` = ?", (7,)),
+        ("SELECT Score, `région` AS `Where` FROM Events WHERE UserId = 7", None),
         ("SELECT e.SCORE FROM events E WHERE e.USERID = :k", {"k": 7}),
         ("SELECT events.score FROM EVENTS WHERE EVENTS.userid = 7", None),
-        ('SELECT "VAL", val AS "V" FROM "Q" WHERE k = 1', None),
+        ("SELECT `VAL`, val AS `V` FROM `Q` WHERE k = 1", None),
     ]
     for sql, params in cases:
         assert fast(conn, sql, params), sql
@@ -118,7 +118,7 @@ def test_the_fast_path_matches_the_general_path_in_every_spelling(
         general = sql.replace(" WHERE ", " WHERE 1 = 1 AND ")
         assert not fast(conn, general, params)
         assert got == result(conn, general, params), sql
-    assert result(conn, 'SELECT "VAL", val AS "V" FROM "Q" WHERE k = 1') == (
+    assert result(conn, "SELECT `VAL`, val AS `V` FROM `Q` WHERE k = 1") == (
         [("one", "one")],
         ["val", "v"],
     )
@@ -153,7 +153,7 @@ def test_columns_equal_ignoring_case_are_refused(conn: kudusql.Connection) -> No
         with pytest.raises(ProgrammingError, match="differ only in case"):
             conn.execute(sql)
     # Writing by the exact stored names still works (no query reads the table).
-    conn.execute('INSERT INTO twins (k, "a") VALUES (2, 5)')
+    conn.execute("INSERT INTO twins (k, `a`) VALUES (2, 5)")
     assert conn.session.db.table("twins").scan(["a"]).read_all().column("a").to_pylist() == [
         20,
         5,
@@ -161,13 +161,13 @@ def test_columns_equal_ignoring_case_are_refused(conn: kudusql.Connection) -> No
 
 
 def test_the_plan_cache_keeps_answering_the_same(conn: kudusql.Connection) -> None:
-    conn.execute('CREATE TABLE "T" ("Id" INT PRIMARY KEY, "Name" STRING)')
+    conn.execute("CREATE TABLE `T` (`Id` INT PRIMARY KEY, `Name` STRING)")
     conn.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
-    sql = 'SELECT "NAME" FROM "t" WHERE "ID" >= 1 ORDER BY ID'
+    sql = "SELECT `NAME` FROM `t` WHERE `ID` >= 1 ORDER BY ID"
     first = result(conn, sql)
     assert sql in {k for k, _ in conn.session.plans._items}
     assert result(conn, sql) == first == ([("a",), ("b",)], ["name"])
-    conn.execute('ALTER TABLE T CHANGE "NAME" "Label" STRING')
+    conn.execute("ALTER TABLE T CHANGE `NAME` `Label` STRING")
     with pytest.raises(ProgrammingError, match="name"):
         conn.execute(sql)
 
@@ -180,12 +180,12 @@ _KEYWORDS = sorted(
 )
 
 AWKWARD = [
-    ("mixed", '"MixedCase"', ['"Id"', '"camelCase"']),
-    ("reserved", '"select"', ['"from"', '"order"', '"group"', '"table"', '"date"']),
-    ("spaces", '"my table"', ['"the key"', '" lead"', '"trail "', '"tab\there"']),
-    ("quotes", '"it""s"', ['"say ""hi"""', "\"'single'\""]),
+    ("mixed", "`MixedCase`", ["`Id`", "`camelCase`"]),
+    ("reserved", "`select`", ["`from`", "`order`", "`group`", "`table`", "`date`"]),
+    ("spaces", "`my table`", ["`the key`", "` lead`", "`trail `", "`tab\there`"]),
+    ("quotes", "`it``s`", ['`say "hi"`', "`'single'`", "`back``tick`"]),
     ("internal", "__kudusql_scan_0", ["__kudusql_rows", "__kudusql_scan_1", "__kudusql_values"]),
-    ("unicode", '"Überstunden"', ['"Ärger"', '"日本"', '"1st"', '"a-b"']),
+    ("unicode", "`Überstunden`", ["`Ärger`", "`日本`", "`1st`", "`a-b`"]),
 ]
 
 
@@ -243,7 +243,7 @@ def test_every_keyword_round_trips_as_a_name(conn: kudusql.Connection, part: int
     """A column named after any keyword of the dialect is quoted where it must be (the
     keywords in two tables: a table has at most 300 columns)."""
     names = [w for w in _KEYWORDS[part::2] if w != "k"]
-    cols = ", ".join(f'"{w}" INT' for w in names)
+    cols = ", ".join(f"`{w}` INT" for w in names)
     conn.execute(f"CREATE TABLE kw (k INT PRIMARY KEY, {cols}) PARTITION BY HASH (k) PARTITIONS 2")
     ddl = result(conn, "SHOW CREATE TABLE kw")[0][0][0]
     before = conn.session.table(_parse_name("kw")).schema
@@ -261,11 +261,11 @@ def test_every_keyword_round_trips_as_a_name(conn: kudusql.Connection, part: int
 
 
 def test_a_database_name_round_trips(conn: kudusql.Connection) -> None:
-    conn.execute('CREATE DATABASE "My Db"')
-    conn.execute('CREATE TABLE "MY DB"."T 1" (k INT PRIMARY KEY)')
-    ddl = result(conn, 'SHOW CREATE TABLE "my db"."t 1"')[0][0][0]
-    assert ddl.startswith('CREATE TABLE "my db"."t 1" (')
-    conn.execute('DROP TABLE "My Db"."T 1"')
+    conn.execute("CREATE DATABASE `My Db`")
+    conn.execute("CREATE TABLE `MY DB`.`T 1` (k INT PRIMARY KEY)")
+    ddl = result(conn, "SHOW CREATE TABLE `my db`.`t 1`")[0][0][0]
+    assert ddl.startswith("CREATE TABLE `my db`.`t 1` (")
+    conn.execute("DROP TABLE `My Db`.`T 1`")
     conn.execute(ddl)
-    conn.execute('USE "MY DB"')
+    conn.execute("USE `MY DB`")
     assert result(conn, "SHOW TABLES")[0] == [("t 1",)]

@@ -36,7 +36,7 @@ CreateTable(
     ColumnSpec(name='f', type=FLOAT)
     ColumnSpec(name='d', type=DOUBLE)
     ColumnSpec(name='dec', type=DECIMAL(10,2))
-    ColumnSpec(name='dec0', type=DECIMAL(18,0))
+    ColumnSpec(name='dec0', type=DECIMAL(9,0))
     ColumnSpec(name='s', type=STRING)
     ColumnSpec(name='v', type=VARCHAR(20))
     ColumnSpec(name='bin', type=BINARY)
@@ -149,7 +149,7 @@ CreateTable(
 )
 
 -- statement identifiers fold to lower case, quoted or not (Impala)
-CREATE TABLE "MyTable" ("Id" INT PRIMARY KEY, Name STRING) PARTITION BY HASH ("Id") PARTITIONS 2
+CREATE TABLE `MyTable` (`Id` INT PRIMARY KEY, Name STRING) PARTITION BY HASH (`Id`) PARTITIONS 2
 -- expect
 CreateTable(
   table=mytable

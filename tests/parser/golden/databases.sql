@@ -36,7 +36,7 @@ USE sales
 UseDatabase(name='sales')
 
 -- statement quoted names fold to lower case too (Impala)
-USE "Sales"
+USE `Sales`
 -- expect
 UseDatabase(name='sales')
 

@@ -41,13 +41,13 @@ Query(ast=`SELECT * FROM (VALUES (1, 'a'), (2, 'b'))`)
 SELECT CAST(a AS STRING), CAST(b AS INT8), CAST(c AS DECIMAL(10, 2)), TIMESTAMP '2024-01-01 00:00:00', X'0aff' FROM t
 -- expect
 Query(
-  ast=`SELECT CAST(a AS TEXT), CAST(b AS TINYINT), CAST(c AS DECIMAL(10, 2)), CAST('2024-01-01 00:00:00' AS TIMESTAMP), X'0aff' FROM t`
+  ast=`SELECT CAST(a AS TEXT), CAST(b AS TINYINT), CAST(c AS DECIMAL(10, 2)), TIMESTAMP '2024-01-01 00:00:00', X'0aff' FROM t`
 )
 
 -- statement time travel to a timestamp
 SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01 10:00:00'
 -- expect
-Query(ast=`SELECT * FROM t FOR SYSTEM_TIME AS OF CAST('2024-01-01 10:00:00' AS TIMESTAMP)`)
+Query(ast=`SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01 10:00:00'`)
 
 -- statement time travel to a HybridTime, with an alias
 SELECT x.a FROM db.t FOR SYSTEM_TIME AS OF 7000000000000 AS x
@@ -75,7 +75,7 @@ Query(ast=`SELECT * FROM table_changes('t', 100, 200)`)
 SELECT id, change_type FROM table_changes('db.t', TIMESTAMP '2024-01-01') WHERE is_deleted
 -- expect
 Query(
-  ast=`SELECT id, change_type FROM table_changes('db.t', CAST('2024-01-01' AS TIMESTAMP)) WHERE is_deleted`
+  ast=`SELECT id, change_type FROM table_changes('db.t', TIMESTAMP '2024-01-01') WHERE is_deleted`
 )
 
 -- statement placeholders

@@ -9,10 +9,10 @@ Query(ast=`SELECT 1`)
 
 -- statement semicolons inside strings, comments and quoted names do not split
 INSERT INTO t VALUES ('a;b'); -- a comment; still a comment
-SELECT "we;ird" FROM t /* ; */ WHERE s = ';'
+SELECT `we;ird`, "str;ing" FROM t /* ; */ WHERE s = ';'
 -- expect
 Insert(table=t, columns=None, source=`VALUES ('a;b')`, ast=`INSERT INTO t VALUES ('a;b')`)
-Query(ast=`SELECT "we;ird" FROM t /* ; */ WHERE s = ';'`)
+Query(ast=`SELECT `we;ird`, 'str;ing' FROM t /* ; */ WHERE s = ';'`)
 
 -- statement empty statements are skipped
 ;;SHOW TABLES;;
