@@ -246,6 +246,19 @@ class KuduParser(DdlParser):
             self._advance()
         return super()._parse_projections()
 
+    def _parse_derived_table_values(self, allow_value_synonym: bool = False) -> exp.Values | None:
+        # Impala's ``VALUES ((1, 'a'), (2, 'b'))``: one parenthesized list of rows is the
+        # rows themselves. Impala has no row constructors, so a VALUES whose only row
+        # holds nothing but parenthesized tuples means this; DuckDB would read one row
+        # of structs.
+        values = super()._parse_derived_table_values(allow_value_synonym)
+        if values is not None and len(values.expressions) == 1:
+            only = values.expressions[0]
+            inner = only.expressions if isinstance(only, exp.Tuple) else []
+            if inner and all(isinstance(r, exp.Tuple) for r in inner):
+                values.set("expressions", list(inner))
+        return values
+
     def _parse_version(self) -> exp.Version | None:
         start = self._curr
         version = super()._parse_version()
