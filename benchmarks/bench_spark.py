@@ -111,7 +111,7 @@ def _schema(db: Path, columns: list[str]) -> Any:
     """The query's columns with the table's types and nullability (what ``load()``
     without a schema would give, pruned)."""
     from kudusql.spark.spark_schema import pruned_schema
-    from kudusql.storage.client.database import Database
+    from kudusql.storage.tables.database import Database
 
     with Database(str(db), read_only=True) as d:
         return pruned_schema(d.table("lineitem").schema, "lineitem", columns)

@@ -1,5 +1,5 @@
 """Tables: bulk load, parallel scans and point lookups through the tables API
-(``kudusql.storage.client``: ``Database`` / ``Table``), 8 hash tablets versus 1 tablet,
+(``kudusql.storage.tables``: ``Database`` / ``Table``), 8 hash tablets versus 1 tablet,
 side by side with DuckDB on the same TPC-H lineitem rows.
 
 Data: lineitem at ``--sf`` (``--rows N``: its first N rows), key (l_orderkey,
@@ -81,9 +81,9 @@ from benchmarks.common import (
 )
 from benchmarks.data import LINEITEM_KEY, describe, kudu_schema, lineitem_rows, sf_label
 from kudusql.common.options import TabletOptions
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema
+from kudusql.storage.tables.table import Table
 from kudusql.storage.tablet.tablet import Tablet
 
 NAME = "tables"

@@ -1,7 +1,7 @@
 """The Python client API, modelled on Apache Kudu's Python client (``import kudu``).
 
 This package owns the user-facing, Kudu-style object API over the tables layer
-(``kudusql.storage.client``): connecting (``connect``, ``Client``), schemas
+(``kudusql.storage.tables``): connecting (``connect``, ``Client``), schemas
 (``schema_builder``, type constants, ``Schema``), partitioning (``Partitioning``),
 DDL (``create_table``, ``delete_table``, ``new_table_alterer``), row operations and
 write sessions (``table.new_insert`` ..., ``Session`` with manual, sync and background

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kudusql.client.partitioning import range_bounds
 from kudusql.client.schema import ColumnSpec, TypeLike
 from kudusql.common.errors import ProgrammingError
-from kudusql.storage.client.alter import (
+from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
     AlterColumn,

@@ -21,8 +21,8 @@ from kudusql.client.table import Table
 from kudusql.client.timestamps import HybridTime
 from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.schema import Schema as CoreSchema
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.table import Table as CoreTable
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.table import Table as CoreTable
 
 __all__ = ["Client", "connect"]
 
@@ -47,7 +47,7 @@ class Client:
     # -- lifecycle ----------------------------------------------------------------------------
     @property
     def database(self) -> Database:
-        """The storage database (``kudusql.storage.client.database.Database``)."""
+        """The storage database (``kudusql.storage.tables.database.Database``)."""
         return self._db
 
     @property

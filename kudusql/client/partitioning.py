@@ -13,7 +13,7 @@ from typing import Any
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import Schema as CoreSchema
-from kudusql.storage.client.partition import HashDimension, PartitionSchema, RangeBounds
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, RangeBounds
 
 __all__ = [
     "EXCLUSIVE_BOUND",

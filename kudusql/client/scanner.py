@@ -25,7 +25,7 @@ from kudusql.client.table import Predicate
 from kudusql.client.timestamps import HybridTime, raw_snapshot_of, snapshot_of
 from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.storage.client.scan_token import ScanToken as CoreScanToken
+from kudusql.storage.tables.scan_token import ScanToken as CoreScanToken
 
 if TYPE_CHECKING:
     from kudusql.client.client import Client

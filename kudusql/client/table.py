@@ -27,7 +27,7 @@ from kudusql.client.write import (
 )
 from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.storage.client.table import Table as CoreTable
+from kudusql.storage.tables.table import Table as CoreTable
 from kudusql.storage.tablet.write_ops import WriteOp, WriteResult
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class Table:
 
     @property
     def core(self) -> CoreTable:
-        """The storage table (``kudusql.storage.client.table.Table``)."""
+        """The storage table (``kudusql.storage.tables.table.Table``)."""
         return self._core
 
     @property

@@ -19,8 +19,8 @@ from typing import Any
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.options import TabletOptions
-from kudusql.storage.client import directory
-from kudusql.storage.client.database import Database
+from kudusql.storage.tables import directory
+from kudusql.storage.tables.database import Database
 
 _lock = threading.Lock()
 

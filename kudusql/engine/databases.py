@@ -15,9 +15,9 @@ from typing import Any
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
 from kudusql.parser.names import fold
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.system_tables import SYSTEM_DATABASE
 from kudusql.storage.fs.meta_file import load_json, save_json
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.system_tables import SYSTEM_DATABASE
 
 # DO NOT CHANGE: on-disk.
 FILE_NAME = "sql_databases.meta"

@@ -37,7 +37,7 @@ from kudusql.parser import statements as st
 from kudusql.parser.names import fold, ident, table_name
 from kudusql.planner.dml import constant_rows
 from kudusql.planner.plan import conjuncts
-from kudusql.storage.client.system_tables import SYSTEM_DATABASE
+from kudusql.storage.tables.system_tables import SYSTEM_DATABASE
 
 if TYPE_CHECKING:
     from kudusql.engine.session import Result, Session

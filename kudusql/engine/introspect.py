@@ -25,10 +25,10 @@ from kudusql.parser.column_storage import shown_compression, shown_encoding
 from kudusql.parser.names import quote
 from kudusql.planner.dml import delete_query, target_columns, update_query, values_query
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name, sql_name, storage_name
-from kudusql.storage.client.partition import HashDimension, RangeBounds
-from kudusql.storage.client.pruning import prune_partitions
-from kudusql.storage.client.range_format import format_range, sql_value
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.partition import HashDimension, RangeBounds
+from kudusql.storage.tables.pruning import prune_partitions
+from kudusql.storage.tables.range_format import format_range, sql_value
+from kudusql.storage.tables.table import Table
 
 if TYPE_CHECKING:
     from kudusql.engine.session import Result, Session

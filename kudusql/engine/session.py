@@ -60,9 +60,9 @@ from kudusql.planner.dml import (
 )
 from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
-from kudusql.storage.client import system_tables
-from kudusql.storage.client.database import ConcurrentDdlError, Database
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables import system_tables
+from kudusql.storage.tables.database import ConcurrentDdlError, Database
+from kudusql.storage.tables.table import Table
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS
 from kudusql.storage.tablet.write_ops import WriteOp
 

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.types import DataType, TypeKind, cast_array, display_value
 from kudusql.parser.limits import check_cancelled
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.table import Table
 from kudusql.storage.tablet.write_ops import RowError, WriteOp, atomic_rejection
 
 #: Row errors kept as samples per statement.

@@ -39,8 +39,8 @@ from kudusql.parser.errors import duckdb_message, with_offender
 from kudusql.parser.limits import check_cancelled
 from kudusql.parser.names import fold
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
-from kudusql.storage.client import system_tables
-from kudusql.storage.client.database import Database
+from kudusql.storage.tables import system_tables
+from kudusql.storage.tables.database import Database
 
 #: The one column of a scan that reads no column (the query only counts its rows).
 ROWS_ONLY = "__kudusql_rows"

@@ -28,7 +28,7 @@ from kudusql.parser.const_eval import fold
 from kudusql.parser.literals import StatementError, coerce, data_type
 from kudusql.parser.names import fold as fold_name
 from kudusql.parser.names import ident, table_name
-from kudusql.storage.client.alter import (
+from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
     AlterColumn,
@@ -36,7 +36,7 @@ from kudusql.storage.client.alter import (
     DropRangePartition,
     SetProperties,
 )
-from kudusql.storage.client.partition import HashDimension, RangeBounds
+from kudusql.storage.tables.partition import HashDimension, RangeBounds
 
 ONE_TABLET_WARNING = (
     "table {table} has no PARTITION BY clause, so it is stored in a single tablet; "

@@ -3,7 +3,7 @@
 This module owns what the planner receives from the parser: ``parse(sql)`` returns a
 ``Statement`` per statement of a script (``parse_one`` exactly one). DDL statements are
 plain values ready for storage (``ColumnSpec.to_column_schema``,
-``PartitionSpec.to_partition_schema``, ALTER TABLE as ``kudusql.storage.client.alter``
+``PartitionSpec.to_partition_schema``, ALTER TABLE as ``kudusql.storage.tables.alter``
 steps); DML statements carry the target table and the sqlglot trees (queries are
 ``exp.Query`` trees in the kudusql dialect; see ``docs/SQL.md``). Every statement keeps
 its source ``text``. Constants are already Python values of the column type where the
@@ -24,7 +24,7 @@ from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.parser.literals import coerce
-from kudusql.storage.client.alter import (
+from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
     AlterColumn,
@@ -34,7 +34,7 @@ from kudusql.storage.client.alter import (
     RenameColumn,
     RenameTable,
 )
-from kudusql.storage.client.partition import HashDimension, PartitionSchema, RangeBounds
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, RangeBounds
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from kudusql.spark.options import database_path, storage_table_name
 from kudusql.spark.publish import JobSummary
 from kudusql.spark.source import missing_table
 from kudusql.spark.spark_schema import kudusql_type, pruned_schema
-from kudusql.storage.client.database import Database
+from kudusql.storage.tables.database import Database
 
 
 class KuduContext:

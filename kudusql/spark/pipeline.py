@@ -34,7 +34,7 @@ from kudusql.spark.options import database_path, storage_table_name
 from kudusql.spark.session import spark_session
 from kudusql.spark.source import missing_table
 from kudusql.spark.spark_schema import find_column, spark_type
-from kudusql.storage.client.database import Database
+from kudusql.storage.tables.database import Database
 
 log = logging.getLogger("kudusql.spark.pipeline")
 

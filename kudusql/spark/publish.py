@@ -41,8 +41,8 @@ from kudusql.spark.staging import (
     remove_job,
     remove_stale_jobs,
 )
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.table import Table
 from kudusql.storage.tablet.bulk_load import staged_duplicates
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
 from kudusql.storage.tablet.write_ops import WriteOp

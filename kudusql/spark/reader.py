@@ -18,7 +18,7 @@ batches cast to the Arrow schema Spark derived from the read schema.
 
 Spark reuses its Python worker processes, so each keeps its read-only open (and the
 decoded pages in its block cache) from task to task and query to query, as long as the
-files a fresh open would read are unchanged (``storage.client.fingerprint``, taken
+files a fresh open would read are unchanged (``storage.tables.fingerprint``, taken
 before each open); a changed tablet is reopened, a changed catalog reopens the whole
 database.
 """
@@ -40,13 +40,13 @@ from kudusql.common.hybrid_time import from_micros
 from kudusql.common.options import TabletOptions
 from kudusql.spark.options import SourceOptions
 from kudusql.spark.spark_schema import arrow_schema_for
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.fingerprint import (
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.fingerprint import (
     Fingerprint,
     catalog_fingerprint,
     tablet_fingerprint,
 )
-from kudusql.storage.client.scan_token import ScanToken
+from kudusql.storage.tables.scan_token import ScanToken
 
 #: Decoded pages a Spark worker process keeps (each worker has its own cache). Spark
 #: hands a query's tasks to whichever worker is free, so each worker sees most tablets:

@@ -23,8 +23,8 @@ from kudusql.spark.reader import KudusqlReader
 from kudusql.spark.spark_schema import check_write_schema, read_columns, spark_schema
 from kudusql.spark.staging import new_job_dir
 from kudusql.spark.writer import KudusqlWriter
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.table import Table
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 
 #: pyspark's worker prints an error's message without its Python traceback when this

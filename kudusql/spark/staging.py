@@ -38,7 +38,7 @@ from kudusql.common.arrays import sorted_unique
 from kudusql.common.errors import DataError
 from kudusql.common.keys import decode_key
 from kudusql.common.schema import Schema
-from kudusql.storage.client.partition import NO_TABLET_MESSAGE, PartitionSchema, partition_for_batch
+from kudusql.storage.tables.partition import NO_TABLET_MESSAGE, PartitionSchema, partition_for_batch
 from kudusql.storage.tablet.bulk_load import repeated_rows, stage_rowsets
 from kudusql.storage.tablet.diskrowset import default_column
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions

@@ -24,7 +24,7 @@ from kudusql.common.schema import Schema
 from kudusql.spark.publish import JobPlan, abort_job, commit_job
 from kudusql.spark.spark_schema import to_storage
 from kudusql.spark.staging import StagedTask, stage_batches, stage_rowset_batches
-from kudusql.storage.client.partition import PartitionSchema
+from kudusql.storage.tables.partition import PartitionSchema
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 
 log = logging.getLogger("kudusql.spark")

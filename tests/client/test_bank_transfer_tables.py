@@ -24,9 +24,9 @@ import pyarrow.compute as pc
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema, partition_for_batch
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, partition_for_batch
+from kudusql.storage.tables.table import Table
 from tests.support.timing import scaled
 
 ACCOUNTS = 48

@@ -1,4 +1,4 @@
-"""Tests for kudusql.storage.client.batch_keys: batch hashing and range location."""
+"""Tests for kudusql.storage.tables.batch_keys: batch hashing and range location."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kudusql.storage.client.batch_keys as bk
+import kudusql.storage.tables.batch_keys as bk
 from kudusql.common.murmur import murmur2_64
 
 

@@ -24,8 +24,9 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate as P
 from kudusql.common.schema import ColumnSchema
 from kudusql.common.types import DataType
-from kudusql.storage.client import catalog
-from kudusql.storage.client.alter import (
+from kudusql.storage.fs import faults
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
     AlterColumn,
@@ -35,15 +36,14 @@ from kudusql.storage.client.alter import (
     RenameTable,
     SetProperties,
 )
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import (
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import (
     NO_TABLET_MESSAGE,
     HashDimension,
     PartitionSchema,
     RangeBounds,
 )
-from kudusql.storage.client.table import Table
-from kudusql.storage.fs import faults
+from kudusql.storage.tables.table import Table
 from tests.support.tablets import pause_at, schema
 from tests.support.timing import WAIT, scaled
 
@@ -173,7 +173,7 @@ def test_drop_table_deletes_tablets_and_handles(db: Database) -> None:
 def test_second_writer_process_refused(db: Database) -> None:
     code = (
         "import sys\n"
-        "from kudusql.storage.client.database import Database\n"
+        "from kudusql.storage.tables.database import Database\n"
         "from kudusql.common.errors import OperationalError\n"
         "try:\n"
         f"    Database({db.path!r})\n"

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from kudusql.storage.client import catalog
-from kudusql.storage.client.database import Database
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.database import Database
 from tests.support import db_crash_writer as cw
 
 ROOT = str(Path(__file__).resolve().parents[2])

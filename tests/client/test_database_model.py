@@ -32,8 +32,8 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client import catalog
-from kudusql.storage.client.alter import (
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
     AlterStep,
@@ -42,9 +42,9 @@ from kudusql.storage.client.alter import (
     RenameColumn,
     RenameTable,
 )
-from kudusql.storage.client.database import Database, connect
-from kudusql.storage.client.partition import HashDimension, PartitionSchema, RangeBounds
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.database import Database, connect
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, RangeBounds
+from kudusql.storage.tables.table import Table
 from tests.support.database_model import (
     NO_TABLET,
     OPS,

@@ -20,11 +20,11 @@ import pytest
 
 from kudusql.common.errors import OperationalError
 from kudusql.common.options import TabletOptions
-from kudusql.storage.client import catalog
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema
 from kudusql.storage.fs.lock import LOCK_FILE
 from kudusql.storage.fs.meta_file import save_json
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema
 from tests.support.tablets import schema
 
 OPTS = TabletOptions(sync=False, rows_per_page=64, history_max_age_s=3600)

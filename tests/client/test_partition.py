@@ -1,4 +1,4 @@
-"""Tests for kudusql.storage.client.partition: Kudu's golden buckets and partition keys,
+"""Tests for kudusql.storage.tables.partition: Kudu's golden buckets and partition keys,
 range coverage, split rows, adding and dropping ranges, validation, serialization."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kudusql.common.keys import encode_key
 from kudusql.common.murmur import murmur2_64
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.partition import (
+from kudusql.storage.tables.partition import (
     NO_TABLET_MESSAGE,
     HashDimension,
     PartitionSchema,

@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kudusql.storage.client.partition import (
+from kudusql.storage.tables.partition import (
     HashDimension,
     PartitionSchema,
     RangeBounds,

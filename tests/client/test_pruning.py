@@ -1,4 +1,4 @@
-"""Tests for kudusql.storage.client.pruning: Kudu's partition-pruner cases (§7 case 11 and
+"""Tests for kudusql.storage.tables.pruning: Kudu's partition-pruner cases (§7 case 11 and
 partition_pruner-test), and a property: pruning never loses a matching row."""
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.predicates import ColumnPredicate as P
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.partition import (
+from kudusql.storage.tables.partition import (
     HashDimension,
     PartitionSchema,
     create_partitions,
     drop_range_partition,
     partition_for_batch,
 )
-from kudusql.storage.client.pruning import plan_pruning, prune_partitions
+from kudusql.storage.tables.pruning import plan_pruning, prune_partitions
 from tests.support.partition_model import slow_partition_index
 
 I8_MIN, I8_MAX = -128, 127

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate as P
-from kudusql.storage.client.alter import AddRangePartition, DropRangePartition
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import (
+from kudusql.storage.tables.alter import AddRangePartition, DropRangePartition
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import (
     HashDimension,
     PartitionSchema,
     RangeBounds,
@@ -31,8 +31,8 @@ from kudusql.storage.client.partition import (
     partition_for_batch,
     partition_for_row,
 )
-from kudusql.storage.client.pruning import prune_partitions
-from kudusql.storage.client.scan_token import ScanToken
+from kudusql.storage.tables.pruning import prune_partitions
+from kudusql.storage.tables.scan_token import ScanToken
 from tests.client.test_pruning import PROP, draw_predicate, value_pools
 from tests.support.partition_model import slow_partition_index
 from tests.support.tablets import schema
@@ -360,7 +360,7 @@ def test_catalog_written_before_range_hash_schemas_opens(tmp_path: Path) -> None
 
 
 def test_renaming_a_column_renames_it_in_every_hash_schema(tmp_path: Path) -> None:
-    from kudusql.storage.client.alter import RenameColumn
+    from kudusql.storage.tables.alter import RenameColumn
 
     ps = PartitionSchema.create(
         AB, dims(("a", 2)), ["b"], [RangeBounds(None, (10,), hash_schema=dims(("a", 3)))]

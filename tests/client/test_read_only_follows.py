@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import kudusql
-from kudusql.storage.client import catalog
-from kudusql.storage.client.database import Database
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.database import Database
 from tests.support.sql_writer import Writer
 
 KEYS = 40

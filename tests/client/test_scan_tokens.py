@@ -28,15 +28,15 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.alter import (
+from kudusql.storage.tables.alter import (
     AddColumn,
     DropColumn,
     DropRangePartition,
 )
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema, RangeBounds
-from kudusql.storage.client.scan_token import ScanToken
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, RangeBounds
+from kudusql.storage.tables.scan_token import ScanToken
+from kudusql.storage.tables.table import Table
 from tests.support.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]

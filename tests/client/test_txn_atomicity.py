@@ -21,11 +21,11 @@ from kudusql.common.errors import OperationalError
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client import catalog
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema
-from kudusql.storage.client.table import Table
 from kudusql.storage.fs import faults
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema
+from kudusql.storage.tables.table import Table
 
 SCHEMA = Schema.build(
     [ColumnSchema("k", DataType.parse("INT64")), ColumnSchema("v", DataType.parse("STRING"))],

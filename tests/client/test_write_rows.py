@@ -12,9 +12,9 @@ import pytest
 
 from kudusql.common.errors import DataError, IntegrityError
 from kudusql.common.options import TabletOptions
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema, RangeBounds
-from kudusql.storage.client.table import Table
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, RangeBounds
+from kudusql.storage.tables.table import Table
 from tests.support.tablets import schema
 
 OPTS = TabletOptions(sync=False, rows_per_page=64, history_max_age_s=3600)

@@ -12,14 +12,14 @@ from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.parser import parse, parse_one
 from kudusql.parser.statements import AlterTable, CreateTable, Explain, Query
-from kudusql.storage.client.alter import (
+from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
     AlterColumn,
     RenameColumn,
     RenameTable,
 )
-from kudusql.storage.client.partition import HashDimension, RangeBounds, create_partitions
+from kudusql.storage.tables.partition import HashDimension, RangeBounds, create_partitions
 
 
 def _create(sql: str) -> CreateTable:

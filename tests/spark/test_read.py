@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 import kudusql
 from kudusql.common.hybrid_time import to_micros
 from kudusql.spark.reader import pack_tokens
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.scan_token import ScanToken
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.scan_token import ScanToken
 from pyspark_kudusql import DefaultSource
 from tests.spark.conftest import all_types_rows, kudusql_rows, make_db
 

@@ -269,7 +269,7 @@ def test_a_database_locked_by_another_writer(spark: SparkSession, tmp_path: Path
 
 def _tablet_state(db: str) -> tuple[int, int]:
     """(DiskRowSets, MemRowSet rows) over the tablets of kv."""
-    from kudusql.storage.client.database import Database
+    from kudusql.storage.tables.database import Database
 
     with Database(db, read_only=True) as store:
         info = [r for t in store.table("kv").tablets() for r in t.rowsets_info()]

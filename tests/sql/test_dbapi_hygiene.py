@@ -194,7 +194,7 @@ HOST = """
 import logging, sys, time
 import pyarrow as pa
 {setup}
-from kudusql.storage.client.database import Database
+from kudusql.storage.tables.database import Database
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType

@@ -13,7 +13,7 @@ import pytest
 
 import kudusql
 from kudusql.common.types import DataType, TypeKind
-from kudusql.storage.client.range_format import format_range, kudu_value
+from kudusql.storage.tables.range_format import format_range, kudu_value
 from tests.sql.slt import check_types, query_options
 
 

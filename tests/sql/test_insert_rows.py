@@ -14,7 +14,7 @@ import pytest
 import kudusql
 from kudusql.common.errors import Error
 from kudusql.engine import session as session_mod
-from kudusql.storage.client import table as table_mod
+from kudusql.storage.tables import table as table_mod
 
 DDL = [
     "CREATE TABLE h (id BIGINT PRIMARY KEY, n INT NOT NULL, s STRING, m DECIMAL(8,2), "

@@ -17,7 +17,7 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType, TypeKind
 from kudusql.parser import DIALECT
-from kudusql.storage.client.partition import HashDimension, PartitionSchema
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema
 from kudusql.storage.tablet.write_ops import WriteOp
 
 

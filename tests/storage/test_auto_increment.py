@@ -19,8 +19,8 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import AUTO_INCREMENTING_COLUMN, ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema
 from kudusql.storage.tablet.tablet import Tablet
 
 AUTO = AUTO_INCREMENTING_COLUMN

@@ -16,8 +16,8 @@ from kudusql.common.errors import IntegrityError
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema
 from kudusql.storage.tablet.bulk_load import stage_rowsets, staged_duplicates
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta, rowset_dir
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
@@ -128,7 +128,7 @@ def test_a_table_adopts_across_tablets_at_one_timestamp(tmp_path: Path) -> None:
         table = db.create_table("t", SCH, ps)
         data = rows(range(1000))
         pb = prepare(SCH, data, np.full(1000, WriteOp.INSERT, dtype=np.uint8))
-        from kudusql.storage.client.partition import partition_for_batch
+        from kudusql.storage.tables.partition import partition_for_batch
 
         slots = np.asarray(partition_for_batch(ps, SCH, data.select(["id"])))
         staged = {}

@@ -17,10 +17,10 @@ import pyarrow as pa
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.alter import AddRangePartition, DropRangePartition
-from kudusql.storage.client.database import Database
-from kudusql.storage.client.partition import HashDimension, PartitionSchema, RangeBounds
 from kudusql.storage.fs import faults
+from kudusql.storage.tables.alter import AddRangePartition, DropRangePartition
+from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, RangeBounds
 
 SCHEMA = Schema.build(
     [ColumnSchema("k", DataType.parse("BIGINT")), ColumnSchema("v", DataType.parse("BIGINT"))],

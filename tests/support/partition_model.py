@@ -9,7 +9,7 @@ import pyarrow as pa
 from kudusql.common.keys import encode_key
 from kudusql.common.murmur import murmur2_64
 from kudusql.common.schema import Schema
-from kudusql.storage.client.partition import Partition, PartitionSchema
+from kudusql.storage.tables.partition import Partition, PartitionSchema
 
 
 def row_buckets(

@@ -14,7 +14,7 @@ import sys
 import pyarrow as pa
 
 from kudusql.common.errors import Error
-from kudusql.storage.client.scan_token import ScanToken
+from kudusql.storage.tables.scan_token import ScanToken
 
 
 def main(argv: list[str]) -> int:

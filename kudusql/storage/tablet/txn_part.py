@@ -1,7 +1,7 @@
 """A tablet's part of a multi-tablet transaction: prepare, commit, abort.
 
 A table write that spans tablets is all or nothing through the database's commit log
-(``storage/client/txn_log.py``, Kudu's two-phase commit of a multi-tablet transaction
+(``storage/tables/txn_log.py``, Kudu's two-phase commit of a multi-tablet transaction
 on one machine). Each participant tablet:
 
 1. **prepares** its part: decides every row against its current state and logs the

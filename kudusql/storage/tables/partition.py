@@ -51,8 +51,8 @@ from kudusql.common.keys import ArrowArray, encode_key, encode_keys, fixed_key_w
 from kudusql.common.murmur import murmur2_64
 from kudusql.common.schema import Schema
 from kudusql.common.types import DataType
-from kudusql.storage.client.batch_keys import locate_in_ranges, murmur2_64_keys
-from kudusql.storage.client.range_key import (
+from kudusql.storage.tables.batch_keys import locate_in_ranges, murmur2_64_keys
+from kudusql.storage.tables.range_key import (
     Component,
     KeyDomain,
     encode_components,

@@ -22,7 +22,7 @@ from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 
 if TYPE_CHECKING:
-    from kudusql.storage.client.database import Database
+    from kudusql.storage.tables.database import Database
 
 #: The SQL database whose tables these are (reserved: no user database may use it).
 SYSTEM_DATABASE = "sys"

@@ -21,12 +21,12 @@ import pyarrow as pa
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.storage.client.pruning import prune_partitions
+from kudusql.storage.tables.pruning import prune_partitions
 from kudusql.storage.tablet.tablet import Tablet
 
 if TYPE_CHECKING:
-    from kudusql.storage.client.database import Database
-    from kudusql.storage.client.table import Table
+    from kudusql.storage.tables.database import Database
+    from kudusql.storage.tables.table import Table
 
 FORMAT_VERSION = 1
 
@@ -96,7 +96,7 @@ class ScanToken:
         """The rows of this piece (in primary-key order with ``ordered``). Without ``db``
         the database is opened read-only for the duration of the scan (and closed when
         the reader is exhausted)."""
-        from kudusql.storage.client.database import Database
+        from kudusql.storage.tables.database import Database
 
         own = db is None
         if db is None:

@@ -26,7 +26,7 @@ from typing import Any
 from kudusql.common.errors import DataError
 from kudusql.common.keys import decode_key
 from kudusql.common.types import DataType, TypeKind
-from kudusql.storage.client.range_key import KeyDomain
+from kudusql.storage.tables.range_key import KeyDomain
 
 __all__ = ["format_range", "kudu_value", "sql_value"]
 

@@ -1,7 +1,7 @@
 """Partition pruning: which partitions (tablets) a scan with given predicates must read.
 
 This module owns Kudu's partition pruner (``kudu-internals.md`` §1) over the values of
-``kudusql.storage.client.partition``:
+``kudusql.storage.tables.partition``:
 
 1. The predicates on each partition column are merged (AND) and simplified as Kudu's
    column predicates are: an exclusive lower end becomes inclusive by taking the
@@ -35,8 +35,8 @@ from kudusql.common.keys import prefix_successor
 from kudusql.common.murmur import murmur2_64
 from kudusql.common.predicates import ColumnPredicate, PredicateKind
 from kudusql.common.schema import Schema
-from kudusql.storage.client.partition import HashDimension, Partition, PartitionSchema
-from kudusql.storage.client.range_key import (
+from kudusql.storage.tables.partition import HashDimension, Partition, PartitionSchema
+from kudusql.storage.tables.range_key import (
     Component,
     KeyDomain,
     encode_components,

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kudusql.common.errors import OperationalError, ProgrammingError
-from kudusql.storage.client import catalog
-from kudusql.storage.client.catalog import CatalogState
 from kudusql.storage.fs import faults
 from kudusql.storage.fs.lock import LOCK_FILE
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.catalog import CatalogState
 
 #: The longest ``LOCK`` an interrupted creation leaves (a pid and a newline).
 _MAX_LOCK_BYTES = 32

@@ -43,25 +43,25 @@ from kudusql.common.hybrid_time import HybridClock, describe, from_micros, wall_
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
-from kudusql.storage.client import catalog, directory
-from kudusql.storage.client.alter import AlterStep, apply_alter
-from kudusql.storage.client.catalog import TableMeta, TabletEntry
-from kudusql.storage.client.fingerprint import (
+from kudusql.storage.fs.lock import DirLock
+from kudusql.storage.tables import catalog, directory
+from kudusql.storage.tables.alter import AlterStep, apply_alter
+from kudusql.storage.tables.catalog import TableMeta, TabletEntry
+from kudusql.storage.tables.fingerprint import (
     Fingerprint,
     catalog_fingerprint,
     tablet_fingerprint,
     txn_log_fingerprint,
 )
-from kudusql.storage.client.partition import Partition, PartitionSchema, create_partitions
-from kudusql.storage.client.table import Table
-from kudusql.storage.client.txn_log import (
+from kudusql.storage.tables.partition import Partition, PartitionSchema, create_partitions
+from kudusql.storage.tables.table import Table
+from kudusql.storage.tables.txn_log import (
     TXN_LOG_DIR,
     ReadPoint,
     TxnLog,
     read_point,
     read_state,
 )
-from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.mvcc import MvccManager
 from kudusql.storage.tablet.tablet import Tablet

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-from kudusql.storage.client import catalog
-from kudusql.storage.client.txn_log import TXN_LOG_DIR
+from kudusql.storage.tables import catalog
+from kudusql.storage.tables.txn_log import TXN_LOG_DIR
 from kudusql.storage.tablet.metadata import META_FILE
 from kudusql.storage.tablet.tablet import WAL_DIR
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
-from kudusql.storage.client.catalog import TableMeta, TabletEntry
-from kudusql.storage.client.partition import (
+from kudusql.storage.tables.catalog import TableMeta, TabletEntry
+from kudusql.storage.tables.partition import (
     PartitionSchema,
     RangeBounds,
     add_range_partition,

@@ -23,13 +23,13 @@ from typing import Any
 
 from kudusql.common.errors import CorruptionError
 from kudusql.common.schema import Schema
-from kudusql.storage.client.partition import (
+from kudusql.storage.fs.meta_file import load_json, save_json
+from kudusql.storage.tables.partition import (
     Partition,
     PartitionSchema,
     RangeBounds,
     create_partitions,
 )
-from kudusql.storage.fs.meta_file import load_json, save_json
 
 # DO NOT CHANGE: on-disk.
 CATALOG_FILE = "catalog.meta"

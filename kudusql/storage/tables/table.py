@@ -47,16 +47,16 @@ from kudusql.common.hybrid_time import to_micros
 from kudusql.common.predicates import ColumnPredicate, PredicateKind
 from kudusql.common.schema import Schema
 from kudusql.common.types import cast_array
-from kudusql.storage.client.catalog import TableMeta
-from kudusql.storage.client.partition import (
+from kudusql.storage.tables.catalog import TableMeta
+from kudusql.storage.tables.partition import (
     NO_TABLET_MESSAGE,
     Partition,
     PartitionSchema,
     partition_for_batch,
     partition_for_row,
 )
-from kudusql.storage.client.pruning import prune_partitions
-from kudusql.storage.client.txn_log import CommitOutcomeUnknown
+from kudusql.storage.tables.pruning import prune_partitions
+from kudusql.storage.tables.txn_log import CommitOutcomeUnknown
 from kudusql.storage.tablet.diskrowset import RowSetMeta
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS, RowLayout, rows_to_arrow
 from kudusql.storage.tablet.tablet import Tablet
@@ -71,8 +71,8 @@ from kudusql.storage.tablet.write_ops import (
 )
 
 if TYPE_CHECKING:
-    from kudusql.storage.client.database import Database, TableRuntime
-    from kudusql.storage.client.scan_token import ScanToken
+    from kudusql.storage.tables.database import Database, TableRuntime
+    from kudusql.storage.tables.scan_token import ScanToken
 
 #: Batches smaller than this are written tablet after tablet; larger ones in parallel.
 PARALLEL_WRITE_ROWS = 50_000
@@ -717,7 +717,7 @@ class Table(WriteShortcuts):
         split_size_bytes: int | None = None,
     ) -> list[ScanToken]:
         """Serializable pieces of a scan at one fixed snapshot (see ``scan_token``)."""
-        from kudusql.storage.client.scan_token import plan_scan_tokens
+        from kudusql.storage.tables.scan_token import plan_scan_tokens
 
         return plan_scan_tokens(self, columns, predicates, snapshot, split_size_bytes)
 
