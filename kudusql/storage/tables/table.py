@@ -243,15 +243,19 @@ class Table(WriteShortcuts):
                 rt = self._rt()  # an ALTER may have finished while we waited
                 routed = _route_rows(rt, names, rows, wop)
                 if routed is not None:
-                    if atomic and routed.errors:
+                    conv, parts, errors = routed
+                    if atomic and errors:
                         raise DataError(
-                            f"atomic write batch rejected: {len(routed.errors)} row error(s); "
-                            f"first: {routed.errors[0]}"
+                            f"atomic write batch rejected: {len(errors)} row error(s); "
+                            f"first: {errors[0]}"
                         )
-                    tablets = rt.tablets()
-                    slots = routed.parts
-                    if len(slots) <= 1 and not any(tablets[s].failed for s in slots):
-                        return self._write_routed_rows(rt, tablets, routed, names, wop, atomic)
+                    if len(parts) <= 1:
+                        part = next(iter(parts.items()), None)
+                        tablet = None if part is None else rt.tablet(part[0])
+                        if tablet is None or not tablet.failed:
+                            return self._write_routed_rows(
+                                rt, tablet, part, conv, errors, names, wop, atomic
+                            )
         return self.write(rows_to_arrow(rt.meta.schema, names, rows), wop, atomic=atomic)
 
     def rows_to_arrow(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
@@ -262,36 +266,36 @@ class Table(WriteShortcuts):
     def _write_routed_rows(
         self,
         rt: TableRuntime,
-        tablets: Sequence[Tablet],
-        routed: _RoutedRows,
+        tablet: Tablet | None,
+        part: tuple[int, list[int]] | None,
+        conv: list[tuple[Any, ...]],
+        errors: list[RowError],
         names: tuple[str, ...],
         op: WriteOp,
         atomic: bool,
     ) -> WriteResult:
-        """The row path of ``write_rows`` (the table's write lock held): the rows of at
-        most one tablet, written there at one timestamp of the database's MVCC."""
-        schema = rt.meta.schema
-        conv, errors = routed.values, routed.errors
+        """The row path of ``write_rows`` (the table's write lock held): the converted
+        rows ``conv`` whose batch positions ``part`` names go to ``tablet`` (none when
+        no range partition covers any row: ``errors`` say so), at one timestamp of the
+        database's MVCC."""
         ts = self.db.mvcc.start_op()
-        results = []
         try:
-            for slot, idx in routed.parts.items():
-                part = conv if len(idx) == len(conv) else [conv[i] for i in idx]
-                t = tablets[slot]
-                batch = RowBatch(names, part, converted=_same_schema(t.schema, schema))
-                results.append((idx, t.write(batch, op, atomic=atomic, timestamp=ts)))
+            res = None
+            if tablet is not None and part is not None:
+                idx = part[1]
+                rows = conv if len(idx) == len(conv) else [conv[i] for i in idx]
+                same = _same_schema(tablet.schema, rt.meta.schema)
+                res = tablet.write(RowBatch(names, rows, same), op, atomic=atomic, timestamp=ts)
         finally:
             self.db.mvcc.finish_op(ts)
-        applied = ignored = 0
-        for idx, res in results:
-            applied += res.applied
-            ignored += res.ignored
+        if res is None:
+            return WriteResult(ts, 0, 0, errors)
+        if res.errors:
             errors.extend(
                 RowError(idx[e.index], e.op, e.key, e.status, e.message) for e in res.errors
             )
-        if len(errors) > 1:
             errors.sort(key=lambda e: e.index)
-        return WriteResult(ts, applied, ignored, errors)
+        return WriteResult(ts, res.applied, res.ignored, errors)
 
     def _split_routed(
         self, rt: TableRuntime, data: pa.Table, ops: np.ndarray
@@ -799,15 +803,10 @@ def _part_errors(
     return [e for p in parts for e in one(p)]
 
 
-@dataclass
-class _RoutedRows:
-    """A few Python rows converted by the row layout and routed by their key values:
-    the batch positions bound for each tablet slot, and the errors of the rows no range
-    partition covers."""
-
-    values: list[tuple[Any, ...]]
-    parts: dict[int, list[int]]
-    errors: list[RowError]
+#: A few Python rows converted by the row layout and routed by their key values: the
+#: converted rows, the batch positions bound for each tablet slot, and the errors of
+#: the rows no range partition covers.
+_RoutedRows = tuple[list[tuple[Any, ...]], dict[int, list[int]], list[RowError]]
 
 
 def _route_rows(
@@ -847,7 +846,7 @@ def _route_rows(
             errors.append(RowError(i, op, lay.key_values(rows[i]), "NotFound", NO_TABLET_MESSAGE))
             continue
         parts.setdefault(slot, []).append(i)
-    return _RoutedRows(conv, parts, errors)
+    return conv, parts, errors
 
 
 _LAYOUTS: dict[tuple[int, tuple[str, ...]], RowLayout] = {}

@@ -8,7 +8,7 @@ runs per store. Both run under the tablet's write lock; ``apply`` is also what W
 replay calls with decisions read back from the log.
 
 A decided batch is a ``LoggedWrite`` (``BatchWrite`` here; the row path's
-``RowInserts``; a transaction part's record and its FINALIZE): what the tablet's one
+``RowWrite``; a transaction part's record and its FINALIZE): what the tablet's one
 commit protocol (``Tablet._commit``) logs and then applies.
 """
 
