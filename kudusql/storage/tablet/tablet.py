@@ -484,7 +484,7 @@ class Tablet(WriteShortcuts):
         threshold = self.options.bulk_load_rows if bulk_rows is None else bulk_rows
         rw = self._row_path.choose(data, op, op_column, threshold)
         if rw is not None:
-            while True:  # ``_healthy`` written out: the row path's hot loop
+            while True:  # ``_healthy``, written out: a call costs a one-row write
                 with self._write_lock:
                     if self._failed is None and not self._closed:
                         result, ticket = self._write_row_batch(rw, atomic, timestamp)
