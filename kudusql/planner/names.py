@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kudusql.common.errors import ProgrammingError
-from kudusql.parser.names import fold, quote
-from kudusql.parser.statements import TableName
+from kudusql.parser.names import TableName, fold, quote
 
 DEFAULT_DATABASE = "default"
 
