@@ -13,8 +13,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from kudusql.executor.dml import DmlResult
-
 
 @dataclass
 class Result:
@@ -25,7 +23,6 @@ class Result:
     rowcount: int = -1
     warnings: list[str] = field(default_factory=list)
     timestamp: int | None = None
-    dml: DmlResult | None = None
     #: Rows as Python tuples with their schema, for results built without Arrow (the
     #: point-lookup fast path); ``arrow()`` makes the table when one is asked for.
     rows: list[tuple[Any, ...]] | None = None

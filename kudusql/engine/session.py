@@ -284,7 +284,6 @@ class Session:
             rowcount=res.applied,
             warnings=res.warnings(verb),
             timestamp=res.timestamp if res.timestamp is not None else snap,
-            dml=res,
         )
 
     def _write(self, table: Table, data: Any, columns: Sequence[str], op: WriteOp) -> DmlResult:

@@ -134,7 +134,6 @@ E_NO_FIELDS = 8
 E_KEY_TOO_LARGE = 9
 E_IMMUTABLE = 10
 E_UNKNOWN_COLUMN = 11
-E_TOO_LARGE = 12
 
 _STATUS = {
     E_PRESENT: "AlreadyPresent",
@@ -436,7 +435,6 @@ UPSERTING = _UPSERTING
 UPDATING = _UPDATING
 DELETING = _DELETING
 IGNORING = _IGNORING
-STATUS = _STATUS
 
 
 def operations(data: pa.Table, op: WriteOp | str | int | None, op_column: str | None) -> np.ndarray:
