@@ -31,6 +31,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType, TypeKind
 from kudusql.engine.databases import DatabaseRegistry
@@ -64,7 +65,6 @@ from kudusql.storage.tables import system_tables
 from kudusql.storage.tables.database import ConcurrentDdlError, Database
 from kudusql.storage.tables.table import Table
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS
-from kudusql.storage.tablet.write_ops import WriteOp
 
 
 @dataclass

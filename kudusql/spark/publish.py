@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import to_micros
+from kudusql.common.row_operations import WriteOp
 from kudusql.spark.staging import (
     RowErrorsFailure,
     StagedTask,
@@ -45,7 +46,6 @@ from kudusql.storage.tables.database import Database
 from kudusql.storage.tables.table import Table
 from kudusql.storage.tablet.bulk_load import staged_duplicates
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
-from kudusql.storage.tablet.write_ops import WriteOp
 
 SAMPLE_ERRORS = 5
 _OP_COLUMN = "__kudusql_op"

@@ -37,12 +37,13 @@ import pyarrow.ipc as ipc
 from kudusql.common.arrays import sorted_unique
 from kudusql.common.errors import DataError
 from kudusql.common.keys import decode_key
+from kudusql.common.row_operations import RowError, WriteOp
 from kudusql.common.schema import Schema
 from kudusql.storage.tables.partition import NO_TABLET_MESSAGE, PartitionSchema, partition_for_batch
 from kudusql.storage.tablet.bulk_load import repeated_rows, stage_rowsets
 from kudusql.storage.tablet.diskrowset import default_column
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
-from kudusql.storage.tablet.write_ops import RowError, WriteOp, prepare
+from kudusql.storage.tablet.write_ops import prepare
 from kudusql.storage.tablet.write_path import row_errors
 
 STAGING_DIR = "spark-staging"
