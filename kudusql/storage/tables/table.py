@@ -78,6 +78,9 @@ if TYPE_CHECKING:
 PARALLEL_WRITE_ROWS = 50_000
 #: Batches up to this many rows are routed row by row with Python values.
 SMALL_BATCH_ROWS = SMALL_WRITE_ROWS
+#: ``write_rows`` writes up to this many rows as Python values (the row path); a caller
+#: with more rows gains nothing from handing them over as Python values.
+ROW_PATH_ROWS = SMALL_WRITE_ROWS
 #: In a bulk-sized batch, a tablet's part of at least this many rows is bulk loaded.
 MIN_BULK_PART_ROWS = 10_000
 
