@@ -27,8 +27,8 @@ from kudusql.client.write import (
 )
 from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.row_operations import WriteOp, WriteResult
 from kudusql.storage.tables.table import Table as CoreTable
-from kudusql.storage.tablet.write_ops import WriteOp, WriteResult
 
 if TYPE_CHECKING:
     from kudusql.client.client import Client

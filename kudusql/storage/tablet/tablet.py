@@ -45,6 +45,14 @@ from kudusql.common.hybrid_time import HybridClock, describe, from_micros, to_mi
 from kudusql.common.keys import encode_key
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.row_operations import (
+    RowError,
+    WriteOp,
+    WriteResult,
+    WriteShortcuts,
+    atomic_rejection,
+    operations,
+)
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.files import fsync_dir
@@ -91,17 +99,7 @@ from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memrowset
 from kudusql.storage.tablet.tablet_maintenance import TabletMaintainer, delta_bytes
 from kudusql.storage.tablet.txn_part import TxnPart, prepare_part
-from kudusql.storage.tablet.write_ops import (
-    PreparedBatch,
-    RowError,
-    WriteOp,
-    WriteResult,
-    WriteShortcuts,
-    assign_auto_ids,
-    atomic_rejection,
-    operations,
-    prepare,
-)
+from kudusql.storage.tablet.write_ops import PreparedBatch, assign_auto_ids, prepare
 from kudusql.storage.tablet.write_path import (
     A_INSERT,
     MUTATES,
