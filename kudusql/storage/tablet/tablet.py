@@ -1443,14 +1443,9 @@ class Tablet(WriteShortcuts):
 
     # -- what compactions and GC use (``MaintainedTablet`` in tablet_maintenance.py) -------------
     @property
-    def rowsets(self) -> RowSets:
-        """The rowsets served now: a capture, replaced as a whole by every swap."""
-        return self._rowsets
-
-    @property
-    def pool(self) -> ThreadPoolExecutor:
-        """The tablet's threads: scans decode rowsets and in-thread merges write on them."""
-        return self._pool
+    def maintainable(self) -> bool:
+        """Open, writable and not failed: the tablet offers and runs maintenance."""
+        return not (self.read_only or self._closed or self._failed is not None)
 
     @contextlib.contextmanager
     def maintaining(self) -> Iterator[None]:
@@ -1459,6 +1454,11 @@ class Tablet(WriteShortcuts):
         self._check_writable()
         with self._maint_lock:
             yield
+
+    @property
+    def rowsets(self) -> RowSets:
+        """The rowsets served now: a capture, replaced as a whole by every swap."""
+        return self._rowsets
 
     @contextlib.contextmanager
     def rowset_swap(self) -> Iterator[_RowSetSwap]:
@@ -1480,11 +1480,13 @@ class Tablet(WriteShortcuts):
         if frozen is not None:
             self._flush_dms(drs, frozen)
 
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The tablet's threads: scans decode rowsets and in-thread merges write on them."""
+        return self._pool
+
     def _replace_rowsets(
-        self,
-        remove: Sequence[DiskRowSet],
-        add: Sequence[DiskRowSet],
-        next_rowset_id: int | None,
+        self, remove: Sequence[DiskRowSet], add: Sequence[DiskRowSet], *, next_rowset_id: int | None
     ) -> None:
         """``RowSetSwap.replace``; the caller holds the write lock."""
         self.check_healthy()
@@ -1771,21 +1773,12 @@ class _RowSetSwap:
 
     def __init__(self, tablet: Tablet) -> None:
         self._tablet = tablet
+        self.migrate = tablet._migrate
+        self.replace = tablet._replace_rowsets
 
     @property
     def served(self) -> RowSets:
         return self._tablet._rowsets
-
-    def migrate(self, late: Deltas, new: Sequence[DiskRowSet]) -> None:
-        self._tablet._migrate(late, new)
-
-    def replace(
-        self,
-        remove: Sequence[DiskRowSet],
-        add: Sequence[DiskRowSet],
-        next_rowset_id: int | None = None,
-    ) -> None:
-        self._tablet._replace_rowsets(remove, add, next_rowset_id)
 
 
 def _exists_elsewhere(rs: RowSets, key: bytes) -> bool:

@@ -87,14 +87,11 @@ class RowSetSwap(Protocol):
         ...
 
     def replace(
-        self,
-        remove: Sequence[DiskRowSet],
-        add: Sequence[DiskRowSet],
-        next_rowset_id: int | None = None,
+        self, remove: Sequence[DiskRowSet], add: Sequence[DiskRowSet], *, next_rowset_id: int | None
     ) -> None:
-        """Save a superblock listing ``add`` instead of ``remove``, then serve them. A
-        rowset that keeps its id takes the place of the one it replaces. Raises if the
-        tablet has failed or ``remove`` is not served."""
+        """Save a superblock listing ``add`` instead of ``remove`` (and the next rowset id,
+        when given), then serve them. A rowset that keeps its id takes the place of the
+        one it replaces. Raises if the tablet has failed or ``remove`` is not served."""
         ...
 
 
@@ -102,33 +99,24 @@ class MaintainedTablet(Protocol):
     """What compactions, GC and the maintenance ops use of a ``Tablet``: public members
     only (``Tablet`` is checked against this where it creates its maintainer)."""
 
+    path: str
+    schema: Schema
+    options: TabletOptions
+    meta: TabletMeta
+    cache: BlockCache
+    clock: HybridClock
+    maintenance: MaintenanceManager | None
+    maintenance_log: list[MaintenanceRecord]
+
     @property
-    def path(self) -> str: ...
-    @property
-    def schema(self) -> Schema: ...
-    @property
-    def options(self) -> TabletOptions: ...
-    @property
-    def meta(self) -> TabletMeta: ...
-    @property
-    def cache(self) -> BlockCache: ...
-    @property
-    def clock(self) -> HybridClock: ...
-    @property
-    def read_only(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
-    @property
-    def failed(self) -> bool: ...
-    @property
-    def maintenance(self) -> MaintenanceManager | None: ...
-    @property
-    def maintenance_log(self) -> list[MaintenanceRecord]: ...
+    def maintainable(self) -> bool:
+        """Open, writable and not failed: the tablet offers and runs maintenance."""
+        ...
+
     @property
     def rowsets(self) -> RowSets: ...
     @property
     def pool(self) -> ThreadPoolExecutor: ...
-
     def ancient_history_mark(self) -> int: ...
     def check_healthy(self) -> None: ...
     def maintaining(self) -> contextlib.AbstractContextManager[None]: ...
@@ -137,10 +125,7 @@ class MaintainedTablet(Protocol):
     def flush_rowset_dms(self, drs: DiskRowSet) -> None: ...
     def flush(self, *, worker: CompactionWorker | None = None) -> int: ...
     def flush_deltas(
-        self,
-        *,
-        worker: CompactionWorker | None = None,
-        rowset_ids: Collection[int] | None = None,
+        self, *, worker: CompactionWorker | None = None, rowset_ids: Collection[int] | None = None
     ) -> int: ...
     def wal_anchored(self, min_seq: int | None) -> int: ...
 
@@ -290,7 +275,7 @@ class TabletMaintainer:
                     late_parts.append(late.map_rowids(rowid_map))
             if late_parts:
                 swap.migrate(concat_deltas(late_parts).sorted_by_seq(), new)
-            swap.replace(remove=inputs, add=new, next_rowset_id=first_id + len(metas))
+            swap.replace(inputs, new, next_rowset_id=first_id + len(metas))
         self._retire(inputs, [d.dir for d in inputs])
         read = sum(d.meta.base_bytes + delta_bytes(d.meta) for d in inputs)
         written = sum(m.base_bytes + delta_bytes(m) for m in metas)
@@ -339,7 +324,7 @@ class TabletMaintainer:
             dead = [d for d in swap.served.drs if d.live_count() == 0 and d.last_change_ts() < ahm]
             if not dead:
                 return 0
-            swap.replace(remove=dead, add=())
+            swap.replace(dead, (), next_rowset_id=None)
         self._retire(dead, [d.dir for d in dead])
         freed = sum(d.meta.base_bytes + delta_bytes(d.meta) for d in dead)
         self.record("deleted_rowset_gc", t0, 0, 0, f"{len(dead)} rowsets, {freed} bytes")
@@ -393,10 +378,8 @@ class TabletMaintainer:
             for drs, _ in rewrites:
                 fsync_dir(drs.dir)
         with self.t.rowset_swap() as swap:
-            swap.replace(
-                remove=[drs for drs, _ in rewrites],
-                add=[drs.derive(meta) for drs, meta in rewrites],
-            )
+            remove = [drs for drs, _ in rewrites]
+            swap.replace(remove, [d.derive(m) for d, m in rewrites], next_rowset_id=None)
         for drs, meta in rewrites:
             gone = drs.meta.file_names() - meta.file_names()
             drs.retire(gone)

@@ -96,8 +96,7 @@ class TabletOp(ABC):
     def prepare(self, stats: OpStats) -> bool:
         """Whether the op may still run: the tablet is open, writable and healthy (a
         tablet closed or failed since the poll offers nothing, as at the poll)."""
-        t = self.tablet
-        return not (t.read_only or t.closed or t.failed)
+        return self.tablet.maintainable
 
     @abstractmethod
     def perform(self, stats: OpStats, worker: CompactionWorker | None) -> object:
@@ -370,8 +369,7 @@ class TabletOps:
     def candidates(self) -> list[MaintenanceOp]:
         """The ops worth running now, each with what it would gain (none for a tablet
         that is read-only, closed or failed)."""
-        t = self.tablet
-        if t.read_only or t.closed or t.failed:
+        if not self.tablet.maintainable:
             return []
-        poll = Poll.of(t)
+        poll = Poll.of(self.tablet)
         return [c for op in self.ops if (c := op.candidate(poll)) is not None]
