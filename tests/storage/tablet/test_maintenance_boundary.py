@@ -14,7 +14,7 @@ from kudusql.storage.tablet import tablet_maintenance, tablet_mm_ops
 from kudusql.storage.tablet.tablet import Tablet
 from kudusql.storage.tablet.tablet_maintenance import MaintainedTablet, TabletMaintainer
 from kudusql.storage.tablet.tablet_mm_ops import OP_KINDS, TabletOps
-from tests.storage.test_compaction import HOUR_US, Clock, by_key, kv, make
+from tests.storage.tablet.test_compaction import HOUR_US, Clock, by_key, kv, make
 
 MODULES = [tablet_maintenance, tablet_mm_ops]
 
