@@ -98,7 +98,7 @@ from kudusql.client.write import (
     UpsertIgnore,
     WriteOperation,
 )
-from kudusql.storage.tablet.write_ops import RowError, WriteOp, WriteResult
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult
 
 timestamp = unixtime_micros
 

@@ -28,8 +28,8 @@ from kudusql.client.write import (
     UpsertIgnore,
 )
 from kudusql.common.errors import ProgrammingError
+from kudusql.common.row_operations import WriteOp, WriteResult
 from kudusql.storage.tables.table import Table as CoreTable
-from kudusql.storage.tablet.write_ops import WriteOp, WriteResult
 
 if TYPE_CHECKING:
     from kudusql.client.client import Client

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from kudusql.common.errors import DataError, ProgrammingError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema as CoreColumn
 from kudusql.common.schema import Schema as CoreSchema
 from kudusql.common.types import DataType, TypeKind
-from kudusql.storage.tablet.write_ops import WriteOp
 
 if TYPE_CHECKING:
     from kudusql.client.table import Table

@@ -108,7 +108,7 @@ def create_table(session: Session, s: st.CreateTable) -> Result:
 
 
 def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: list[str]) -> Result:
-    from kudusql.storage.tablet.write_ops import WriteOp
+    from kudusql.common.row_operations import WriteOp
 
     assert s.as_select is not None
     snap = session.db.snapshot()

@@ -30,6 +30,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType, TypeKind
 from kudusql.engine import ddl, introspect
@@ -64,9 +65,7 @@ from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.tables import system_tables
 from kudusql.storage.tables.database import ConcurrentDdlError, Database
-from kudusql.storage.tables.table import Table
-from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS
-from kudusql.storage.tablet.write_ops import WriteOp
+from kudusql.storage.tables.table import ROW_PATH_ROWS, Table
 
 
 class Session:
@@ -304,7 +303,7 @@ class Session:
         """``_write`` for the rows of an INSERT/UPSERT VALUES: a few rows go to
         ``Table.write_rows`` as Python values (the row path), more as Arrow batches."""
         if (
-            len(rows) > SMALL_WRITE_ROWS
+            len(rows) > ROW_PATH_ROWS
             or not self.db.options.fast_paths
             or _timestamps_out_of_range(table, rows, columns)
         ):

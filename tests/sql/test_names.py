@@ -14,11 +14,11 @@ import pytest
 
 import kudusql
 from kudusql.common.errors import ProgrammingError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType, TypeKind
 from kudusql.parser import DIALECT
 from kudusql.storage.tables.partition import HashDimension, PartitionSchema
-from kudusql.storage.tablet.write_ops import WriteOp
 
 
 @pytest.fixture

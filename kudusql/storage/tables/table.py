@@ -46,6 +46,14 @@ from kudusql.common.errors import (
 )
 from kudusql.common.hybrid_time import to_micros
 from kudusql.common.predicates import ColumnPredicate, PredicateKind
+from kudusql.common.row_operations import (
+    RowError,
+    WriteOp,
+    WriteResult,
+    WriteShortcuts,
+    atomic_rejection,
+    operations,
+)
 from kudusql.common.schema import Schema
 from kudusql.common.types import cast_array
 from kudusql.storage.tables.catalog import TableMeta
@@ -62,14 +70,6 @@ from kudusql.storage.tablet.diskrowset import RowSetMeta
 from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS, RowLayout, rows_to_arrow
 from kudusql.storage.tablet.tablet import Tablet
 from kudusql.storage.tablet.txn_part import TxnPart, abort_part, commit_part
-from kudusql.storage.tablet.write_ops import (
-    RowError,
-    WriteOp,
-    WriteResult,
-    WriteShortcuts,
-    atomic_rejection,
-    operations,
-)
 
 if TYPE_CHECKING:
     from kudusql.storage.tables.database import Database, TableRuntime
@@ -79,6 +79,9 @@ if TYPE_CHECKING:
 PARALLEL_WRITE_ROWS = 50_000
 #: Batches up to this many rows are routed row by row with Python values.
 SMALL_BATCH_ROWS = SMALL_WRITE_ROWS
+#: ``write_rows`` writes up to this many rows as Python values (the row path); a caller
+#: with more rows gains nothing from handing them over as Python values.
+ROW_PATH_ROWS = SMALL_WRITE_ROWS
 #: In a bulk-sized batch, a tablet's part of at least this many rows is bulk loaded.
 MIN_BULK_PART_ROWS = 10_000
 

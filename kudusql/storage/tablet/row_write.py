@@ -38,11 +38,12 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import Error
 from kudusql.common.keys import key_encoder
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, MAX_CELL_BYTES, DataType, TypeKind, cast_array
 from kudusql.storage.tablet.diskrowset import default_column
 from kudusql.storage.tablet.log_record import one_row_encoder, values_encoder
-from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES, WriteOp
+from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES
 
 #: Batches of at most this many rows take the row path.
 SMALL_WRITE_ROWS = 8
