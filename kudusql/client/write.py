@@ -386,18 +386,3 @@ class DeleteIgnore(WriteOperation):
 
     __slots__ = ()
     op_type = WriteOp.DELETE_IGNORE
-
-
-OPERATION_CLASSES: dict[WriteOp, type[WriteOperation]] = {
-    c.op_type: c
-    for c in (
-        Insert,
-        InsertIgnore,
-        Upsert,
-        UpsertIgnore,
-        Update,
-        UpdateIgnore,
-        Delete,
-        DeleteIgnore,
-    )
-}

@@ -210,7 +210,8 @@ def _definition(c: kudusql.Connection, table: str) -> tuple[Any, ...]:
 
 
 def _parse_name(sql_name: str) -> Any:
-    from kudusql.parser.statements import ShowCreateTable, parse_one
+    from kudusql.parser import parse_one
+    from kudusql.parser.statements import ShowCreateTable
 
     s = parse_one(f"SHOW CREATE TABLE {sql_name}")
     assert isinstance(s, ShowCreateTable)

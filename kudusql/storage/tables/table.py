@@ -17,8 +17,9 @@ batches in timestamp order. A batch that spans tablets is one transaction throug
 database's commit log (``txn_log.py``, ``_write_txn``): all of it or none, on error and
 on crash, for every reader.
 
-Scans: partition pruning picks the tablets, the tablets are scanned in parallel on the
-database's thread pool at one snapshot, and batches stream back as they come (ordered
+Scans: partition pruning picks the tablets, the tablets are scanned in parallel at one
+snapshot by the scan's own producer threads (not the database's thread pool, which
+serves writes), and batches stream back through a bounded queue as they come (ordered
 scans concatenate disjoint range tablets, or sort across hash tablets).
 """
 

@@ -1754,17 +1754,6 @@ class Tablet(WriteShortcuts):
         )
         return out
 
-    def memrowset_bytes(self) -> int:
-        return self._rowsets.mrs.bytes
-
-    def wait_idle(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._maint_lock.acquire(blocking=False):
-                self._maint_lock.release()
-                return
-            time.sleep(0.01)
-
 
 class _RowSetSwap:
     """A tablet's served rowsets while ``Tablet.rowset_swap`` holds its write lock."""
@@ -1814,10 +1803,8 @@ def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:
     np.logical_or.at(has_live, run_id, ~deleted)
     keep &= np.where(has_live[run_id], ~deleted, run_start)
     # If several live copies existed (cannot happen), keep the first of them.
-    first_kept = np.zeros(nruns, dtype=bool)
     for_keep = np.flatnonzero(keep)
     _, first_idx = np.unique(run_id[for_keep], return_index=True)
     final = np.zeros(n, dtype=bool)
     final[for_keep[first_idx]] = True
-    del first_kept
     return table.filter(pa.array(final))
