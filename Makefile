@@ -29,7 +29,7 @@ test: $(STAMP)
 # Long suites: hundreds of writer SIGKILLs, and a 2,000-example storage state machine.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow -n 2 -q
-	KUDUSQL_SM_EXAMPLES=2000 $(BIN)/python -m pytest -q tests/storage/test_tablet_model.py
+	KUDUSQL_SM_EXAMPLES=2000 $(BIN)/python -m pytest -q tests/storage/tablet/test_tablet_model.py
 
 # The Spark suite alone (needs Java 17).
 test-spark: $(STAMP)

@@ -57,7 +57,7 @@ per row, DiskRowSets, REDO and UNDO DeltaFiles, memory held and disk bytes. Repo
   so the ratio is also given at SQLite's final key count.
 
 At the end the row count is checked against the keys inserted.
-``tests/storage/test_sustained.py`` (slow marker) runs the same load and asserts only
+``tests/storage/tablet/test_sustained.py`` (slow marker) runs the same load and asserts only
 what is not a time: counts stay bounded and no row is lost.
 """
 

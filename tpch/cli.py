@@ -35,7 +35,7 @@ import duckdb
 
 from kudusql.dbapi import Connection
 from kudusql.shell.tpch import cache_dir
-from tpch import results
+from tpch import progress, results
 from tpch.errors import TpchError, WrongAnswers
 from tpch.generate import (
     data_path,
@@ -53,8 +53,8 @@ from tpch.load import (
 from tpch.load import open_loaded as _open_loaded
 from tpch.micro import micro_queries
 from tpch.mutation import run_mutation
-from tpch.progress import Progress, format_seconds, log
-from tpch.report import write_report
+from tpch.progress import log
+from tpch.report import format_seconds, write_report
 from tpch.run import (
     DUCK_NATIVE,
     DUCK_PARQUET,
@@ -501,7 +501,7 @@ HANDLERS: dict[str, Callable[[Context], object]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    Progress.default_enabled = not args.quiet
+    progress.quiet = args.quiet
     try:
         ctx = context(args)
         HANDLERS[args.command](ctx)
@@ -519,5 +519,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     finally:
-        Progress.default_enabled = True
+        progress.quiet = False
     return 0

@@ -90,21 +90,22 @@ def generate_tpch(sf: float, out: Path, *, progress: bool | None = None) -> Path
     label = f"generate SF {sf_label(sf)}"
     try:
         with Progress(label, total_mb, "MB", enabled=progress) as bar:
-            bar.set_note(",".join(missing) if len(missing) < len(TPCH_KEYS) else "all tables")
+            some = len(missing) < len(TPCH_KEYS)
+            bar.note(",".join(missing) if some else "all tables")
             with subprocess.Popen(
                 cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
             ) as proc:
                 while proc.poll() is None:
                     time.sleep(0.2)
                     written = sum(f.stat().st_size for f in tmp.iterdir() if f.is_file())
-                    bar.advance(min(written / 1e6, total_mb * 0.99) - bar.done)
+                    bar.update(min(written / 1e6, total_mb * 0.99) - bar.n)
                 err = proc.stderr.read() if proc.stderr is not None else ""
             if proc.returncode != 0:
                 detail = err.strip() or f"exit status {proc.returncode}"
                 raise TpchError(f"tpchgen-cli failed: {detail}\n  {' '.join(cmd)}")
             for t in missing:
                 os.replace(tmp / f"{t}.parquet", out / f"{t}.parquet")
-            bar.advance(bar.total)
+            bar.update(bar.total - bar.n)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out

@@ -211,7 +211,7 @@ def load_arrow(
                 f = pq.ParquetFile(path)
                 applied = rejected = 0
                 first_error = None
-                bar.set_note(name)
+                bar.note(name)
                 for groups in _row_group_batches(f, batch_rows):
                     data = f.read_row_groups(groups).select(target.names).cast(target)
                     w = table.insert(data)
@@ -219,7 +219,7 @@ def load_arrow(
                     rejected += len(w.errors)
                     if w.errors and first_error is None:
                         first_error = w.errors[0]
-                    bar.advance(data.num_rows)
+                    bar.update(data.num_rows)
                 cur.execute(f"ALTER TABLE {name} EXECUTE FLUSH")
                 if applied != expected[name] or rejected:
                     raise TpchError(
@@ -308,7 +308,7 @@ def load_spark(
     try:
         with Progress("load", sum(expected.values()), "rows", enabled=progress) as bar:
             for t, files in sources.items():
-                bar.set_note(f"{t} (Spark {master})")
+                bar.note(f"{t} (Spark {master})")
                 summary = load_tables(
                     str(db), {t: files}, fmt="parquet", master=master, operation="insert"
                 )
@@ -316,7 +316,7 @@ def load_spark(
                 if not isinstance(got, dict):
                     raise TpchError(f"load_tables returned {summary!r}, expected .tables")
                 loads.update(got)
-                bar.advance(expected[t])
+                bar.update(expected[t])
     finally:
         _stop_spark(before)  # no idle JVM beside the queries that are timed next
     res.seconds = time.perf_counter() - t0

@@ -91,12 +91,12 @@ def _compact(conn: Connection, progress: bool | None) -> dict[str, float]:
     out = {}
     with Progress("compact", len(TPCH_KEYS), "tables", enabled=progress) as bar:
         for t in TPCH_KEYS:
-            bar.set_note(t)
+            bar.note(t)
             t0 = time.perf_counter()
             cur.execute(f"ALTER TABLE {t} EXECUTE FLUSH")
             cur.execute(f"ALTER TABLE {t} EXECUTE COMPACT")
             out[t] = time.perf_counter() - t0
-            bar.advance()
+            bar.update()
     cur.close()
     return out
 

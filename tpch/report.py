@@ -8,12 +8,19 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tpch.progress import format_seconds
 from tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL, SYSTEM_LABELS
 from tpch.spec import sf_label
 
 SYSTEMS = (KUDUSQL, DUCK_PARQUET, DUCK_NATIVE)
 COLORS = {KUDUSQL: "#d1495b", DUCK_PARQUET: "#00798c", DUCK_NATIVE: "#edae49"}
+
+
+def format_seconds(s: float) -> str:
+    """A duration as the report and the CLI's summaries write it: ``12.3 s``, ``4m05s``."""
+    if s < 60:
+        return f"{s:.1f} s"
+    m, sec = divmod(int(s + 0.5), 60)
+    return f"{m}m{sec:02d}s"
 
 
 def _ms(v: float | None) -> str:

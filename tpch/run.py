@@ -19,7 +19,7 @@ import duckdb
 
 from kudusql.dbapi import Connection
 from tpch.check import compare_results
-from tpch.progress import Progress
+from tpch.progress import Progress, log
 from tpch.spec import SF1_ANSWER_ROWS, has_order_by
 
 Rows = list[tuple[Any, ...]]
@@ -206,7 +206,7 @@ def run_suite(
             suite.outcomes[name] = o
             answers: dict[str, Rows] = {}
             for s, fn in systems.items():
-                bar.set_note(f"{name} {SYSTEM_LABELS.get(s, s)}")
+                bar.note(f"{name} {SYSTEM_LABELS.get(s, s)}")
                 try:
                     for i in range(max(warmup, 1)):
                         t0 = time.perf_counter()
@@ -217,11 +217,11 @@ def run_suite(
                             o.rows[s] = len(rows)
                         if warmup == 0:  # the single untimed-by-default run counts
                             o.times_ms.setdefault(s, []).append(dt)
-                        bar.advance()
+                        bar.update()
                 except Exception as e:
                     o.wrong[s] = _error_text(e)
                     o.checked.append(s)
-                    bar.advance(per_system)
+                    bar.update(per_system)
             if ref_runner is not None and reference is not None:
                 for s in checked:
                     if s not in answers or s in o.wrong:
@@ -244,8 +244,7 @@ def run_suite(
                         if s not in o.checked:
                             o.checked.append(s)
             for s in o.wrong:
-                bar.stream.write("\r\x1b[2K" if bar.tty and bar.enabled else "")
-                bar.stream.write(f"WRONG {name} ({SYSTEM_LABELS.get(s, s)}): {o.wrong[s]}\n")
+                log(f"WRONG {name} ({SYSTEM_LABELS.get(s, s)}): {o.wrong[s]}", always=True)
             if fail_fast and o.wrong:
                 break
             live = [s for s in systems if s not in o.wrong]
@@ -255,5 +254,5 @@ def run_suite(
                     t0 = time.perf_counter()
                     systems[s](sql)
                     o.times_ms.setdefault(s, []).append((time.perf_counter() - t0) * 1000)
-                    bar.advance()
+                    bar.update()
     return suite

@@ -35,6 +35,7 @@ columns, ``background`` sessions flushing inside ``apply``, snapshot conventions
 from kudusql.client.alter import TableAlterer
 from kudusql.client.client import Client, connect
 from kudusql.client.partitioning import EXCLUSIVE_BOUND, INCLUSIVE_BOUND, Partitioning
+from kudusql.client.predicate import Column, Predicate
 from kudusql.client.scanner import (
     READ_AT_SNAPSHOT,
     READ_LATEST,
@@ -84,7 +85,7 @@ from kudusql.client.session import (
     KuduError,
     Session,
 )
-from kudusql.client.table import Column, Predicate, Table
+from kudusql.client.table import Table
 from kudusql.client.timestamps import HybridTime
 from kudusql.client.write import (
     Delete,
@@ -97,7 +98,7 @@ from kudusql.client.write import (
     UpsertIgnore,
     WriteOperation,
 )
-from kudusql.storage.tablet.write_ops import RowError, WriteOp, WriteResult
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult
 
 timestamp = unixtime_micros
 

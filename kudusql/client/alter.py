@@ -8,10 +8,11 @@ Column specs returned by ``add_column``/``alter_column`` may be changed until
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kudusql.client.partitioning import range_bounds
 from kudusql.client.schema import ColumnSpec, TypeLike
+from kudusql.client.table import Table
 from kudusql.common.errors import ProgrammingError
 from kudusql.storage.tables.alter import (
     AddColumn,
@@ -24,9 +25,6 @@ from kudusql.storage.tables.alter import (
     RenameTable,
     SetProperties,
 )
-
-if TYPE_CHECKING:
-    from kudusql.client.table import Table
 
 __all__ = ["TableAlterer"]
 
@@ -154,8 +152,6 @@ class TableAlterer:
 
     def alter(self) -> Table:
         """Apply every step atomically; returns the altered table."""
-        from kudusql.client.table import Table
-
         steps = self._resolve()
         if not steps:
             raise ProgrammingError("nothing to alter: add at least one change")

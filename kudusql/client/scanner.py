@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kudusql.client.table import Predicate
+from kudusql.client.predicate import Predicate
 from kudusql.client.timestamps import HybridTime, raw_snapshot_of, snapshot_of
 from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate

@@ -52,7 +52,7 @@ from kudusql.common.errors import (
     OperationalError,
     ProgrammingError,
 )
-from kudusql.storage.tablet.write_ops import RowError, WriteOp, WriteResult
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult
 
 if TYPE_CHECKING:
     from kudusql.client.client import Client

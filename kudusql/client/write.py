@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from kudusql.common.errors import DataError, ProgrammingError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema as CoreColumn
 from kudusql.common.schema import Schema as CoreSchema
 from kudusql.common.types import DataType, TypeKind
-from kudusql.storage.tablet.write_ops import WriteOp
 
 if TYPE_CHECKING:
     from kudusql.client.table import Table
@@ -386,18 +386,3 @@ class DeleteIgnore(WriteOperation):
 
     __slots__ = ()
     op_type = WriteOp.DELETE_IGNORE
-
-
-OPERATION_CLASSES: dict[WriteOp, type[WriteOperation]] = {
-    c.op_type: c
-    for c in (
-        Insert,
-        InsertIgnore,
-        Upsert,
-        UpsertIgnore,
-        Update,
-        UpdateIgnore,
-        Delete,
-        DeleteIgnore,
-    )
-}

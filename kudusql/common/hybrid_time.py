@@ -13,9 +13,7 @@ from collections.abc import Callable
 # DO NOT CHANGE: on-disk (timestamps are stored in deltas, rowset metadata and the WAL).
 LOGICAL_BITS = 12
 LOGICAL_MASK = (1 << LOGICAL_BITS) - 1
-HT_MIN = 0
 HT_INITIAL = 1
-HT_MAX = (1 << 64) - 1
 
 
 def from_micros(micros: int, logical: int = 0) -> int:

@@ -38,7 +38,8 @@ from kudusql.common.options import TabletOptions
 from kudusql.dbapi.registry import open_database
 from kudusql.dbapi.types import describe
 from kudusql.engine.params import Params
-from kudusql.engine.session import Result, Session
+from kudusql.engine.result import Result
+from kudusql.engine.session import Session
 from kudusql.engine.settings import Settings
 
 _DB_KWARGS = {"read_only", "maintenance"}

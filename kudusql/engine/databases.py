@@ -15,7 +15,6 @@ from typing import Any
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
 from kudusql.parser.names import fold
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name
-from kudusql.storage.fs.meta_file import load_json, save_json
 from kudusql.storage.tables.database import Database
 from kudusql.storage.tables.system_tables import SYSTEM_DATABASE
 
@@ -31,9 +30,9 @@ class DatabaseRegistry:
         self.path = os.path.join(db.path, FILE_NAME)
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        if not os.path.exists(self.path):
+        body = self.db.load_meta_file(FILE_NAME, MAGIC, VERSION, "SQL database registry")
+        if body is None:
             return {}
-        body = load_json(self.path, MAGIC, VERSION, "SQL database registry")
         if not isinstance(body, dict) or not isinstance(body.get("databases"), dict):
             raise CorruptionError(self.path, 0, "unreadable SQL database registry")
         return dict(body["databases"])
@@ -41,7 +40,7 @@ class DatabaseRegistry:
     def _save(self, dbs: dict[str, dict[str, Any]]) -> None:
         if self.db.read_only:
             raise OperationalError("the database is open read-only")
-        save_json(self.path, MAGIC, VERSION, {"databases": dbs}, sync=self.db.options.sync)
+        self.db.save_meta_file(FILE_NAME, MAGIC, VERSION, {"databases": dbs})
 
     def names(self) -> list[str]:
         out = {DEFAULT_DATABASE, *self._load()}

@@ -15,43 +15,36 @@ from typing import TYPE_CHECKING, Any
 
 from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.schema import Schema
+from kudusql.engine.result import Result
 from kudusql.parser import statements as st
 from kudusql.parser.ddl_convert import promoted_key
-from kudusql.parser.names import fold
-from kudusql.planner.names import find_table
+from kudusql.parser.names import TableName, fold
+from kudusql.planner.names import DEFAULT_DATABASE, find_table
 
 if TYPE_CHECKING:
-    from kudusql.engine.session import Result, Session
+    from kudusql.engine.session import Session
 
 
-def _result(**kw: Any) -> Result:
-    from kudusql.engine.session import Result
-
-    return Result(**kw)
-
-
-def _new_table_name(session: Session, name: st.TableName) -> str:
+def _new_table_name(session: Session, name: TableName) -> str:
     """The storage name of a table to create as ``name``: in its database's stored name
     (found ignoring case, as every SQL name), which must exist."""
     db = name.database or session.database
     stored = session.registry.find(db)
     if stored is None:
         raise ProgrammingError(f"database {db!r} does not exist")
-    return session.storage_name(st.TableName(name.name, stored))
+    return session.storage_name(TableName(name.name, stored))
 
 
 def create_database(session: Session, s: st.CreateDatabase) -> Result:
     session.registry.create(s.name, if_not_exists=s.if_not_exists, comment=s.comment)
-    return _result()
+    return Result()
 
 
 def drop_database(session: Session, s: st.DropDatabase) -> Result:
     session.registry.drop(s.name, if_exists=s.if_exists, cascade=s.cascade)
     if fold(session.database) == fold(s.name):
-        from kudusql.planner.names import DEFAULT_DATABASE
-
         session.database = DEFAULT_DATABASE
-    return _result()
+    return Result()
 
 
 def use_database(session: Session, s: st.UseDatabase) -> Result:
@@ -59,12 +52,12 @@ def use_database(session: Session, s: st.UseDatabase) -> Result:
     if stored is None:
         raise ProgrammingError(f"database {s.name!r} does not exist")
     session.database = stored
-    return _result()
+    return Result()
 
 
 def set_option(session: Session, s: st.SetOption) -> Result:
     session.settings.set(s.name, s.value)
-    return _result()
+    return Result()
 
 
 def _properties(s: st.CreateTable) -> dict[str, str]:
@@ -92,7 +85,7 @@ def create_table(session: Session, s: st.CreateTable) -> Result:
     warnings = list(s.warnings)
     if _existing(session, name) is not None:
         if s.if_not_exists:
-            return _result(warnings=[f"table {s.table} already exists"])
+            return Result(warnings=[f"table {s.table} already exists"])
         raise ProgrammingError(f"table {s.table} already exists")
     if s.like is not None:
         src = session.table(s.like)
@@ -100,7 +93,7 @@ def create_table(session: Session, s: st.CreateTable) -> Result:
         ps = s.partition_schema(schema) if s.partitioning else src.partition_schema
         props = {**src.meta.properties, **_properties(s)}
         session.db.create_table(name, schema, ps, properties=props, if_not_exists=s.if_not_exists)
-        return _result(warnings=warnings)
+        return Result(warnings=warnings)
     if s.as_select is not None:
         return _create_table_as(session, s, name, warnings)
     schema = s.schema()
@@ -111,11 +104,11 @@ def create_table(session: Session, s: st.CreateTable) -> Result:
         properties=_properties(s),
         if_not_exists=s.if_not_exists,
     )
-    return _result(warnings=warnings)
+    return Result(warnings=warnings)
 
 
 def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: list[str]) -> Result:
-    from kudusql.storage.tablet.write_ops import WriteOp
+    from kudusql.common.row_operations import WriteOp
 
     assert s.as_select is not None
     snap = session.db.snapshot()
@@ -148,17 +141,17 @@ def drop_table(session: Session, s: st.DropTable) -> Result:
     name = _existing(session, session.storage_name(s.table))
     if name is None:
         if s.if_exists:
-            return _result()
+            return Result()
         session.table(s.table)  # raises the right "does not exist" error
         raise AssertionError("unreachable")
     session.db.drop_table(name, if_exists=s.if_exists)
-    return _result()
+    return Result()
 
 
 def alter_table(session: Session, s: st.AlterTable) -> Result:
     table = session.table(s.table)
 
-    def rename(target: st.TableName) -> str:
+    def rename(target: TableName) -> str:
         new = _new_table_name(session, target)
         clash = _existing(session, new)
         if clash is not None and clash != table.name:
@@ -167,7 +160,7 @@ def alter_table(session: Session, s: st.AlterTable) -> Result:
 
     steps = s.storage_steps(table.schema, table.partition_schema, rename)
     session.db.alter_table(table.name, steps)
-    return _result()
+    return Result()
 
 
 def maintain_table(session: Session, s: st.MaintainTable) -> Result:
@@ -180,7 +173,7 @@ def maintain_table(session: Session, s: st.MaintainTable) -> Result:
         table.run_maintenance(flush=False, compact=False, gc=True)
     else:
         table.run_maintenance()
-    return _result()
+    return Result()
 
 
 HANDLERS: dict[type[st.Statement], Callable[[Session, Any], Result]] = {

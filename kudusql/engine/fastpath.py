@@ -33,14 +33,16 @@ from kudusql.common.errors import Error, OperationalError
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, DataType, TypeKind
 from kudusql.engine.params import statement_placement_error
+from kudusql.engine.result import Result
 from kudusql.parser import statements as st
-from kudusql.parser.names import fold, ident, table_name
+from kudusql.parser.convert import parse
+from kudusql.parser.names import TableName, fold, ident, table_name
 from kudusql.planner.dml import constant_rows
 from kudusql.planner.plan import conjuncts
 from kudusql.storage.tables.system_tables import SYSTEM_DATABASE
 
 if TYPE_CHECKING:
-    from kudusql.engine.session import Result, Session
+    from kudusql.engine.session import Session
 
 #: Statement texts whose analysis is kept.
 CACHE_SIZE = 256
@@ -71,7 +73,7 @@ class _Binding:
 
 @dataclass(frozen=True)
 class PointLookup:
-    table: st.TableName
+    table: TableName
     alias: str | None
     #: Output columns: (folded column name, folded label or None); None for ``*``.
     columns: tuple[tuple[str, str | None], ...] | None
@@ -113,8 +115,6 @@ class PointLookup:
         return _Binding(key, tuple(dict.fromkeys(c for c, _ in cols)), cols, out)
 
     def run(self, session: Session, params: Any) -> Result | None:
-        from kudusql.engine.session import Result
-
         if (self.table.database or session.database) == SYSTEM_DATABASE:
             return None
         table = session.table(self.table)
@@ -338,7 +338,7 @@ class StatementCache:
         self, sql: str, cancelled: threading.Event | None
     ) -> tuple[st.Statement, PointLookup | None] | None:
         try:
-            stmts = st.parse(sql, cancelled=cancelled)
+            stmts = parse(sql, cancelled=cancelled)
         except OperationalError:
             raise  # cancelled
         except Error:

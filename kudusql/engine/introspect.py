@@ -20,6 +20,7 @@ from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.schema import ColumnSchema
 from kudusql.common.types import DataType
 from kudusql.engine.params import literal_sql
+from kudusql.engine.result import Result
 from kudusql.parser import statements as st
 from kudusql.parser.column_storage import shown_compression, shown_encoding
 from kudusql.parser.names import quote
@@ -31,7 +32,7 @@ from kudusql.storage.tables.range_format import format_range, sql_value
 from kudusql.storage.tables.table import Table
 
 if TYPE_CHECKING:
-    from kudusql.engine.session import Result, Session
+    from kudusql.engine.session import Session
 
 
 def _rows(
@@ -42,8 +43,6 @@ def _rows(
 ) -> Result:
     """A result set; each column is ``types[i]`` (numbers and booleans typed as they are,
     Impala's result types), STRING when not given."""
-    from kudusql.engine.session import Result
-
     cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
     kinds = list(types) + [pa.string()] * (len(names) - len(types))
     arrays = [pa.array(list(c), type=k) for c, k in zip(cols, kinds, strict=True)]

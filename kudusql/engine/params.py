@@ -80,13 +80,6 @@ def literal_sql(value: Any) -> str:
     return literal(value).sql(dialect=DIALECT)
 
 
-def has_placeholders(sql: str) -> bool:
-    return any(
-        t.token_type in (TokenType.PLACEHOLDER, TokenType.PARAMETER, TokenType.COLON)
-        for t in DIALECT.tokenize(sql)
-    )
-
-
 def bind(sql: str, params: Params) -> str:
     """``sql`` with every placeholder replaced by its parameter's literal
     (ParameterPlacementError if one stands where a value cannot)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from kudusql.common.errors import Error
 from kudusql.common.schema import Schema
-from kudusql.parser.statements import TableName
+from kudusql.parser.names import TableName
 from kudusql.planner.plan import QueryPlan
 
 #: Statement texts kept (least recently used dropped first).

@@ -24,19 +24,21 @@ Every error is a ``kudusql.common.errors`` class.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
 
 from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType, TypeKind
+from kudusql.engine import ddl, introspect
 from kudusql.engine.databases import DatabaseRegistry
 from kudusql.engine.fastpath import StatementCache
 from kudusql.engine.params import Params, bind
 from kudusql.engine.plan_cache import CachedQuery, PlanCache, RecordingResolver
+from kudusql.engine.result import Result
 from kudusql.engine.settings import Settings
 from kudusql.executor.dml import (
     MAX_ERROR_SAMPLES,
@@ -46,9 +48,10 @@ from kudusql.executor.dml import (
 )
 from kudusql.executor.duck import DuckRunner, duck_sql
 from kudusql.parser import statements as st
-from kudusql.parser.errors import located
+from kudusql.parser.convert import parse
 from kudusql.parser.limits import check_cancelled, headroom, nesting_bound, too_deep
-from kudusql.parser.statements import parse
+from kudusql.parser.locate import located
+from kudusql.parser.names import TableName
 from kudusql.planner.dml import (
     Param,
     assigned_columns,
@@ -61,41 +64,7 @@ from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.tables import system_tables
 from kudusql.storage.tables.database import ConcurrentDdlError, Database
-from kudusql.storage.tables.table import Table
-from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS
-from kudusql.storage.tablet.write_ops import WriteOp
-
-
-@dataclass
-class Result:
-    """What one statement returned: rows (queries and SHOW statements) or a row count
-    (DML), warnings, and the HybridTime it read at or wrote at."""
-
-    table: pa.Table | None = None
-    rowcount: int = -1
-    warnings: list[str] = field(default_factory=list)
-    timestamp: int | None = None
-    dml: DmlResult | None = None
-    #: Rows as Python tuples with their schema, for results built without Arrow (the
-    #: point-lookup fast path); ``arrow()`` makes the table when one is asked for.
-    rows: list[tuple[Any, ...]] | None = None
-    row_schema: pa.Schema | None = None
-    #: Per result column, whether it may hold NULL (None: unknown); when not given, the
-    #: Arrow fields' ``nullable`` flags say it (``QueryPlan.null_ok``).
-    null_ok: tuple[bool | None, ...] | None = None
-
-    @property
-    def has_rows(self) -> bool:
-        return self.table is not None or self.row_schema is not None
-
-    def arrow(self) -> pa.Table | None:
-        if self.table is None and self.row_schema is not None:
-            cols = list(zip(*self.rows, strict=True)) if self.rows else None
-            self.table = pa.table(
-                [pa.array(cols[i] if cols else [], f.type) for i, f in enumerate(self.row_schema)],
-                schema=self.row_schema,
-            )
-        return self.table
+from kudusql.storage.tables.table import ROW_PATH_ROWS, Table
 
 
 class Session:
@@ -122,10 +91,10 @@ class Session:
             self.db.close()
 
     # -- names -------------------------------------------------------------------------------
-    def storage_name(self, name: st.TableName) -> str:
+    def storage_name(self, name: TableName) -> str:
         return storage_name(name, self.database)
 
-    def table(self, name: st.TableName) -> Table:
+    def table(self, name: TableName) -> Table:
         """The table ``name`` denotes: its storage name, else the one equal to it ignoring
         case (SQL names are case-insensitive; see ``parser.names``)."""
         sname = self.storage_name(name)
@@ -139,7 +108,7 @@ class Session:
             raise ProgrammingError(f"table {_display(name, self.database)!r} does not exist")
         return self.db.table(sname)
 
-    def resolve(self, name: st.TableName) -> tuple[str, Schema]:
+    def resolve(self, name: TableName) -> tuple[str, Schema]:
         if (name.database or self.database) == system_tables.SYSTEM_DATABASE:
             return f"{system_tables.SYSTEM_DATABASE}.{name.name}", system_tables.schema_of(
                 name.name
@@ -266,8 +235,6 @@ class Session:
         return total
 
     def execute_statement(self, s: st.Statement) -> Result:
-        from kudusql.engine import ddl, introspect
-
         if isinstance(s, st.Query):
             return self.query(s.ast)
         if isinstance(s, st.Insert | st.Upsert):
@@ -315,7 +282,6 @@ class Session:
             rowcount=res.applied,
             warnings=res.warnings(verb),
             timestamp=res.timestamp if res.timestamp is not None else snap,
-            dml=res,
         )
 
     def _write(self, table: Table, data: Any, columns: Sequence[str], op: WriteOp) -> DmlResult:
@@ -336,7 +302,7 @@ class Session:
         """``_write`` for the rows of an INSERT/UPSERT VALUES: a few rows go to
         ``Table.write_rows`` as Python values (the row path), more as Arrow batches."""
         if (
-            len(rows) > SMALL_WRITE_ROWS
+            len(rows) > ROW_PATH_ROWS
             or not self.db.options.fast_paths
             or _timestamps_out_of_range(table, rows, columns)
         ):
@@ -457,7 +423,7 @@ def _query_result(table: pa.Table, plan: QueryPlan, snap: int) -> Result:
     return Result(table=table, timestamp=snap, null_ok=null_ok)
 
 
-def _display(name: st.TableName, current: str) -> str:
+def _display(name: TableName, current: str) -> str:
     db = name.database or current
     return name.name if db == DEFAULT_DATABASE else f"{db}.{name.name}"
 

@@ -1,5 +1,7 @@
-"""Owns running plans: tablet scans to Arrow, DuckDB for joins and aggregates, DML application
-(issue 6).
+"""Owns running plans: scans of storage tables to Arrow, DuckDB for the rest of a query,
+and writing DML rows.
 
-Not built yet: the package exists so the layer contracts in pyproject.toml hold.
+Modules: ``duck`` (the session's DuckDB connection and every call into it),
+``dml`` (query output written to a table by key, in batches), ``impala_functions``
+(Impala's functions DuckDB lacks, as macros). The only package that imports duckdb.
 """

@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.row_operations import RowError, WriteOp, atomic_rejection
 from kudusql.common.types import DataType, TypeKind, cast_array, display_value
 from kudusql.parser.limits import check_cancelled
 from kudusql.storage.tables.table import Table
-from kudusql.storage.tablet.write_ops import RowError, WriteOp, atomic_rejection
 
 #: Row errors kept as samples per statement.
 MAX_ERROR_SAMPLES = 20

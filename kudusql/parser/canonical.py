@@ -16,7 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from kudusql.common.types import DataType
-from kudusql.parser.statements import TableName
+from kudusql.parser.names import TableName
 
 _WIDTH = 96
 _HIDDEN = frozenset({"text"})

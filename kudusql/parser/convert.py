@@ -1,7 +1,7 @@
 """From SQL text to typed statements: script splitting, parsing with the kudusql dialect,
 and the conversion of each syntax tree into a ``statements`` dataclass.
 
-This module owns ``parse_script`` (what ``statements.parse`` runs) and the semantic
+This module owns ``parse`` and ``parse_one`` (the parser's entry points) and the semantic
 checks that need no catalog: one primary key, types Kudu has, constants of the column
 type, only STORED AS KUDU, DML shapes Kudu supports. Every error becomes a
 ProgrammingError pointing at the offending place (``errors.format_error``).
@@ -29,12 +29,14 @@ from kudusql.parser.dialect import DIALECT, KuduParser
 from kudusql.parser.errors import format_error, programming_error
 from kudusql.parser.limits import NestingError, check_cancelled, check_nesting, headroom
 from kudusql.parser.literals import StatementError, constant, offset_of
-from kudusql.parser.names import ident, no_parameter, table_name
+from kudusql.parser.names import TableName, ident, no_parameter, table_name
 
 
-def parse_script(sql: str, cancelled: threading.Event | None = None) -> list[st.Statement]:
-    """Every statement in ``sql`` (see ``statements.parse``); ``cancelled`` set stops
-    the parse with OperationalError("statement cancelled")."""
+def parse(sql: str, *, cancelled: threading.Event | None = None) -> list[st.Statement]:
+    """Every statement of the script ``sql`` (split on ``;`` outside strings and
+    comments); raises ProgrammingError with line, column and a caret. A statement
+    nests at most ``limits.MAX_NESTING`` levels. Setting ``cancelled`` (from another
+    thread) stops the parse with OperationalError("statement cancelled")."""
     try:
         tokens = DIALECT.tokenize(sql)
     except TokenError as e:
@@ -48,6 +50,14 @@ def parse_script(sql: str, cancelled: threading.Event | None = None) -> list[st.
         with headroom(depth):
             out += _parse_chunk(sql, chunk, cancelled)
     return out
+
+
+def parse_one(sql: str) -> st.Statement:
+    """The single statement in ``sql``; ProgrammingError unless there is exactly one."""
+    stmts = parse(sql)
+    if len(stmts) != 1:
+        raise ProgrammingError(f"expected one SQL statement, found {len(stmts)}")
+    return stmts[0]
 
 
 def _parse_chunk(
@@ -208,7 +218,7 @@ def _maintain(t: exp.Expr, text: str) -> st.Statement:
 
 
 # -- DML ------------------------------------------------------------------------------------------
-def _insert_parts(t: exp.Insert) -> tuple[st.TableName, tuple[str, ...] | None, exp.Expr]:
+def _insert_parts(t: exp.Insert) -> tuple[TableName, tuple[str, ...] | None, exp.Expr]:
     for arg in (
         "overwrite",
         "conflict",
@@ -262,7 +272,7 @@ def _reference_name(ref: exp.Expr) -> str | None:
     return None
 
 
-def _bind_target(target: exp.Expr, source: exp.Expr | None, verb: str) -> tuple[st.TableName, str]:
+def _bind_target(target: exp.Expr, source: exp.Expr | None, verb: str) -> tuple[TableName, str]:
     """The real table of an UPDATE or DELETE target and the name the query uses for it.
 
     Without a FROM clause the target is the only table (an alias it carries is its

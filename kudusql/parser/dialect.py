@@ -196,7 +196,7 @@ class KuduParser(DdlParser):
         ("TIMESTAMP", "AS", "OF"): "TIMESTAMP",
     }
 
-    #: Set by ``convert.parse_script``: the statement's cancellation (``Session.interrupt``).
+    #: Set by ``convert.parse``: the statement's cancellation (``Session.interrupt``).
     cancelled: threading.Event | None = None
 
     def _advance(self, times: int = 1) -> None:

@@ -10,8 +10,9 @@ character offset) into ``kudusql.common.errors.ProgrammingError`` whose message 
 
 It also owns what a user sees of DuckDB's errors (``duckdb_message``): DuckDB runs SQL
 that kudusql rewrote, so its text and positions are not the user's; the error keeps what
-it is about (an ``Offender``: a name, a function, a literal), and ``located`` finds that
-in the user's statement and points there the same way (``error at line 1, ...``).
+it is about (an ``Offender``: a name, a function, a literal), and ``locate.located``
+finds that in the user's statement and points there the same way (``error at line 1,
+...``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import re
 from dataclasses import dataclass
 
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokenizer_core import TokenType
 
 from kudusql.common.errors import Error, ProgrammingError
 
@@ -212,62 +212,7 @@ def _cut_lists(lines: list[str]) -> list[str]:
     return out
 
 
-def locate(sql: str, offender: Offender) -> int | None:
-    """The character offset in ``sql`` of what ``offender`` names (its first
-    occurrence as a token of that kind), or None."""
-    from kudusql.parser.dialect import DIALECT  # the dialect reports its errors here
-
-    try:
-        tokens = DIALECT.tokenize(sql)
-    except Exception:  # the statement parsed before; a tokenizer error only loses the caret
-        return None
-    if offender.kind == "text":
-        try:
-            wanted = [t for t in DIALECT.tokenize(offender.text) if t.token_type in _LOCATABLE]
-        except Exception:
-            return None
-        for want in wanted:
-            kind = "string" if want.token_type is TokenType.STRING else "name"
-            kind = "number" if want.token_type is TokenType.NUMBER else kind
-            at = locate(sql, Offender(kind, want.text))
-            if at is not None:
-                return at
-        return None
-    folded = offender.text.lower()
-    for i, t in enumerate(tokens):
-        if offender.kind == "string":
-            hit = t.token_type is TokenType.STRING and t.text == offender.text
-        elif offender.kind == "number":
-            hit = t.token_type is TokenType.NUMBER and t.text == offender.text
-        else:
-            hit = t.token_type not in (TokenType.STRING, TokenType.NUMBER) and (
-                t.text.lower() == folded
-            )
-            if hit and offender.kind == "function":
-                hit = i + 1 < len(tokens) and tokens[i + 1].token_type is TokenType.L_PAREN
-        if hit:
-            return int(t.start)
-    return None
-
-
-_LOCATABLE = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING, TokenType.NUMBER})
-
-
 def with_offender(error: Error, offender: Offender | None) -> Error:
-    """``error``, remembering what it is about (``located`` points at it)."""
+    """``error``, remembering what it is about (``locate.located`` points at it)."""
     error.offender = offender  # type: ignore[attr-defined]
     return error
-
-
-def located(error: Error, sql: str) -> Error:
-    """``error`` pointing at what it is about in the user's ``sql`` (line, column and
-    a caret, as a syntax error does), when it names something found there."""
-    offender = getattr(error, "offender", None)
-    if not isinstance(offender, Offender) or not sql:
-        return error
-    at = locate(sql, offender)
-    if at is None:
-        return error
-    out = type(error)(format_error(sql, at, str(error), "error"))
-    out.offender = None  # type: ignore[attr-defined]
-    return out

@@ -1,5 +1,5 @@
-"""Names in statements: identifiers, ``[database.]table`` references, and how a SQL
-name meets a stored one.
+"""Names in statements: identifiers, ``[database.]table`` references (``TableName``), and
+how a SQL name meets a stored one.
 
 This module owns kudusql's one identifier rule, Impala's: names are case-insensitive,
 quoted or not. ``ident`` folds every identifier a statement writes to lower case, so a
@@ -14,6 +14,7 @@ parses back to itself, quoted exactly when it must be.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
@@ -22,7 +23,17 @@ from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import Schema
 from kudusql.parser.dialect import DIALECT
 from kudusql.parser.literals import PARAMETER_AS_NAME, ParameterPlacementError, StatementError
-from kudusql.parser.statements import TableName
+
+
+@dataclass(frozen=True)
+class TableName:
+    """``[database.]name``; ``database`` None means the session's current database."""
+
+    name: str
+    database: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.name}" if self.database else self.name
 
 
 def fold(name: str) -> str:

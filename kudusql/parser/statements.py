@@ -1,19 +1,19 @@
 """The typed statement model: one frozen dataclass per kind of statement.
 
-This module owns what the planner receives from the parser: ``parse(sql)`` returns a
-``Statement`` per statement of a script (``parse_one`` exactly one). DDL statements are
-plain values ready for storage (``ColumnSpec.to_column_schema``,
-``PartitionSpec.to_partition_schema``, ALTER TABLE as ``kudusql.storage.tables.alter``
-steps); DML statements carry the target table and the sqlglot trees (queries are
-``exp.Query`` trees in the kudusql dialect; see ``docs/SQL.md``). Every statement keeps
-its source ``text``. Constants are already Python values of the column type where the
-column is known at parse time, and natural values (int, Decimal, str, ...) otherwise,
-converted by the ``...(schema)`` methods once the table's schema is known.
+This module owns what the planner receives from the parser: ``convert.parse(sql)``
+returns a ``Statement`` per statement of a script (``parse_one`` exactly one); a table
+reference is a ``names.TableName``. DDL statements are plain values ready for storage
+(``ColumnSpec.to_column_schema``, ``PartitionSpec.to_partition_schema``, ALTER TABLE as
+``kudusql.storage.tables.alter`` steps); DML statements carry the target table and the
+sqlglot trees (queries are ``exp.Query`` trees in the kudusql dialect; see
+``docs/SQL.md``). Every statement keeps its source ``text``. Constants are already
+Python values of the column type where the column is known at parse time, and natural
+values (int, Decimal, str, ...) otherwise, converted by the ``...(schema)`` methods once
+the table's schema is known.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -24,6 +24,7 @@ from kudusql.common.errors import NotSupportedError, ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.parser.literals import coerce
+from kudusql.parser.names import TableName, find_column, fold
 from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
@@ -35,17 +36,6 @@ from kudusql.storage.tables.alter import (
     RenameTable,
 )
 from kudusql.storage.tables.partition import HashDimension, PartitionSchema, RangeBounds
-
-
-@dataclass(frozen=True)
-class TableName:
-    """``[database.]name``; ``database`` None means the session's current database."""
-
-    name: str
-    database: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.database}.{self.name}" if self.database else self.name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,8 +177,6 @@ def _range_hash_schema(
 ) -> tuple[HashDimension, ...] | None:
     """A range's own hash schema with its columns matched to ``schema`` (ignoring case);
     a level without columns hashes every declared key column, as at the table level."""
-    from kudusql.parser.names import find_column
-
     if dims is None:
         return None
     every = tuple(schema.declared_key_names)
@@ -283,8 +271,6 @@ class AlterTable(Statement):
         (ignoring case, ``parser.names``), range bounds and defaults cast to the column
         types of ``schema`` (range columns from ``partition_schema``, else the key);
         ``rename`` maps a ``TableName`` to a storage table name."""
-        from kudusql.parser.names import find_column
-
         cols = tuple(
             partition_schema.range_columns if partition_schema else schema.declared_key_names
         )
@@ -346,8 +332,6 @@ def _check_default_allowed(schema: Schema, name: str, drop: bool) -> None:
 
 def _clash(schema: Schema, new: str, old: str) -> str | None:
     """The column other than ``old`` whose name equals ``new`` ignoring case, if any."""
-    from kudusql.parser.names import fold
-
     return next((c for c in schema.names if c != old and fold(c) == fold(new)), None)
 
 
@@ -497,21 +481,3 @@ class ComputeStats(Statement):
 @dataclass(frozen=True)
 class Explain(Statement):
     statement: Statement
-
-
-def parse(sql: str, *, cancelled: threading.Event | None = None) -> list[Statement]:
-    """Every statement of the script ``sql`` (split on ``;`` outside strings and
-    comments); raises ProgrammingError with line, column and a caret. A statement
-    nests at most ``limits.MAX_NESTING`` levels. Setting ``cancelled`` (from another
-    thread) stops the parse with OperationalError("statement cancelled")."""
-    from kudusql.parser.convert import parse_script
-
-    return parse_script(sql, cancelled)
-
-
-def parse_one(sql: str) -> Statement:
-    """The single statement in ``sql``; ProgrammingError unless there is exactly one."""
-    stmts = parse(sql)
-    if len(stmts) != 1:
-        raise ProgrammingError(f"expected one SQL statement, found {len(stmts)}")
-    return stmts[0]

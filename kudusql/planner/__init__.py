@@ -1,4 +1,7 @@
-"""Owns binding statements to the catalog, predicate and projection pushdown, plan nodes (issue 6).
+"""Owns binding statements to storage tables: names, scopes, projection and predicate
+pushdown, and the queries behind DML.
 
-Not built yet: the package exists so the layer contracts in pyproject.toml hold.
+Modules: ``names`` (SQL names to storage table names), ``plan`` (``plan_query``: each
+table reference bound to a scan), ``pushdown`` (conditions to storage predicates),
+``dml`` (INSERT, UPSERT, UPDATE and DELETE as a query plus a write).
 """

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kudusql.common.errors import ProgrammingError
-from kudusql.parser.names import fold, quote
-from kudusql.parser.statements import TableName
+from kudusql.parser.names import TableName, fold
 
 DEFAULT_DATABASE = "default"
 
@@ -54,9 +53,3 @@ def find_table(stored: Iterable[str], name: str) -> str | None:
             f"({', '.join(sql_name(t) for t in found)}); SQL names are case-insensitive"
         )
     return found[0] if found else None
-
-
-def quoted_sql_name(name: str) -> str:
-    """``sql_name`` with each part quoted where SQL needs it (``parser.names.quote``)."""
-    db, table = split_storage_name(name)
-    return quote(table) if db == DEFAULT_DATABASE else f"{quote(db)}.{quote(table)}"

@@ -41,8 +41,7 @@ from kudusql.common.schema import Schema
 from kudusql.common.types import TypeKind
 from kudusql.parser import nodes
 from kudusql.parser.limits import check_cancelled
-from kudusql.parser.names import check_case_distinct, fold, table_name
-from kudusql.parser.statements import TableName
+from kudusql.parser.names import TableName, check_case_distinct, fold, table_name
 from kudusql.planner.pushdown import to_predicates
 
 T = TypeVar("T")

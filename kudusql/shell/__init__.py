@@ -6,7 +6,7 @@ thread, cancellation), ``engine_hooks`` (interrupt and progress beyond PEP 249),
 ``meta`` (backslash and dot commands), ``splitter`` (where statements end),
 ``completion``, ``highlight`` and ``keywords`` (editing), ``formatting`` (output
 formats), ``output`` (console, ``\\o`` file, pager), ``progress`` (the progress line),
-``errors`` (error text with caret), ``tpch`` (``\\load tpch``).
+``errors`` (error text with caret, ``Quit``), ``tpch`` (``\\load tpch``).
 """
 
 from kudusql.shell.cli import main

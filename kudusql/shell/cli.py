@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _batch(shell: Shell, args: argparse.Namespace) -> int:
-    from kudusql.shell.core import Quit
+    from kudusql.shell.errors import Quit
 
     try:
         for sql in args.command or []:

@@ -37,10 +37,6 @@ class Settings:
     null: str = "NULL"
 
 
-class Quit(Exception):
-    """Raised by ``\\q``; carries nothing."""
-
-
 class Shell:
     def __init__(
         self,
@@ -80,7 +76,7 @@ class Shell:
         if piece.meta:
             try:
                 return meta.run(self, piece.text)
-            except (Quit, KeyboardInterrupt):
+            except (errors.Quit, KeyboardInterrupt):
                 raise
             except Exception as e:
                 self.output.error(errors.describe(e, debug=self.debug))

@@ -5,6 +5,8 @@ traceback only in ``--debug`` mode.
 Parser errors already carry ``line N, column M`` and a caret (relative to the
 statement); they are shifted to the statement's line in the input. Other errors that
 name a table or column the SQL contains get the caret added here.
+
+It also owns ``Quit``, what ``\\q`` raises to end the shell.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import re
 import traceback
 
 from kudusql.common.errors import Error
+
+
+class Quit(Exception):
+    """Raised by ``\\q`` to end the shell; carries nothing."""
+
 
 _AT_LINE = re.compile(r"\bat line (\d+)")
 _QUOTED = re.compile(r"""['"]([A-Za-z_][\w.]*)['"]""")

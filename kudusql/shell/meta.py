@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.shell import tpch
+from kudusql.shell.errors import Quit
 from kudusql.shell.formatting import EXPANDED_MODES, FORMATS, format_seconds
 from kudusql.shell.runner import Job
 
@@ -71,8 +72,6 @@ def cmd_help(shell: Shell, arg: str) -> bool:
 
 
 def cmd_quit(shell: Shell, arg: str) -> bool:
-    from kudusql.shell.core import Quit
-
     raise Quit
 
 

@@ -23,7 +23,6 @@ class Output:
         self.err = err
         self.interactive = interactive
         self.file: TextIO | None = None
-        self.file_name: str | None = None
         self.pager = True
 
     # -- terminal ---------------------------------------------------------------------------
@@ -46,10 +45,9 @@ class Output:
         if self.file is not None:
             with contextlib.suppress(OSError):
                 self.file.close()
-            self.file = self.file_name = None
+            self.file = None
         if name:
             self.file = open(os.path.expanduser(name), "a", encoding="utf-8")  # noqa: SIM115
-            self.file_name = name
 
     @property
     def to_console(self) -> bool:

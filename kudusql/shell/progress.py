@@ -1,59 +1,47 @@
-"""Owns the one-line progress display of long work on a terminal.
+"""Owns the one-line progress display of long work on a terminal, drawn by tqdm.
 
-``ProgressLine`` redraws a single line (``\\r``, cleared at the end) on an interactive
-stream: a bar when the fraction done is known, rows done, rate and ETA when rows are
-counted, elapsed time and the Ctrl-C hint always. On a stream that is not a terminal it
-draws nothing, so scripts and pipes get clean output.
+``ProgressLine`` keeps one tqdm bar on the shell's error stream and redraws it in place
+(cleared at the end): a bar when the fraction done is known, rows done, rate and ETA
+when rows are counted, elapsed time and the Ctrl-C hint always. It shows nothing for
+the first ``delay`` seconds, and nothing at all on a stream that is not a terminal, so
+quick statements, scripts and pipes get clean output.
 """
 
 from __future__ import annotations
 
-import shutil
-import time
 from typing import TextIO
 
-from kudusql.shell.formatting import format_seconds
+from tqdm import tqdm
 
-BAR = 24
-
-
-def _count(n: float) -> str:
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= div:
-            return f"{n / div:.1f}{unit}"
-    return f"{n:.0f}"
+_HINT = "{elapsed}  Ctrl-C cancels"
+#: The line for each thing known: rows out of a total, a fraction, rows alone, nothing.
+_ROWS = (
+    "{desc}  |{bar:24}| {percentage:5.1f}%  {n_fmt}/{total_fmt}{unit}, {rate_fmt}  "
+    "ETA {remaining}  " + _HINT
+)
+_FRACTION = "{desc}  |{bar:24}| {percentage:5.1f}%  " + _HINT
+_COUNT = "{desc}  {n_fmt}{unit}, {rate_fmt}  " + _HINT
+_ELAPSED = "{desc}  " + _HINT
 
 
 class ProgressLine:
     def __init__(self, stream: TextIO, *, enabled: bool, delay: float = 0.5) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.delay = delay
-        self.start = time.perf_counter()
-        self.shown = False
-
-    def text(
-        self,
-        label: str,
-        fraction: float | None = None,
-        rows: int | None = None,
-        total: int | None = None,
-    ) -> str:
-        elapsed = time.perf_counter() - self.start
-        parts = [label]
-        if fraction is not None:
-            fraction = min(max(fraction, 0.0), 1.0)
-            full = int(fraction * BAR)
-            parts.append("[" + "█" * full + "·" * (BAR - full) + f"] {fraction * 100:5.1f}%")
-        if rows is not None:
-            done = _count(rows) + (f"/{_count(total)}" if total else "")
-            rate = rows / elapsed if elapsed > 0 else 0.0
-            parts.append(f"{done} rows, {_count(rate)} rows/s")
-            if total and rate > 0 and rows < total:
-                parts.append(f"ETA {format_seconds((total - rows) / rate)}")
-        parts.append(format_seconds(elapsed))
-        parts.append("Ctrl-C cancels")
-        return "  ".join(parts)
+        # miniters=0 and mininterval=0: every call past the delay redraws (the shell
+        # calls ten times a second), even when nothing moved but the clock. smoothing=0:
+        # the rate is rows over elapsed time.
+        self.bar = tqdm(
+            file=stream,
+            disable=not enabled,
+            delay=delay,
+            leave=False,
+            dynamic_ncols=True,
+            miniters=0,
+            mininterval=0,
+            smoothing=0,
+            unit=" rows",
+            unit_scale=True,
+            bar_format=_ELAPSED,
+        )
 
     def update(
         self,
@@ -62,16 +50,20 @@ class ProgressLine:
         rows: int | None = None,
         total: int | None = None,
     ) -> None:
-        if not self.enabled or time.perf_counter() - self.start < self.delay:
+        bar = self.bar
+        if bar.disable:
             return
-        width = shutil.get_terminal_size((80, 24)).columns
-        line = self.text(label, fraction, rows, total)[: max(10, width - 1)]
-        self.stream.write("\r\x1b[2K" + line)
-        self.stream.flush()
-        self.shown = True
+        bar.set_description_str(label, refresh=False)
+        n: float = bar.n
+        if rows is not None and total:
+            bar.total, n, bar.bar_format = total, min(rows, total), _ROWS
+        elif fraction is not None:
+            bar.total, n, bar.bar_format = 100, min(max(fraction, 0.0), 1.0) * 100, _FRACTION
+        elif rows is not None:
+            bar.total, n, bar.bar_format = None, rows, _COUNT
+        else:
+            bar.total, bar.bar_format = None, _ELAPSED
+        bar.update(n - bar.n)
 
     def clear(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
-            self.shown = False
+        self.bar.close()

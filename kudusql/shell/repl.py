@@ -25,7 +25,8 @@ from prompt_toolkit.output import Output as PtOutput
 
 from kudusql import __version__
 from kudusql.shell.completion import SqlCompleter
-from kudusql.shell.core import Quit, Shell
+from kudusql.shell.core import Shell
+from kudusql.shell.errors import Quit
 from kudusql.shell.highlight import STYLE, make_lexer
 from kudusql.shell.splitter import is_complete
 

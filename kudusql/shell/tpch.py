@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.dbapi import Connection
-from kudusql.parser.statements import TableName
+from kudusql.parser.names import TableName
 
 #: Tables in load order (small first) with their primary keys.
 TABLES: dict[str, tuple[str, ...]] = {

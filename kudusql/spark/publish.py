@@ -19,7 +19,6 @@ none of it. The staging directory is removed whatever happens.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import time
@@ -33,6 +32,7 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import to_micros
+from kudusql.common.row_operations import WriteOp
 from kudusql.spark.staging import (
     RowErrorsFailure,
     StagedTask,
@@ -42,10 +42,8 @@ from kudusql.spark.staging import (
     remove_stale_jobs,
 )
 from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.staging import StagedRowErrors, adopt
 from kudusql.storage.tables.table import Table
-from kudusql.storage.tablet.bulk_load import staged_duplicates
-from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
-from kudusql.storage.tablet.write_ops import WriteOp
 
 SAMPLE_ERRORS = 5
 _OP_COLUMN = "__kudusql_op"
@@ -123,27 +121,12 @@ def _finish(plan: JobPlan, summary: JobSummary, t0: float) -> JobSummary:
 
 
 def _adopt(table: Table, tasks: list[StagedTask], summary: JobSummary) -> None:
-    """Check the staged rowsets' keys across tasks, then have the tablets adopt them."""
-    by_tablet: dict[int, list[tuple[str, RowSetMeta]]] = {}
-    for t in tasks:
-        for tablet, d, meta in t.rowsets:
-            by_tablet.setdefault(tablet, []).append((d, RowSetMeta.from_dict(meta)))
-    dups = 0
-    samples: list[str] = []
-    for parts in by_tablet.values():
-        ranges = sorted((m.min_key, m.max_key) for _, m in parts)
-        if all(a[1] < b[0] for a, b in itertools.pairwise(ranges)):
-            continue  # disjoint key ranges: no key can repeat
-        keys = [DiskRowSet(d, m, None).key_reader().read_range(0, m.num_rows) for d, m in parts]
-        repeated = staged_duplicates([k.combine_chunks() for k in keys])
-        dups += len(repeated)
-        samples += [
-            f"INSERT key={k!r}: AlreadyPresent: key staged by two tasks"
-            for k in repeated.to_pylist()[:SAMPLE_ERRORS]
-        ]
-    if dups:
-        raise RowErrorsFailure(failure_message(dups, samples))
-    result = table.adopt_staged(by_tablet)
+    """Have the tablets adopt the staged rowsets, once their keys are checked across
+    tasks (``storage/tables/staging.py``)."""
+    try:
+        result = adopt(table, [r for t in tasks for r in t.rowsets])
+    except StagedRowErrors as e:
+        raise RowErrorsFailure(failure_message(e.count, e.samples)) from None
     summary.rows_applied = result.applied
     summary.timestamp_micros = to_micros(result.timestamp) + 1
 

@@ -24,8 +24,8 @@ from kudusql.spark.spark_schema import check_write_schema, read_columns, spark_s
 from kudusql.spark.staging import new_job_dir
 from kudusql.spark.writer import KudusqlWriter
 from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.staging import can_stage, staging_target
 from kudusql.storage.tables.table import Table
-from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 
 #: pyspark's worker prints an error's message without its Python traceback when this
 #: variable is set in the worker process (``pyspark.util.handle_worker_exception``).
@@ -110,14 +110,9 @@ class DefaultSource(DataSource):
                     "non-unique primary key (write with kudu.operation=insert)"
                 )
             columns = check_write_schema(meta.schema, opts.table, schema, op)
-            tablets = table.tablets()
             # An INSERT into an empty table: tasks write DiskRowSets the commit adopts.
             rowsets = (
-                op == "insert"
-                and meta.schema.key_unique  # else the tablets assign auto-incrementing ids
-                and not overwrite
-                and not opts.ignore_row_errors
-                and all(t.is_empty() for t in tablets)
+                op == "insert" and not overwrite and not opts.ignore_row_errors and can_stage(table)
             )
             plan = JobPlan(
                 database=opts.database,
@@ -133,10 +128,4 @@ class DefaultSource(DataSource):
                 report_file=opts.report_file,
                 stage_rowsets=rowsets,
             )
-            o = db.options
-            write_opts = RowSetWriteOptions(
-                o.rowset_target_bytes, o.rows_per_page, o.sync, o.bloom_fp_rate
-            )
-            return KudusqlWriter(
-                plan, meta.schema, meta.partition_schema, [e.id for e in meta.tablets], write_opts
-            )
+            return KudusqlWriter(plan, staging_target(table))

@@ -5,10 +5,10 @@ Every task of a job writes what it receives under ``<database>/spark-staging/<jo
 never overwrites another), in one of two forms:
 
 * rowsets (an INSERT into a table that is empty when the job is planned): the task
-  checks and converts its rows (storage's own ``prepare``: casts, NOT NULL, key sizes),
-  routes them to tablets and writes each tablet's share as key-sorted DiskRowSets
-  (``bulk_load.stage_rowsets``), so encoding runs in parallel in the tasks and the
-  commit only checks keys across tasks and renames directories;
+  hands its rows, a chunk at a time, to the tables layer's staged insert
+  (``storage/tables/staging.py``: storage's own checks and casts, routing, key-sorted
+  DiskRowSets per tablet), so encoding runs in parallel in the tasks and the commit
+  only checks keys across tasks and renames directories;
 * Arrow IPC files (every other write), applied by the commit with ``Table.write``.
 
 Nothing staged is visible to readers: only the job's commit reads what its successful
@@ -30,20 +30,16 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from kudusql.common.arrays import sorted_unique
 from kudusql.common.errors import DataError
-from kudusql.common.keys import decode_key
-from kudusql.common.schema import Schema
-from kudusql.storage.tables.partition import NO_TABLET_MESSAGE, PartitionSchema, partition_for_batch
-from kudusql.storage.tablet.bulk_load import repeated_rows, stage_rowsets
-from kudusql.storage.tablet.diskrowset import default_column
-from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
-from kudusql.storage.tablet.write_ops import RowError, WriteOp, prepare
-from kudusql.storage.tablet.write_path import row_errors
+from kudusql.storage.tables.staging import (
+    StagedRowErrors,
+    StagedRowSet,
+    StagingTarget,
+    stage_insert,
+)
 
 STAGING_DIR = "spark-staging"
 SAMPLE_ERRORS = 5
@@ -62,8 +58,8 @@ class StagedTask:
     files: list[str] = field(default_factory=list)
     rows: int = 0
     bytes: int = 0
-    #: Staged rowsets: (tablet id, staging directory, rowset metadata as a dict).
-    rowsets: list[tuple[int, str, dict[str, object]]] = field(default_factory=list)
+    #: Staged rowsets (tablet id, staging directory, rowset metadata as a dict).
+    rowsets: list[StagedRowSet] = field(default_factory=list)
 
 
 class RowErrorsFailure(DataError):
@@ -150,10 +146,7 @@ def stage_rowset_batches(
     partition: int,
     attempt: int,
     batches: Iterable[pa.RecordBatch],
-    schema: Schema,
-    partitioning: PartitionSchema,
-    tablet_ids: list[int],
-    opts: RowSetWriteOptions,
+    target: StagingTarget,
 ) -> StagedTask:
     """Stage INSERT rows as DiskRowSets per tablet (see the module docstring); a row
     storage would reject fails the task with the job's row-error message."""
@@ -162,50 +155,18 @@ def stage_rowset_batches(
     rows = 0
     chunk = 0
 
+    def directory(tablet: int) -> str:
+        name = f"p{partition:05d}-{attempt}-{chunk}-{uuid.uuid4().hex[:8]}"
+        return job_subdir(job_dir, f"t{tablet}", name)
+
     def flush() -> None:
         nonlocal chunk
         data = pa.Table.from_batches(pending)
-        n = data.num_rows
-        pb = prepare(schema, data, np.full(n, WriteOp.INSERT, dtype=np.uint8))
-        if pb.err.any():
-            errs = row_errors(schema, pb, pb.err)
-            raise RowErrorsFailure(failure_message(len(errs), [str(e) for e in errs]))
-        nk = schema.num_key_columns
-        keys = pa.Table.from_arrays([pb.columns[i] for i in range(nk)], names=schema.key_names)
-        slots = np.asarray(partition_for_batch(partitioning, schema, keys), dtype=np.int64)
-        if (slots < 0).any():
-            bad = np.flatnonzero(slots < 0)
-            raise RowErrorsFailure(
-                failure_message(len(bad), [f"row {int(i)}: {NO_TABLET_MESSAGE}" for i in bad[:5]])
-            )
-        dups = repeated_rows(pb.keys)  # a key routes to one tablet: check the chunk at once
-        if len(dups):
-            types = [c.type for c in schema.key_columns]
-            samples = [
-                str(
-                    RowError(
-                        int(r),
-                        WriteOp.INSERT,
-                        decode_key(pb.keys[int(r)].as_py(), types),
-                        "AlreadyPresent",
-                        "key already present",
-                    )
-                )
-                for r in dups[:SAMPLE_ERRORS]
-            ]
-            raise RowErrorsFailure(failure_message(len(dups), samples))
-        cols = [pb.columns.get(i) or default_column(c, n) for i, c in enumerate(schema.columns)]
-        for slot in sorted_unique(slots).tolist():
-            take = pa.array(np.flatnonzero(slots == slot), pa.int64())
-            tablet = tablet_ids[slot]
-            d = job_subdir(
-                job_dir, f"t{tablet}", f"p{partition:05d}-{attempt}-{chunk}-{uuid.uuid4().hex[:8]}"
-            )
-            metas, _ = stage_rowsets(
-                d, schema, [c.take(take) for c in cols], pb.keys.take(take), opts
-            )
-            task.rowsets += [(tablet, d, m.to_dict()) for m in metas]
-        task.rows += n
+        try:
+            task.rowsets += stage_insert(target, data, directory)
+        except StagedRowErrors as e:
+            raise RowErrorsFailure(failure_message(e.count, e.samples)) from None
+        task.rows += data.num_rows
         chunk += 1
 
     for b in batches:

@@ -20,12 +20,10 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from kudusql.common.schema import Schema
 from kudusql.spark.publish import JobPlan, abort_job, commit_job
 from kudusql.spark.spark_schema import to_storage
 from kudusql.spark.staging import StagedTask, stage_batches, stage_rowset_batches
-from kudusql.storage.tables.partition import PartitionSchema
-from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
+from kudusql.storage.tables.staging import StagingTarget
 
 log = logging.getLogger("kudusql.spark")
 
@@ -36,37 +34,18 @@ class StagedMessage(WriterCommitMessage):
 
 
 class KudusqlWriter(DataSourceArrowWriter):
-    def __init__(
-        self,
-        plan: JobPlan,
-        table_schema: Schema,
-        partitioning: PartitionSchema,
-        tablet_ids: list[int],
-        rowset_options: RowSetWriteOptions,
-    ) -> None:
+    def __init__(self, plan: JobPlan, target: StagingTarget) -> None:
         self.plan = plan
-        self.table_schema = table_schema
-        self.partitioning = partitioning
-        self.tablet_ids = tablet_ids
-        self.rowset_options = rowset_options
+        self.target = target
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:  # type: ignore[override]
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else 0
         attempt = ctx.attemptNumber() if ctx is not None else 0
         columns = list(self.plan.columns)
-        batches = (to_storage(b, self.table_schema, columns) for b in iterator)
+        batches = (to_storage(b, self.target.schema, columns) for b in iterator)
         if self.plan.stage_rowsets:
-            task = stage_rowset_batches(
-                self.plan.job_dir,
-                partition,
-                attempt,
-                batches,
-                self.table_schema,
-                self.partitioning,
-                self.tablet_ids,
-                self.rowset_options,
-            )
+            task = stage_rowset_batches(self.plan.job_dir, partition, attempt, batches, self.target)
         else:
             task = stage_batches(self.plan.job_dir, partition, attempt, batches)
         return StagedMessage(task)

@@ -1,0 +1,1 @@
+"""Tests of the Kudu-style Python client API (kudusql.client)."""

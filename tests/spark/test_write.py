@@ -175,7 +175,7 @@ def test_a_task_straggling_past_the_abort_stages_nothing(tmp_path: Path, rowsets
     found ``job-...`` left behind by test_a_job_failing_halfway_leaves_nothing)."""
     from kudusql.spark.publish import JobPlan, abort_job
     from kudusql.spark.staging import JobEnded, new_job_dir, stage_batches, stage_rowset_batches
-    from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
+    from kudusql.storage.tables.staging import staging_target
 
     db = kv_db(tmp_path / "db", n=0)
     job_dir = new_job_dir(db)
@@ -191,17 +191,10 @@ def test_a_task_straggling_past_the_abort_stages_nothing(tmp_path: Path, rowsets
         if rowsets:
             conn = kudusql.connect(db)
             try:
-                t = conn.session.db.table("kv")
-                schema, parts, ids = (
-                    t.schema,
-                    t.meta.partition_schema,
-                    [e.id for e in t.meta.tablets],
-                )
+                target = staging_target(conn.session.db.table("kv"))
             finally:
                 conn.close()
-            stage_rowset_batches(
-                job_dir, 0, 0, [batch], schema, parts, ids, RowSetWriteOptions(sync=False)
-            )
+            stage_rowset_batches(job_dir, 0, 0, [batch], target)
         else:
             stage_batches(job_dir, 0, 0, [batch])
     assert staging_left(db) == []

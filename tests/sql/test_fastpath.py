@@ -122,7 +122,8 @@ def test_not_like_is_not_pushed_down_as_like(conn: kudusql.Connection) -> None:
 def test_exists_subquery_reads_only_the_columns_it_uses(conn: kudusql.Connection) -> None:
     """EXISTS (SELECT * ...) needs no column of its SELECT list: the scan reads only the
     columns of its WHERE (before, every column: TPC-H Q4 and Q21)."""
-    from kudusql.parser.statements import Query, parse_one
+    from kudusql.parser import parse_one
+    from kudusql.parser.statements import Query
     from kudusql.planner.plan import plan_query
 
     sql = "SELECT u.w FROM u WHERE EXISTS (SELECT * FROM t WHERE t.a = 3 AND t.v > 0)"

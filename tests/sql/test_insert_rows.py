@@ -94,7 +94,7 @@ def run_with(monkeypatch: pytest.MonkeyPatch, abort: bool, *, row_path: bool) ->
     with monkeypatch.context() as m:
         m.setattr(table_mod.Table, "write_rows", spy)
         if not row_path:
-            m.setattr(session_mod, "SMALL_WRITE_ROWS", 0)
+            m.setattr(session_mod, "ROW_PATH_ROWS", 0)
         c = connect()
         try:
             out = run(c, abort)

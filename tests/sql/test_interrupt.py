@@ -12,7 +12,7 @@ import pytest
 
 import kudusql
 from kudusql.common.errors import OperationalError
-from kudusql.storage.tablet.write_ops import WriteOp
+from kudusql.common.row_operations import WriteOp
 from tests.support.timing import scaled
 
 DELETE = WriteOp.DELETE

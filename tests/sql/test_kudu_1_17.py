@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import kudusql
-from kudusql.parser.statements import TableName
+from kudusql.parser.names import TableName
 
 
 def test_show_hash_schema_label_and_describe_hooks() -> None:

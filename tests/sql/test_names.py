@@ -14,11 +14,11 @@ import pytest
 
 import kudusql
 from kudusql.common.errors import ProgrammingError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType, TypeKind
 from kudusql.parser import DIALECT
 from kudusql.storage.tables.partition import HashDimension, PartitionSchema
-from kudusql.storage.tablet.write_ops import WriteOp
 
 
 @pytest.fixture
@@ -210,7 +210,8 @@ def _definition(c: kudusql.Connection, table: str) -> tuple[Any, ...]:
 
 
 def _parse_name(sql_name: str) -> Any:
-    from kudusql.parser.statements import ShowCreateTable, parse_one
+    from kudusql.parser import parse_one
+    from kudusql.parser.statements import ShowCreateTable
 
     s = parse_one(f"SHOW CREATE TABLE {sql_name}")
     assert isinstance(s, ShowCreateTable)

@@ -1,5 +1,5 @@
 """A plain-Python model of a database of partitioned tables, the oracle for the
-database state machine (``tests/client/test_database_model.py``).
+database state machine (``tests/storage/tables/test_database_model.py``).
 
 Every table is two key columns (an INT32 and a STRING, renamable) and a list of
 non-key columns; its rows are a dict from key tuple to a dict of non-key values by

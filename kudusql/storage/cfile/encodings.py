@@ -142,7 +142,6 @@ class TypeInfo:
     kind: Kind
     width: int  # bytes per value (FIXED); 0 otherwise
     int_dtype: np.dtype[Any] | None  # numpy dtype when values are integer-like (RLE/BITPACK)
-    is_float: bool
 
 
 _INFO_CACHE: dict[pa.DataType, TypeInfo] = {}
@@ -154,11 +153,11 @@ def type_info(t: pa.DataType) -> TypeInfo:
     if info is not None:
         return info
     if pa.types.is_boolean(t):
-        info = TypeInfo(Kind.BOOL, 0, None, False)
+        info = TypeInfo(Kind.BOOL, 0, None)
     elif pa.types.is_string(t) or pa.types.is_binary(t):
-        info = TypeInfo(Kind.VAR, 0, None, False)
+        info = TypeInfo(Kind.VAR, 0, None)
     elif pa.types.is_integer(t):
-        info = TypeInfo(Kind.FIXED, t.bit_width // 8, np.dtype(t.to_pandas_dtype()), False)
+        info = TypeInfo(Kind.FIXED, t.bit_width // 8, np.dtype(t.to_pandas_dtype()))
     elif (
         pa.types.is_date(t)
         or pa.types.is_timestamp(t)
@@ -166,11 +165,11 @@ def type_info(t: pa.DataType) -> TypeInfo:
         or pa.types.is_duration(t)
     ):
         width = t.bit_width // 8
-        info = TypeInfo(Kind.FIXED, width, np.dtype(f"<i{width}"), False)
-    elif pa.types.is_floating(t) and t.bit_width in (32, 64):
-        info = TypeInfo(Kind.FIXED, t.bit_width // 8, None, True)
-    elif pa.types.is_decimal(t) and t.bit_width in (128, 256):
-        info = TypeInfo(Kind.FIXED, t.bit_width // 8, None, False)
+        info = TypeInfo(Kind.FIXED, width, np.dtype(f"<i{width}"))
+    elif (pa.types.is_floating(t) and t.bit_width in (32, 64)) or (
+        pa.types.is_decimal(t) and t.bit_width in (128, 256)
+    ):
+        info = TypeInfo(Kind.FIXED, t.bit_width // 8, None)
     else:
         raise ProgrammingError(f"a CFile cannot store values of type {t}")
     _INFO_CACHE[t] = info
@@ -191,7 +190,6 @@ def applicable(encoding: Encoding, info: TypeInfo) -> bool:
 # --------------------------------------------------------------------------- helpers
 
 U8 = np.dtype("<u1")
-U32 = np.dtype("<u4")
 I32 = np.dtype("<i4")
 U64 = np.dtype("<u8")
 _HDR8 = struct.Struct("<II")  # two u32 (DICT header)

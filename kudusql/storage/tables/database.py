@@ -44,6 +44,7 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
 from kudusql.storage.fs.lock import DirLock
+from kudusql.storage.fs.meta_file import load_json, save_json
 from kudusql.storage.tables import catalog, directory
 from kudusql.storage.tables.alter import AlterStep, apply_alter
 from kudusql.storage.tables.catalog import TableMeta, TabletEntry
@@ -751,6 +752,24 @@ class Database:
             catalog.save(self.path, state, sync=self.options.sync)
             self._state = state
             rt.meta = new
+
+    # -- metadata files of the layers above ---------------------------------------------------
+    def load_meta_file(self, name: str, magic: bytes, version: int, what: str) -> Any:
+        """The body of the metadata file ``name`` in the database directory (checksummed
+        JSON, ``storage/fs/meta_file.py``), or None if there is none. The layers above
+        keep their own small records there (the SQL database registry); CorruptionError,
+        naming the file, if a check fails."""
+        path = os.path.join(self.path, name)
+        if not os.path.exists(path):
+            return None
+        return load_json(path, magic, version, what)
+
+    def save_meta_file(self, name: str, magic: bytes, version: int, body: Any) -> None:
+        """Replace the metadata file ``name`` in the database directory atomically with
+        ``body`` (JSON values), durably under the database's ``sync`` option."""
+        if self.read_only:
+            raise OperationalError(f"database {self.path} is open read-only")
+        save_json(os.path.join(self.path, name), magic, version, body, sync=self.options.sync)
 
     # -- maintenance ---------------------------------------------------------------------------
     def run_maintenance(self, **kw: Any) -> None:

@@ -17,8 +17,9 @@ batches in timestamp order. A batch that spans tablets is one transaction throug
 database's commit log (``txn_log.py``, ``_write_txn``): all of it or none, on error and
 on crash, for every reader.
 
-Scans: partition pruning picks the tablets, the tablets are scanned in parallel on the
-database's thread pool at one snapshot, and batches stream back as they come (ordered
+Scans: partition pruning picks the tablets, the tablets are scanned in parallel at one
+snapshot by the scan's own producer threads (not the database's thread pool, which
+serves writes), and batches stream back through a bounded queue as they come (ordered
 scans concatenate disjoint range tablets, or sort across hash tablets).
 """
 
@@ -45,6 +46,14 @@ from kudusql.common.errors import (
 )
 from kudusql.common.hybrid_time import to_micros
 from kudusql.common.predicates import ColumnPredicate, PredicateKind
+from kudusql.common.row_operations import (
+    RowError,
+    WriteOp,
+    WriteResult,
+    WriteShortcuts,
+    atomic_rejection,
+    operations,
+)
 from kudusql.common.schema import Schema
 from kudusql.common.types import cast_array
 from kudusql.storage.tables.catalog import TableMeta
@@ -66,14 +75,6 @@ from kudusql.storage.tablet.row_write import (
 )
 from kudusql.storage.tablet.tablet import Tablet
 from kudusql.storage.tablet.txn_part import TxnPart, abort_part, commit_part
-from kudusql.storage.tablet.write_ops import (
-    RowError,
-    WriteOp,
-    WriteResult,
-    WriteShortcuts,
-    atomic_rejection,
-    operations,
-)
 
 if TYPE_CHECKING:
     from kudusql.storage.tables.database import Database, TableRuntime
@@ -83,6 +84,9 @@ if TYPE_CHECKING:
 PARALLEL_WRITE_ROWS = 50_000
 #: Batches up to this many rows are routed row by row with Python values.
 SMALL_BATCH_ROWS = SMALL_WRITE_ROWS
+#: ``write_rows`` writes up to this many rows as Python values (the row path); a caller
+#: with more rows gains nothing from handing them over as Python values.
+ROW_PATH_ROWS = SMALL_WRITE_ROWS
 #: In a bulk-sized batch, a tablet's part of at least this many rows is bulk loaded.
 MIN_BULK_PART_ROWS = 10_000
 

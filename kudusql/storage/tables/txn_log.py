@@ -143,7 +143,6 @@ class TxnLog:
         self.dir = log_dir
         self.clock = clock
         self._policy = FsyncPolicy.parse(fsync)
-        self._segment_bytes = segment_bytes
         self._lock = threading.Lock()
         state = read_state(log_dir, repair=True)
         self._log = Log(log_dir, fsync=self._policy, segment_size=segment_bytes)

@@ -80,8 +80,6 @@ class TxnRecords:
     #: Parts applied because the database's commit log says their transaction
     #: committed, with no FINALIZE marker after them here (a crash came between).
     rolled_forward: set[int] = field(default_factory=set)
-    #: Parts skipped: their transaction aborted (or never committed before a crash).
-    aborted: int = 0
     #: The highest sequence number and timestamp of any record, skipped ones included.
     next_seq: int = 0
     max_ts: int = 0
@@ -128,8 +126,6 @@ def _resolve(
     if committed(ts):
         out.rolled_forward.add(ts)
         yield part
-    else:
-        out.aborted += 1
 
 
 def replay(

@@ -296,13 +296,15 @@ _Shape = tuple[int, bytes, bytes]
 
 
 class PolicyMemo:
-    """The last selection, reused while the rowsets are the same ones (ids, key bounds,
-    UNDO bytes), no rowset's size moved by more than ``1 / SIZE_SLACK`` of what it
-    was, and the selection still fits the budget. The tablet asks at every maintenance
-    poll and after every op; each delta flush grows every rowset a random update
-    touched by a few KiB, so an exact memo missed nearly always, and a search costs
-    O(rowsets^2) (~13 ms at 170 rowsets). Sizes within a few percent do not change
-    which rowsets overlap, only how much a merge is worth by as much.
+    """The last search (``search_rowsets``), reused while the options are the same, the
+    rowsets are the same ones (ids and key bounds), no rowset's size moved by more than
+    ``1 / SIZE_SLACK`` of what it was, and the selection still fits the budget. UNDO
+    bytes are not part of that test: ``select`` applies the ancient-UNDO rule to the
+    kept search each time. The tablet asks at every maintenance poll and after every
+    op; each delta flush grows every rowset a random update touched by a few KiB, so
+    a memo of exact sizes would miss nearly always, and a search costs O(rowsets^2)
+    (~13 ms at 170 rowsets). Sizes within a few percent do not change which rowsets
+    overlap, only how much a merge is worth by as much.
 
     Threads may ask at once (the maintenance thread, a writer under back-pressure, a
     user's compaction): what is kept is one tuple, replaced whole."""

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.schema import ColumnSchema, Schema
+from kudusql.common.schema import ColumnSchema
 from kudusql.storage.cfile import BlockCache, CFileReader
 from kudusql.storage.cfile.bloom import BloomFilter
 from kudusql.storage.fs.meta_file import encode_with_lists
@@ -728,10 +728,6 @@ def _repeat(col: ColumnSchema, value: Any, n: int) -> pa.Array[Any]:
     if value is None:
         return pa.nulls(n, t)  # type: ignore[call-overload,no-any-return]
     return pa.repeat(pa.scalar(value, t), n)  # type: ignore[call-overload,no-any-return]
-
-
-def project_schema(schema: Schema, names: list[str] | None) -> list[ColumnSchema]:
-    return list(schema.columns) if names is None else [schema.column(n) for n in names]
 
 
 def seed_keys(rowsets: Sequence[DiskRowSet], keys: Sequence[tuple[np.ndarray, int] | None]) -> None:

@@ -6,10 +6,13 @@ the insert timestamp and sequence number beside it. Mutations of those rows (UPD
 DELETE and REINSERT over a deleted row) are appended as columnar ``Deltas`` keyed by
 slot, in apply order, exactly like a DeltaMemStore keyed by rowid.
 
-A dict from encoded key to slot serves small write batches; large batches probe with a
-vectorized hash join (``pyarrow.compute.index_in``) instead, and the dict is filled
-lazily, so a bulk load never pays for it. The MemRowSet sorts by key only when it is
-flushed or scanned in key order.
+A write batch of fixed-width keys is answered from sorted runs of the Arrow chunks' keys
+(``_KeyRuns``: one ``searchsorted`` per run, the runs merged as a binary counter merges
+its digits). Other batches go to a dict from encoded key to slot when they are small,
+and to a vectorized hash join (``pyarrow.compute.index_in``) over every key when they
+are large. The dict also answers point lookups and the keys of the row-path tail; it is
+filled lazily, so a bulk load never pays for it. The MemRowSet sorts by key only when
+it is flushed or scanned in key order.
 
 Rows of the row path (``insert_rows``: batches of a few rows, as Python tuples) are
 kept as tuples in a *pending* tail, always the last slots, with their keys in the dict
@@ -305,8 +308,8 @@ class MemRowSet:
             if covered == in_chunks:
                 return runs, pending
             # The keys not covered yet are in the last chunks: walk back to them (a
-            # MemRowSet of 64 MiB holds a thousand batches' chunks; walking from the
-            # first was a Python step per chunk for every batch written).
+            # MemRowSet of 64 MiB holds a thousand batches' chunks; a walk from the
+            # first would be a Python step per chunk for every batch written).
             parts, end = [], in_chunks
             for k in reversed(self._keys):
                 if end <= covered:

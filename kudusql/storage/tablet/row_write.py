@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import Error
 from kudusql.common.keys import key_encoder
+from kudusql.common.row_operations import RowError, WriteOp
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, MAX_CELL_BYTES, DataType, TypeKind, cast_array
 from kudusql.storage.tablet.diskrowset import default_column
@@ -57,7 +58,7 @@ from kudusql.storage.tablet.log_record import (
 )
 from kudusql.storage.tablet.memrowset import MemRowSet
 from kudusql.storage.tablet.rowsets import RowSets
-from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES, RowError, WriteOp
+from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES
 from kudusql.storage.tablet.write_path import A_INSERT
 
 #: Batches of at most this many rows take the row path.

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import CFileWriter, parse_compression, parse_encoding
 from kudusql.storage.cfile.bloom import BloomFilter
@@ -33,6 +34,11 @@ class RowSetWriteOptions:
     rows_per_page: int = 32768
     sync: bool = True
     bloom_fp_rate: float = 0.005
+
+    @classmethod
+    def of(cls, o: TabletOptions) -> RowSetWriteOptions:
+        """The options a tablet with ``o`` writes its rowsets with."""
+        return cls(o.rowset_target_bytes, o.rows_per_page, o.sync, o.bloom_fp_rate)
 
 
 def rowset_rows(bytes_per_row: int, opts: RowSetWriteOptions) -> int:

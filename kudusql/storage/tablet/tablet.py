@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 from kudusql.common.errors import (
     Error,
     IntegrityError,
+    InternalError,
     OperationalError,
     ProgrammingError,
 )
@@ -45,6 +46,14 @@ from kudusql.common.hybrid_time import HybridClock, describe, from_micros, to_mi
 from kudusql.common.keys import encode_key
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.row_operations import (
+    RowError,
+    WriteOp,
+    WriteResult,
+    WriteShortcuts,
+    atomic_rejection,
+    operations,
+)
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.files import fsync_dir
@@ -89,18 +98,9 @@ from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.scanner import ScanPlan, scan_diskrowset, scan_memrowset
 from kudusql.storage.tablet.tablet_maintenance import TabletMaintainer, delta_bytes
+from kudusql.storage.tablet.tablet_mm_ops import TabletOps
 from kudusql.storage.tablet.txn_part import TxnPart, prepare_part
-from kudusql.storage.tablet.write_ops import (
-    PreparedBatch,
-    RowError,
-    WriteOp,
-    WriteResult,
-    WriteShortcuts,
-    assign_auto_ids,
-    atomic_rejection,
-    operations,
-    prepare,
-)
+from kudusql.storage.tablet.write_ops import PreparedBatch, assign_auto_ids, prepare
 from kudusql.storage.tablet.write_path import (
     MUTATES,
     BatchWrite,
@@ -170,6 +170,7 @@ class Tablet(WriteShortcuts):
         #: The largest ``auto_incrementing_id`` handed out (a non-unique primary key).
         self._auto_counter = 0
         self.maintainer = TabletMaintainer(self)
+        self.mm_ops = TabletOps(self, self.maintainer)
         self.maintenance_log: list[MaintenanceRecord] = []
         self.maintenance: MaintenanceManager | None = None
         if not read_only:
@@ -1153,8 +1154,7 @@ class Tablet(WriteShortcuts):
         return lg.bytes_from(min_seq)
 
     def _write_opts(self) -> RowSetWriteOptions:
-        o = self.options
-        return RowSetWriteOptions(o.rowset_target_bytes, o.rows_per_page, o.sync, o.bloom_fp_rate)
+        return RowSetWriteOptions.of(self.options)
 
     #: Most ``wal_gc_marks`` younger than ``file_grace_s`` a superblock keeps.
     _GC_MARKS = 16
@@ -1219,16 +1219,100 @@ class Tablet(WriteShortcuts):
         self.maintainer.run_maintenance(flush=flush, compact=compact, gc=gc)
 
     def maintenance_ops(self) -> list[MaintenanceOp]:
-        """The maintenance ops worth running now, with their scores."""
-        return self.maintainer.maintenance_ops()
+        """The maintenance ops worth running now, with their scores (tablet_mm_ops.py)."""
+        return self.mm_ops.candidates()
 
     def attach(self, manager: MaintenanceManager) -> None:
         """Let ``manager`` schedule this tablet's maintenance and throttle its writes."""
-        self.maintainer.attach(manager)
+        self.maintenance = manager
+        manager.register(self)
 
     def memory_bytes(self) -> int:
         """Memory held by the MemRowSets and DeltaMemStores."""
-        return self.maintainer.memory_bytes()
+        rs = self._rowsets
+        n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen) + self._pending.bytes
+        for d in rs.drs:  # settled bytes: this must not settle (see ``throttle``)
+            # the live store first: a freeze in between counts one store twice, not none
+            live = d.dms
+            frozen = d.frozen_dms  # read once: a delta flush may clear it meanwhile
+            n += live.settled_bytes + (frozen.settled_bytes if frozen is not None else 0)
+        return n
+
+    # -- what compactions and GC use (``MaintainedTablet`` in tablet_maintenance.py) -------------
+    @property
+    def maintainable(self) -> bool:
+        """Open, writable and not failed: the tablet offers and runs maintenance."""
+        return not (self.read_only or self._closed or self._failed is not None)
+
+    @contextlib.contextmanager
+    def maintaining(self) -> Iterator[None]:
+        """Hold the maintenance lock of an open, writable tablet: flushes, compactions
+        and GC run one at a time, never beside a bulk write or a reload."""
+        self._check_writable()
+        with self._maint_lock:
+            yield
+
+    @property
+    def rowsets(self) -> RowSets:
+        """The rowsets served now: a capture, replaced as a whole by every swap."""
+        return self._rowsets
+
+    @contextlib.contextmanager
+    def rowset_swap(self) -> Iterator[_RowSetSwap]:
+        """Hold the write lock and change the served DiskRowSets through the yielded
+        handle (``RowSetSwap`` in tablet_maintenance.py): writes wait meanwhile."""
+        with self._write_lock:
+            yield _RowSetSwap(self)
+
+    def open_rowsets(self, metas: Sequence[RowSetMeta]) -> list[DiskRowSet]:
+        """Open DiskRowSets written for this tablet (not served until swapped in)."""
+        return [DiskRowSet(self.path, m, self.cache, self._pending) for m in metas]
+
+    def flush_rowset_dms(self, drs: DiskRowSet) -> None:
+        """Write ``drs``'s DeltaMemStore (or one a failed attempt left frozen) out as a
+        REDO file now and save the superblock; nothing if it is empty. Mutations after
+        the freeze go to its new store."""
+        with self._write_lock:
+            frozen = drs.frozen_dms or (None if drs.dms.is_empty() else drs.freeze_dms())
+        if frozen is not None:
+            self._flush_dms(drs, frozen)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The tablet's threads: scans decode rowsets and in-thread merges write on them."""
+        return self._pool
+
+    def _replace_rowsets(
+        self, remove: Sequence[DiskRowSet], add: Sequence[DiskRowSet], *, next_rowset_id: int | None
+    ) -> None:
+        """``RowSetSwap.replace``; the caller holds the write lock."""
+        self.check_healthy()
+        rs = self._rowsets
+        gone = {id(d) for d in remove}
+        if not gone <= {id(d) for d in rs.drs}:
+            # Only a reload from disk under this op could do that (``_healthy`` waits for
+            # the maintenance lock); publishing would list the inputs twice.
+            ids = [d.id for d in remove]
+            raise InternalError(f"tablet {self.path}: rowsets {ids} changed under this operation")
+        same_id = {d.id: d for d in add}
+        drs: list[DiskRowSet] = []
+        for d in rs.drs:
+            if id(d) not in gone:
+                drs.append(d)
+            elif d.id in same_id:
+                drs.append(same_id.pop(d.id))
+        drs.extend(same_id.values())
+        meta = self.meta
+        saved = (list(meta.rowsets), meta.next_rowset_id)
+        meta.rowsets = [d.meta for d in drs]
+        if next_rowset_id is not None:
+            meta.next_rowset_id = next_rowset_id
+        try:
+            self._save_meta()
+        except BaseException:
+            meta.rowsets, meta.next_rowset_id = saved
+            raise
+        self._rowsets = RowSets(rs.mrs, rs.frozen, tuple(drs))
 
     # -- introspection --------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -1469,16 +1553,18 @@ class Tablet(WriteShortcuts):
         )
         return out
 
-    def memrowset_bytes(self) -> int:
-        return self._rowsets.mrs.bytes
 
-    def wait_idle(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._maint_lock.acquire(blocking=False):
-                self._maint_lock.release()
-                return
-            time.sleep(0.01)
+class _RowSetSwap:
+    """A tablet's served rowsets while ``Tablet.rowset_swap`` holds its write lock."""
+
+    def __init__(self, tablet: Tablet) -> None:
+        self._tablet = tablet
+        self.migrate = tablet._migrate
+        self.replace = tablet._replace_rowsets
+
+    @property
+    def served(self) -> RowSets:
+        return self._tablet._rowsets
 
 
 class _Healthy:
@@ -1537,10 +1623,8 @@ def _dedupe_diff(table: pa.Table, keys: pa.Array[Any]) -> pa.Table:
     np.logical_or.at(has_live, run_id, ~deleted)
     keep &= np.where(has_live[run_id], ~deleted, run_start)
     # If several live copies existed (cannot happen), keep the first of them.
-    first_kept = np.zeros(nruns, dtype=bool)
     for_keep = np.flatnonzero(keep)
     _, first_idx = np.unique(run_id[for_keep], return_index=True)
     final = np.zeros(n, dtype=bool)
     final[for_keep[first_idx]] = True
-    del first_kept
     return table.filter(pa.array(final))

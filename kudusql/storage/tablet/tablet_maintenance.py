@@ -1,15 +1,18 @@
-"""Compactions, history GC and the maintenance manager's view of a tablet.
+"""Compactions and history GC of a tablet, through the tablet's public interface.
 
-``TabletMaintenance`` is the part of ``Tablet`` that rewrites rowsets in the background:
-minor and major delta compactions, merging compactions (inputs chosen by
-``compaction_policy``), UNDO, deleted-rowset and deleted-row GC, the list of
-maintenance ops with their scores that a ``MaintenanceManager`` chooses from, and the
-deferred deletion of files that nothing reads any more. The transformations themselves
-are pure functions in ``compaction.py``; this module reads their inputs, writes their
-outputs and swaps them in: new files first, then the superblock (atomically), then the
-served rowsets (under the write lock). Obsolete files are deleted only once no scan of
+``TabletMaintainer`` rewrites a tablet's rowsets in the background: minor and major
+delta compactions, merging compactions (inputs chosen by ``compaction_policy``), UNDO,
+deleted-rowset and deleted-row GC, and the deferred deletion of files that nothing reads
+any more. The transformations themselves are pure functions in ``compaction.py``; this
+module reads their inputs, writes their outputs and has the tablet swap them in: new
+files first, then the superblock (atomically), then the served rowsets (under the write
+lock, ``MaintainedTablet.rowset_swap``). Obsolete files are deleted only once no scan of
 this process holds the rowset objects that read them and the grace period for other
 processes has passed.
+
+It sees the tablet only as a ``MaintainedTablet``: the public members this module and
+``tablet_mm_ops`` (which scores the ops and runs them) use, and nothing else. tablet.py
+imports this module, never the other way round.
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ import os
 import shutil
 import time
 import weakref
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
 
 from kudusql.common.errors import InternalError, ProgrammingError
-from kudusql.common.hybrid_time import to_micros
+from kudusql.common.hybrid_time import HybridClock
+from kudusql.common.options import TabletOptions
+from kudusql.common.schema import Schema
+from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.tablet.compaction_policy import (
     PolicyMemo,
@@ -40,20 +47,13 @@ from kudusql.storage.tablet.compaction_worker import (
     DeltaCompactionResult,
     MergeJob,
 )
-from kudusql.storage.tablet.delta import concat_deltas
+from kudusql.storage.tablet.delta import Deltas, concat_deltas
 from kudusql.storage.tablet.deltamemstore import deltas_of
 from kudusql.storage.tablet.diskrowset import DeltaFileMeta, DiskRowSet, RowSetMeta, seed_keys
-from kudusql.storage.tablet.maintenance import (
-    MaintenanceManager,
-    MaintenanceOp,
-    MaintenanceRecord,
-    flush_score,
-)
-from kudusql.storage.tablet.rowset_writer import rowset_rows
+from kudusql.storage.tablet.maintenance import MaintenanceManager, MaintenanceRecord
+from kudusql.storage.tablet.metadata import TabletMeta
+from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions, rowset_rows
 from kudusql.storage.tablet.rowsets import RowSets
-
-if TYPE_CHECKING:
-    from kudusql.storage.tablet.tablet import Tablet
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -72,15 +72,71 @@ def foldable_redo(m: RowSetMeta) -> list[DeltaFileMeta]:
     return [f for f in m.redo_files if f.stats.num_events > f.stats.delete_count]
 
 
+class RowSetSwap(Protocol):
+    """A tablet's served rowsets while its write lock is held (``rowset_swap``): what
+    is served now, and the only way maintenance changes it."""
+
+    @property
+    def served(self) -> RowSets:
+        """The rowsets served now (nothing changes them while this is held)."""
+        ...
+
+    def migrate(self, late: Deltas, new: Sequence[DiskRowSet]) -> None:
+        """Move mutations that reached stores being replaced (rowid = position in the
+        concatenated ``new`` rowsets) to ``new`` and write them out at once."""
+        ...
+
+    def replace(
+        self, remove: Sequence[DiskRowSet], add: Sequence[DiskRowSet], *, next_rowset_id: int | None
+    ) -> None:
+        """Save a superblock listing ``add`` instead of ``remove`` (and the next rowset id,
+        when given), then serve them. A rowset that keeps its id takes the place of the
+        one it replaces. Raises if the tablet has failed or ``remove`` is not served."""
+        ...
+
+
+class MaintainedTablet(Protocol):
+    """What compactions, GC and the maintenance ops use of a ``Tablet``: public members
+    only (``Tablet`` is checked against this where it creates its maintainer)."""
+
+    path: str
+    schema: Schema
+    options: TabletOptions
+    meta: TabletMeta
+    cache: BlockCache
+    clock: HybridClock
+    maintenance: MaintenanceManager | None
+    maintenance_log: list[MaintenanceRecord]
+
+    @property
+    def maintainable(self) -> bool:
+        """Open, writable and not failed: the tablet offers and runs maintenance."""
+        ...
+
+    @property
+    def rowsets(self) -> RowSets: ...
+    @property
+    def pool(self) -> ThreadPoolExecutor: ...
+    def ancient_history_mark(self) -> int: ...
+    def check_healthy(self) -> None: ...
+    def maintaining(self) -> contextlib.AbstractContextManager[None]: ...
+    def rowset_swap(self) -> contextlib.AbstractContextManager[RowSetSwap]: ...
+    def open_rowsets(self, metas: Sequence[RowSetMeta]) -> list[DiskRowSet]: ...
+    def flush_rowset_dms(self, drs: DiskRowSet) -> None: ...
+    def flush(self, *, worker: CompactionWorker | None = None) -> int: ...
+    def flush_deltas(
+        self, *, worker: CompactionWorker | None = None, rowset_ids: Collection[int] | None = None
+    ) -> int: ...
+    def wal_anchored(self, min_seq: int | None) -> int: ...
+
+
 class TabletMaintainer:
-    """Compactions, GC and maintenance ops of one ``Tablet`` (which delegates to it)."""
+    """Compactions and GC of one tablet (which delegates to it)."""
 
     #: Maintenance records kept per tablet.
     _LOG_KEEP = 1000
-    #: Rowsets one minor delta compaction op covers at most.
-    _MINOR_PER_OP = 16
 
-    def __init__(self, tablet: Tablet) -> None:
+    def __init__(self, tablet: MaintainedTablet) -> None:
         self.t = tablet
         self._obsolete: list[tuple[float, list[weakref.ref[DiskRowSet]], Sequence[str]]] = []
         # The last policy run, reused while it still holds (see ``PolicyMemo``).
@@ -94,7 +150,7 @@ class TabletMaintainer:
         The files are written in ``worker``'s process when given."""
         return self._maintain(self._delta_compaction, rowset_id, False, worker)
 
-    def _minor_delta_compactions(
+    def minor_delta_compactions(
         self, rowset_ids: Sequence[int], worker: CompactionWorker | None = None
     ) -> int:
         """Minor delta compactions of several rowsets (those still served, with at least
@@ -104,7 +160,7 @@ class TabletMaintainer:
         return self._maintain(self._minor_batch, rowset_ids, worker)
 
     def _minor_batch(self, rowset_ids: Sequence[int], worker: CompactionWorker | None) -> int:
-        served = {d.id: d for d in self.t._rowsets.drs}
+        served = {d.id: d for d in self.t.rowsets.drs}
         done: list[tuple[DiskRowSet, RowSetMeta]] = []
         try:
             for rid in rowset_ids:
@@ -185,25 +241,22 @@ class TabletMaintainer:
             return 0
         t0 = time.perf_counter()
         for drs in inputs:  # the inputs become files only; later mutations are late
-            with self.t._write_lock:
-                frozen = drs.frozen_dms or (None if drs.dms.is_empty() else drs.freeze_dms())
-            if frozen is not None:
-                self.t._flush_dms(drs, frozen)
+            self.t.flush_rowset_dms(drs)
         job = MergeJob(
             self.t.path,
             self.t.schema,
             [d.meta.copy() for d in inputs],
             self.t.ancient_history_mark(),
             self.t.meta.next_rowset_id,
-            self.t._write_opts(),
+            RowSetWriteOptions.of(self.t.options),
             want_keys=self.t.cache is not None,
         )
-        merged = worker.run(job) if worker is not None else job.run(inputs, self.t._pool)
+        merged = worker.run(job) if worker is not None else job.run(inputs, self.t.pool)
         metas, first_id = merged.metas, job.first_id
         # Opened and seeded before the lock; unlisted until swapped in below.
-        new = [DiskRowSet(self.t.path, m, self.t.cache, self.t._pending) for m in metas]
+        new = self.t.open_rowsets(metas)
         seed_keys(new, merged.keys)
-        with self.t._write_lock:
+        with self.t.rowset_swap() as swap:
             self.t.check_healthy()  # before moving late mutations; the outputs stay unlisted
             late_parts = []
             # The writes made during the merge, cut from their batches in one pass (this
@@ -221,8 +274,8 @@ class TabletMaintainer:
                         )
                     late_parts.append(late.map_rowids(rowid_map))
             if late_parts:
-                self.t._migrate(concat_deltas(late_parts).sorted_by_seq(), new)
-            self._publish(remove=inputs, add=new, next_rowset_id=first_id + len(metas))
+                swap.migrate(concat_deltas(late_parts).sorted_by_seq(), new)
+            swap.replace(inputs, new, next_rowset_id=first_id + len(metas))
         self._retire(inputs, [d.dir for d in inputs])
         read = sum(d.meta.base_bytes + delta_bytes(d.meta) for d in inputs)
         written = sum(m.base_bytes + delta_bytes(m) for m in metas)
@@ -245,7 +298,7 @@ class TabletMaintainer:
         ahm = self.t.ancient_history_mark()
         freed = 0
         rewrites: list[tuple[DiskRowSet, RowSetMeta]] = []
-        for drs in self.t._rowsets.drs:
+        for drs in self.t.rowsets.drs:
             old = [f for f in drs.meta.undo_files if f.stats.max_ts < ahm]
             if not old:
                 continue
@@ -267,13 +320,11 @@ class TabletMaintainer:
     def _gc_deleted_rowsets(self) -> int:
         t0 = time.perf_counter()
         ahm = self.t.ancient_history_mark()
-        with self.t._write_lock:
-            dead = [
-                d for d in self.t._rowsets.drs if d.live_count() == 0 and d.last_change_ts() < ahm
-            ]
+        with self.t.rowset_swap() as swap:
+            dead = [d for d in swap.served.drs if d.live_count() == 0 and d.last_change_ts() < ahm]
             if not dead:
                 return 0
-            self._publish(remove=dead, add=())
+            swap.replace(dead, (), next_rowset_id=None)
         self._retire(dead, [d.dir for d in dead])
         freed = sum(d.meta.base_bytes + delta_bytes(d.meta) for d in dead)
         self.record("deleted_rowset_gc", t0, 0, 0, f"{len(dead)} rowsets, {freed} bytes")
@@ -299,24 +350,23 @@ class TabletMaintainer:
     ) -> int:
         ahm = self.t.ancient_history_mark()
         if rowset_ids is None:
-            rowset_ids = [d.id for d in self.t._rowsets.drs if d.deleted_before(ahm)]
+            rowset_ids = [d.id for d in self.t.rowsets.drs if d.deleted_before(ahm)]
         done = 0
         for rid in rowset_ids:
-            if any(d.id == rid for d in self.t._rowsets.drs):  # still served
+            if any(d.id == rid for d in self.t.rowsets.drs):  # still served
                 done += self._compact([rid], worker, "deleted_row_gc")
         return done
 
     def _maintain(self, op: Callable[..., _T], *args: Any) -> _T:
         """Run a maintenance op under the maintenance lock, then delete the files it
         made obsolete if nothing holds them any more (the op's locals are gone by then)."""
-        self.t._check_writable()
-        with self.t._maint_lock:
+        with self.t.maintaining():
             result = op(*args)
         self.delete_obsolete()
         return result
 
     def _rowset(self, rowset_id: int) -> DiskRowSet:
-        for d in self.t._rowsets.drs:
+        for d in self.t.rowsets.drs:
             if d.id == rowset_id:
                 return d
         raise ProgrammingError(f"tablet {self.t.path} has no DiskRowSet {rowset_id}")
@@ -327,51 +377,13 @@ class TabletMaintainer:
         if self.t.options.sync:
             for drs, _ in rewrites:
                 fsync_dir(drs.dir)
-        with self.t._write_lock:
-            self._publish(
-                remove=[drs for drs, _ in rewrites],
-                add=[drs.derive(meta) for drs, meta in rewrites],
-            )
+        with self.t.rowset_swap() as swap:
+            remove = [drs for drs, _ in rewrites]
+            swap.replace(remove, [d.derive(m) for d, m in rewrites], next_rowset_id=None)
         for drs, meta in rewrites:
             gone = drs.meta.file_names() - meta.file_names()
             drs.retire(gone)
             self._retire([drs], [os.path.join(drs.dir, f) for f in sorted(gone)])
-
-    def _publish(
-        self,
-        remove: Sequence[DiskRowSet],
-        add: Sequence[DiskRowSet],
-        next_rowset_id: int | None = None,
-    ) -> None:
-        """Replace rowsets in the superblock and the served set (under the write lock).
-        A rowset that keeps its id takes the place of the one it replaces."""
-        self.t.check_healthy()
-        rs = self.t._rowsets
-        gone = {id(d) for d in remove}
-        if not gone <= {id(d) for d in rs.drs}:
-            # Only a reload from disk under this op could do that (``Tablet._healthy``
-            # waits for the maintenance lock); publishing would list the inputs twice.
-            ids = [d.id for d in remove]
-            raise InternalError(f"tablet {self.t.path}: rowsets {ids} changed under this operation")
-        same_id = {d.id: d for d in add}
-        drs: list[DiskRowSet] = []
-        for d in rs.drs:
-            if id(d) not in gone:
-                drs.append(d)
-            elif d.id in same_id:
-                drs.append(same_id.pop(d.id))
-        drs.extend(same_id.values())
-        meta = self.t.meta
-        saved = (list(meta.rowsets), meta.next_rowset_id)
-        meta.rowsets = [d.meta for d in drs]
-        if next_rowset_id is not None:
-            meta.next_rowset_id = next_rowset_id
-        try:
-            self.t._save_meta()
-        except BaseException:
-            meta.rowsets, meta.next_rowset_id = saved
-            raise
-        self.t._rowsets = RowSets(rs.mrs, rs.frozen, tuple(drs))
 
     def _retire(self, objs: Sequence[DiskRowSet], paths: Sequence[str]) -> None:
         """Delete files no rowset lists any more once no scan of this process holds the
@@ -407,7 +419,7 @@ class TabletMaintainer:
             self.t.cache.invalidate_paths(deleted)
 
     def _policy_selection(self) -> tuple[int, ...]:
-        return self._policy(self.t.ancient_history_mark()).ids
+        return self.policy(self.t.ancient_history_mark()).ids
 
     def _rowset_infos(self, ahm: int) -> list[RowSetInfo]:
         """What the compaction policy knows of each non-empty DiskRowSet."""
@@ -420,7 +432,7 @@ class TabletMaintainer:
                 sum(f.stats.size for f in d.meta.undo_files),
                 sum(f.stats.size for f in d.meta.undo_files if f.stats.max_ts < ahm),
             )
-            for d in self.t._rowsets.drs
+            for d in self.t.rowsets.drs
             if d.num_rows
         ]
 
@@ -429,7 +441,10 @@ class TabletMaintainer:
         average over the data-weighted key space (1.0 when none overlap)."""
         return average_height(self._rowset_infos(self.t.ancient_history_mark()))
 
-    def _policy(self, ahm: int) -> Selection:
+    def policy(self, ahm: int) -> Selection:
+        """The merging compaction the policy chooses now (``compact`` without ids, and
+        the maintenance op's score): its last search while it still holds, and nothing
+        for a merge of disjoint rowsets that would not make fewer of them."""
         infos = self._rowset_infos(ahm)
         o = self.t.options
         opts = PolicyOptions(
@@ -452,12 +467,12 @@ class TabletMaintainer:
         """How many rowsets merging ``ids`` writes, by the writer's own rolling rule
         (whole pages of about the target size, from the inputs' raw bytes per row)."""
         wanted = set(ids)
-        drs = [d for d in self.t._rowsets.drs if d.id in wanted]
+        drs = [d for d in self.t.rowsets.drs if d.id in wanted]
         rows = sum(d.num_rows for d in drs)
         if not rows:
             return 0
         raw = sum(d.meta.raw_bytes or d.meta.base_bytes for d in drs)
-        per_rowset = rowset_rows(raw // rows, self.t._write_opts()) or rows
+        per_rowset = rowset_rows(raw // rows, RowSetWriteOptions.of(self.t.options)) or rows
         return -(-rows // per_rowset)
 
     def record(self, op: str, t0: float, read: int, written: int, note: str = "") -> None:
@@ -470,196 +485,6 @@ class TabletMaintainer:
             self.t.maintenance.record(rec)
         log.info("tablet %s: %s", self.t.path, rec.describe())
 
-    # -- the maintenance manager's view (see maintenance.py) ---------------------------------
-    def attach(self, manager: MaintenanceManager) -> None:
-        """Let ``manager`` schedule this tablet's maintenance and throttle its writes."""
-        self.t.maintenance = manager
-        manager.register(self.t)
-
-    def memory_bytes(self) -> int:
-        """Memory held by the MemRowSets and DeltaMemStores."""
-        rs = self.t._rowsets
-        n = rs.mrs.bytes + sum(f.bytes for f in rs.frozen) + self.t._pending.bytes
-        for d in rs.drs:  # settled bytes: this must not settle (see ``throttle``)
-            # the live store first: a freeze in between counts one store twice, not none
-            live = d.dms
-            frozen = d.frozen_dms  # read once: a delta flush may clear it meanwhile
-            n += live.settled_bytes + (frozen.settled_bytes if frozen is not None else 0)
-        return n
-
-    def maintenance_ops(self) -> list[MaintenanceOp]:
-        """The operations worth running now, each with what it would gain."""
-        if self.t.read_only or self.t._closed or self.t._failed is not None:
-            return []
-        o, rs, path = self.t.options, self.t._rowsets, self.t.path
-        now = to_micros(self.t.clock.peek())
-
-        def age_s(ts: int | None) -> float:
-            return 0.0 if ts is None else max(0.0, (now - to_micros(ts)) / 1e6)
-
-        ops: list[MaintenanceOp] = []
-        mm = self.t.maintenance
-        worker = mm.compaction_worker() if mm is not None else None
-        # Each flush op's WAL is what its stores anchor: the segments from their first
-        # event on. Counted as the whole WAL (which the file grace period also keeps),
-        # both flush ops stayed above ``log_target_replay_bytes`` after flushing: with
-        # the default 60 s grace a fast writer passed 1 GiB of WAL, and the manager then
-        # flushed the MemRowSet at every poll, a rowset of a few thousand rows each time
-        # (throughput fell to a third).
-        mem = rs.mrs.bytes + sum(f.bytes for f in rs.frozen)
-        if rs.frozen or not rs.mrs.is_empty():
-            mems = (rs.mrs, *rs.frozen)
-            oldest = min((m.min_ts for m in mems if m.min_ts), default=None)
-            score = flush_score(mem, age_s(oldest), o.flush_threshold_bytes, o.flush_threshold_s)
-            first = min((m.min_seq for m in mems if m.min_seq is not None), default=None)
-            wal = self.t.wal_anchored(first)
-            ops.append(
-                MaintenanceOp(
-                    "flush_mrs", path, lambda: self.t.flush(worker=worker), mem, wal, 0, score
-                )
-            )
-        # Each DeltaMemStore is scored on its own, as Kudu scores the best one to
-        # flush: a store is due at the flush size or age. Scored as one pool (every
-        # store flushed once their sum reached the size), random updates made every
-        # store of the tablet a REDO file each time the pool filled, so files (and the
-        # minor compactions that fold them) grew with the rowset count. The op flushes
-        # in one job every store past half of either threshold, so that stores filled
-        # alike are flushed together (a job per store as each came due was an op a
-        # second, each reading the write batches its stores share); when none is due
-        # (the op was chosen to free memory or log), all of them.
-        size, score, ripe = 0, 0.0, []
-        first_seqs: dict[int, int] = {}  # rowset id -> its live store's first event
-        half_bytes, half_s = o.flush_threshold_bytes / 2, o.flush_threshold_s / 2
-        for d in rs.drs:
-            x = d.dms
-            if x.is_empty():
-                continue
-            size += x.bytes
-            if x.min_seq is not None:
-                first_seqs[d.id] = x.min_seq
-            age = age_s(x.min_ts)
-            score = max(
-                score, flush_score(x.bytes, age, o.flush_threshold_bytes, o.flush_threshold_s)
-            )
-            if x.bytes >= half_bytes or age >= half_s:
-                ripe.append(d.id)
-        if size:
-            only = ripe if score > 0 else None
-            # The WAL this op frees is what the stores it flushes anchor: a store left
-            # out (not ripe) keeps its segments, and counting them would choose the op
-            # for the log again at every poll until that store ripened.
-            flushed = first_seqs.values() if only is None else (first_seqs.get(i) for i in only)
-            first = min((f for f in flushed if f is not None), default=None)
-            ops.append(
-                MaintenanceOp(
-                    "flush_deltas",
-                    path,
-                    lambda: self.t.flush_deltas(worker=worker, rowset_ids=only),
-                    size,
-                    self.t.wal_anchored(first),
-                    0,
-                    score,
-                )
-            )
-        ahm = self.t.ancient_history_mark()
-        # One op merges the REDO files of the rowsets with the most of them (up to
-        # _MINOR_PER_OP): random updates add a file to every rowset per delta flush, so
-        # one rowset per turn would fall behind as the rowset count grows.
-        due = [d for d in rs.drs if len(d.meta.redo_files) >= max(2, o.minor_compaction_min_files)]
-        if due:
-            due.sort(key=lambda d: len(d.meta.redo_files), reverse=True)
-            score = min(1.0, len(due[0].meta.redo_files) / o.minor_compaction_max_files)
-            minor_ids = [d.id for d in due[: self._MINOR_PER_OP]]
-            ops.append(
-                MaintenanceOp(
-                    "minor_delta_compaction",
-                    path,
-                    lambda: self._minor_delta_compactions(minor_ids, worker),
-                    perf_improvement=score,
-                )
-            )
-        ratios = [
-            (sum(f.stats.size for f in foldable) / max(1, d.meta.base_bytes), d.id)
-            for d in rs.drs
-            if (foldable := foldable_redo(d.meta))
-        ]
-        if ratios:
-            ratio, rid = max(ratios)
-            if ratio >= o.major_compaction_min_ratio:
-                ops.append(
-                    MaintenanceOp(
-                        "major_delta_compaction",
-                        path,
-                        lambda: self.major_delta_compaction(rid, worker=worker),
-                        perf_improvement=min(1.0, ratio),
-                    )
-                )
-        sel = self._policy(ahm)
-        if len(sel.ids) >= 2:
-            ids = sel.ids
-            ops.append(
-                MaintenanceOp(
-                    "merge_compaction",
-                    path,
-                    lambda: self.compact(ids, worker=worker),
-                    perf_improvement=sel.quality,
-                )
-            )
-        undo_gc = sum(
-            f.stats.size for d in rs.drs for f in d.meta.undo_files if f.stats.max_ts < ahm
-        )
-        if undo_gc:
-            ops.append(MaintenanceOp("undo_delta_gc", path, self.gc_undo, data_retained=undo_gc))
-        dead = sum(
-            d.meta.base_bytes + delta_bytes(d.meta) + 1
-            for d in rs.drs
-            if d.live_count() == 0 and d.last_change_ts() < ahm
-        )
-        if dead:
-            ops.append(
-                MaintenanceOp(
-                    "deleted_rowset_gc", path, self.gc_deleted_rowsets, data_retained=dead
-                )
-            )
-        # The rowset whose rewrite without its rows deleted before the mark frees the
-        # most, among those where they are at least the threshold fraction of its rows.
-        frees = [
-            (freed, d.id)
-            for d in rs.drs
-            if (freed := self._deleted_rows_bytes(d, ahm, o.deleted_row_gc_min_fraction))
-        ]
-        if frees:
-            freed, rid = max(frees)
-            ops.append(
-                MaintenanceOp(
-                    "deleted_row_gc",
-                    path,
-                    lambda: self.gc_deleted_rows([rid], worker=worker),
-                    data_retained=freed,
-                )
-            )
-        return ops
-
-    @staticmethod
-    def _deleted_rows_bytes(d: DiskRowSet, ahm: int, min_fraction: float) -> int:
-        """About the bytes rewriting ``d`` without its rows deleted before ``ahm`` frees
-        (their share of its files), 0 unless they are at least ``min_fraction`` of its
-        rows, and for a rowset that ``deleted_rowset_gc`` drops whole.
-
-        Asked of every rowset at every poll, it reads the REDO files' statistics only:
-        the deletes of the files wholly older than the mark, less their reinserts (a
-        DiskRowSet's rows are never inserted again after a delete, but for the rare
-        REINSERT of a frozen MemRowSet row that moved to it). The rewrite itself drops
-        exactly the rows deleted before the mark."""
-        n = d.num_rows
-        if not n:
-            return 0
-        old = [f.stats for f in d.meta.redo_files if f.stats.max_ts < ahm]
-        deleted = sum(s.delete_count - s.reinsert_count for s in old)
-        if deleted < min_fraction * n or (d.live_count() == 0 and d.last_change_ts() < ahm):
-            return 0
-        return int(min(deleted, n) / n * (d.meta.base_bytes + delta_bytes(d.meta)))
-
     def run_maintenance(self, *, flush: bool = True, compact: bool = True, gc: bool = True) -> None:
         """Run maintenance now: flush memory; merge rowsets while the policy finds
         overlap, rewrite rowsets without their rows deleted before the ancient history
@@ -670,14 +495,14 @@ class TabletMaintainer:
             self.t.flush()
             self.t.flush_deltas()
         if compact:
-            count = len(self.t._rowsets.drs)
+            count = len(self.t.rowsets.drs)
             while self.compact() >= 2:
-                now = len(self.t._rowsets.drs)
+                now = len(self.t.rowsets.drs)
                 if now >= count:  # no progress: stop rather than rewrite the same layout
                     break
                 count = now
             self.gc_deleted_rows()
-            for d in list(self.t._rowsets.drs):
+            for d in list(self.t.rowsets.drs):
                 if foldable_redo(d.meta):
                     self.major_delta_compaction(d.id)
         if gc:

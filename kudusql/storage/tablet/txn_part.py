@@ -35,18 +35,12 @@ import numpy as np
 import pyarrow as pa
 
 from kudusql.common.errors import OperationalError
+from kudusql.common.row_operations import WriteOp, WriteResult, atomic_rejection, operations
 from kudusql.storage.tablet.bulk_load import write_bulk_rowsets
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta
 from kudusql.storage.tablet.log_record import encode_txn_finalize, encode_txn_part
 from kudusql.storage.tablet.rowsets import RowSets
-from kudusql.storage.tablet.write_ops import (
-    PreparedBatch,
-    WriteOp,
-    WriteResult,
-    atomic_rejection,
-    operations,
-    prepare,
-)
+from kudusql.storage.tablet.write_ops import PreparedBatch, prepare
 from kudusql.storage.tablet.write_path import (
     MUTATES,
     BatchWrite,

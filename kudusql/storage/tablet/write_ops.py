@@ -1,4 +1,5 @@
-"""Write operations: Kudu's eight row operations, validated and decided for a whole batch.
+"""Write operations: Kudu's eight row operations (``common/row_operations.py``), validated
+and decided for a whole batch.
 
 ``prepare`` validates and converts an Arrow batch column by column (types, NULLs in
 keys or NOT NULL columns, missing required columns, oversized cells and keys) and
@@ -19,50 +20,23 @@ operation, and ``assign_auto_ids`` fills it under the tablet's write lock, one
 
 from __future__ import annotations
 
-import enum
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import DataError, Error, IntegrityError, ProgrammingError
+from kudusql.common.errors import DataError
 from kudusql.common.keys import encode_keys, equal_to_previous, sort_order, strictly_increasing
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import AUTO_INCREMENTING_COLUMN, Schema
 from kudusql.common.types import cast_array, display_value
 
 MAX_ENCODED_KEY_BYTES = 16 * 1024
-
-
-class WriteOp(enum.IntEnum):
-    """DO NOT CHANGE: on-disk (the WAL stores these; Kudu's op codes)."""
-
-    INSERT = 1
-    UPDATE = 2
-    DELETE = 3
-    UPSERT = 5
-    INSERT_IGNORE = 10
-    UPDATE_IGNORE = 11
-    DELETE_IGNORE = 12
-    UPSERT_IGNORE = 13
-
-    @classmethod
-    def parse(cls, v: WriteOp | str | int) -> WriteOp:
-        if isinstance(v, WriteOp):
-            return v
-        if isinstance(v, str):
-            try:
-                return cls[v.strip().upper()]
-            except KeyError:
-                raise ProgrammingError(f"unknown write operation {v!r}") from None
-        try:
-            return cls(int(v))
-        except ValueError:
-            raise ProgrammingError(f"unknown write operation {v!r}") from None
 
 
 _INSERTING = np.zeros(256, dtype=bool)
@@ -87,40 +61,6 @@ for _o in (
     _IGNORING[_o] = True
 
 
-@dataclass(frozen=True)
-class RowError:
-    """A row the batch could not apply: its index in the caller's batch and why."""
-
-    index: int
-    op: WriteOp
-    key: tuple[Any, ...] | None
-    status: str  # Kudu's status code: AlreadyPresent, NotFound, InvalidArgument, Immutable
-    message: str
-
-    def __str__(self) -> str:
-        key = "?" if self.key is None else ", ".join(display_value(v) for v in self.key)
-        return f"row {self.index} ({self.op.name} key=({key})): {self.status}: {self.message}"
-
-
-def atomic_rejection(errors: Sequence[RowError]) -> Error:
-    """The error an atomic batch with these row errors raises: IntegrityError for key
-    violations (already present, not found), DataError for bad values."""
-    msg = f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-    if any(e.status in ("AlreadyPresent", "NotFound") for e in errors):
-        return IntegrityError(msg)
-    return DataError(msg)
-
-
-@dataclass
-class WriteResult:
-    """What a write batch did: its timestamp, rows applied, ignored and failed."""
-
-    timestamp: int
-    applied: int
-    ignored: int
-    errors: list[RowError] = field(default_factory=list)
-
-
 # Error codes (index into _MESSAGES); 0 = no error.
 E_OK = 0
 E_PRESENT = 1
@@ -134,7 +74,6 @@ E_NO_FIELDS = 8
 E_KEY_TOO_LARGE = 9
 E_IMMUTABLE = 10
 E_UNKNOWN_COLUMN = 11
-E_TOO_LARGE = 12
 
 _STATUS = {
     E_PRESENT: "AlreadyPresent",
@@ -422,9 +361,6 @@ def occurrence_rounds(keys: pa.Array[Any], valid: np.ndarray) -> np.ndarray:
 
 __all__ = [
     "PreparedBatch",
-    "RowError",
-    "WriteOp",
-    "WriteResult",
     "error_message",
     "occurrence_rounds",
     "prepare",
@@ -436,55 +372,3 @@ UPSERTING = _UPSERTING
 UPDATING = _UPDATING
 DELETING = _DELETING
 IGNORING = _IGNORING
-STATUS = _STATUS
-
-
-def operations(data: pa.Table, op: WriteOp | str | int | None, op_column: str | None) -> np.ndarray:
-    """The operation code of every row: one for all, or from an operation column."""
-    n = data.num_rows
-    if op_column is not None:
-        opcol = data.column(op_column)
-        if pa.types.is_integer(opcol.type):
-            ops = np.asarray(opcol.to_numpy(), dtype=np.int64)
-            bad = [int(v) for v in np.unique(ops) if int(v) not in WriteOp._value2member_map_]
-            if bad:
-                raise ProgrammingError(f"unknown write operation code(s) {bad}")
-            return ops.astype(np.uint8)
-        names = opcol.to_pylist()
-        uniq = {v: WriteOp.parse(v) for v in set(names) if v is not None}
-        if len(uniq) != len(set(names)):
-            raise ProgrammingError(f"{op_column} holds a NULL operation")
-        return np.fromiter((uniq[v] for v in names), dtype=np.uint8, count=n)
-    if op is None:
-        raise ProgrammingError("write() needs an operation or an op_column")
-    return np.full(n, WriteOp.parse(op), dtype=np.uint8)
-
-
-class WriteShortcuts:
-    """``insert``/``insert_ignore``/``upsert``/``update``/``delete``: ``write`` with one
-    operation for every row (for the Tablet and the Table)."""
-
-    def write(
-        self,
-        data: pa.Table | pa.RecordBatch,
-        op: WriteOp | str | int | None = None,
-        *,
-        op_column: str | None = None,
-        atomic: bool = False,
-    ) -> WriteResult:
-        raise NotImplementedError
-
-    def insert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.INSERT, **kw)
-
-    def insert_ignore(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.INSERT_IGNORE, **kw)
-
-    def upsert(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.UPSERT, **kw)
-
-    def update(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.UPDATE, **kw)
-
-    def delete(self, data: pa.Table | pa.RecordBatch, **kw: Any) -> WriteResult:
-        return self.write(data, WriteOp.DELETE, **kw)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from kudusql.common.row_operations import RowError, WriteOp
 from kudusql.common.schema import Schema
 from kudusql.storage.tablet.delta import ColumnDelta, Deltas, MutationType
 from kudusql.storage.tablet.diskrowset import DiskRowSet, default_column
@@ -37,8 +38,6 @@ from kudusql.storage.tablet.write_ops import (
     UPDATING,
     UPSERTING,
     PreparedBatch,
-    RowError,
-    WriteOp,
     error_message,
     occurrence_rounds,
 )

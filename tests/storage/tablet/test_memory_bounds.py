@@ -24,7 +24,7 @@ from kudusql.storage.cfile.arena import Arena
 from kudusql.storage.tablet.disk_key_index import BLOOM_ARENA, KEY_ARENA
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_compaction import KV, Clock, kv
+from tests.storage.tablet.test_compaction import KV, Clock, kv
 
 #: Small sizes: flushes every few batches, rowsets that roll at 64 KiB, history of one
 #: (test-clock) second, so that a cycle of a write and one maintenance op replaces files.

@@ -20,7 +20,7 @@ from kudusql.storage.tablet.maintenance import (
     flush_score,
 )
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_compaction import (
+from tests.storage.tablet.test_compaction import (
     HOUR_US,
     OPTS,
     Clock,

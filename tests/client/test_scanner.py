@@ -14,7 +14,7 @@ import pytest
 import kudusql.client as kudu
 from kudusql.common.errors import Error, NotSupportedError, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
-from tests.client_api.conftest import simple_schema
+from tests.client.conftest import simple_schema
 
 
 @pytest.fixture

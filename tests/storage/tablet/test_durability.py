@@ -19,7 +19,7 @@ from kudusql.storage.tablet.tablet import Tablet
 from tests.support.tablets import schema
 from tests.support.timing import scaled
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SCH = schema(("k", "BIGINT"), ("v", "BIGINT"), key=["k"])
 OPTS = TabletOptions(rows_per_page=32, history_max_age_s=3600, file_grace_s=0)
 

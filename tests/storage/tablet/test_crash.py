@@ -42,7 +42,7 @@ from tests.support import crash_writer as cw
 from tests.support.model import ModelColumn, TabletModel
 from tests.support.timing import WAIT, scaled
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def _state(t: Tablet, snapshot: int | None = None) -> dict[tuple[Any, ...], dict[str, Any]]:

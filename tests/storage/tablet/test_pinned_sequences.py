@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_tablet_model import OPTIONS, SCHEMA
+from tests.storage.tablet.test_tablet_model import OPTIONS, SCHEMA
 
 
 def _ab(a: int, b: str, op: str) -> tuple[pa.Table, str]:

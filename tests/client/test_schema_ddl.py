@@ -17,7 +17,7 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.types import DataType
-from tests.client_api.conftest import simple_schema
+from tests.client.conftest import simple_schema
 
 
 # -- schema builder ----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from kudusql.storage.tables import catalog
 from kudusql.storage.tables.database import Database
 from tests.support import db_crash_writer as cw
 
-ROOT = str(Path(__file__).resolve().parents[2])
+ROOT = str(Path(__file__).resolve().parents[3])
 
 
 class Model:

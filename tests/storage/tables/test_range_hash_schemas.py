@@ -33,7 +33,7 @@ from kudusql.storage.tables.partition import (
 )
 from kudusql.storage.tables.pruning import prune_partitions
 from kudusql.storage.tables.scan_token import ScanToken
-from tests.client.test_pruning import PROP, draw_predicate, value_pools
+from tests.storage.tables.test_pruning import PROP, draw_predicate, value_pools
 from tests.support.partition_model import slow_partition_index
 from tests.support.tablets import schema
 

@@ -39,7 +39,7 @@ from kudusql.storage.tables.scan_token import ScanToken
 from kudusql.storage.tables.table import Table
 from tests.support.timing import scaled
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OPTIONS = TabletOptions(sync=False, rows_per_page=16, file_grace_s=60, threads=2)
 
 SCHEMA = Schema.build(

@@ -14,6 +14,7 @@ import pytest
 
 from kudusql.common.errors import IntegrityError
 from kudusql.common.options import TabletOptions
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
 from kudusql.storage.tables.database import Database
@@ -22,7 +23,7 @@ from kudusql.storage.tablet.bulk_load import stage_rowsets, staged_duplicates
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta, rowset_dir
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 from kudusql.storage.tablet.tablet import Tablet
-from kudusql.storage.tablet.write_ops import WriteOp, prepare
+from kudusql.storage.tablet.write_ops import prepare
 
 SCH = Schema(
     (

@@ -46,7 +46,8 @@ def test_sustained_load_stays_bounded(tmp_path: Any, keys: str) -> None:
         # their rows are dropped once no snapshot still allowed can see them. Its
         # rowsets are bounded but not held to the data's need: the flushes of its head
         # wait for merges that the major delta compactions outscore, and are mostly
-        # dropped whole once the window passes them (docs/DECISIONS.md, eighteenth pass).
+        # dropped whole once the window passes them (docs/NOTES-measurements.md,
+        # sustained load, eighteenth pass).
         assert {x.keys for x in r.samples} == {r.rows_expected}, r.samples
         if seconds > 3 * OPTIONS.history_max_age_s:
             assert "deleted_rowset_gc" in r.ops, r.ops

@@ -921,7 +921,7 @@ def test_policy_never_repeats_a_merge_that_keeps_the_rowset_count(tmp_path: Any)
         t.insert(kv(list(range(i * 1000, i * 1000 + 100)), [1] * 100, ["x" * 5] * 100))
     merges = 0
     for _ in range(6):
-        sel = t.maintainer._policy(t.ancient_history_mark())
+        sel = t.maintainer.policy(t.ancient_history_mark())
         if not sel.ids:
             break
         before = len(drs_ids(t))

@@ -26,7 +26,7 @@ import pytest
 from kudusql.common.options import TabletOptions
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_compaction import HOUR_US, KV, Clock, by_key, drs_ids
+from tests.storage.tablet.test_compaction import HOUR_US, KV, Clock, by_key, drs_ids
 
 OPTS = TabletOptions(
     rows_per_page=512,

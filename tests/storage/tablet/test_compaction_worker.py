@@ -23,11 +23,11 @@ from kudusql.storage.tablet import compaction_worker
 from kudusql.storage.tablet.compaction_worker import CompactionWorker
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
-from tests.storage.test_compaction import KV, OPTS, Clock, drs_ids, kv, make
+from tests.storage.tablet.test_compaction import KV, OPTS, Clock, drs_ids, kv, make
 from tests.support.tablets import rows
 from tests.support.timing import WAIT, scaled
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def _history_tablet(tmp_path: Any) -> tuple[Tablet, list[int]]:

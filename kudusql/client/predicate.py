@@ -1,0 +1,96 @@
+"""``Column`` (``table['col']``), whose comparison operators make scan predicates, and
+``Predicate``, the predicate they make, for ``Scanner.add_predicate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from kudusql.client.schema import ColumnSchema
+from kudusql.common.errors import NotSupportedError, ProgrammingError
+from kudusql.common.predicates import ColumnPredicate
+
+if TYPE_CHECKING:
+    from kudusql.client.table import Table
+
+__all__ = ["Column", "Predicate"]
+
+
+class Predicate:
+    """A scan predicate on one column (``table['a'] > 10``), for ``Scanner.add_predicate``.
+    ``predicate`` is the storage ``ColumnPredicate``, its literal already converted to
+    the column's type."""
+
+    __slots__ = ("predicate", "table_id")
+
+    def __init__(self, table_id: int, predicate: ColumnPredicate) -> None:
+        self.table_id = table_id
+        self.predicate = predicate
+
+    def __repr__(self) -> str:
+        return f"Predicate({self.predicate})"
+
+
+class Column:
+    """A column of a table, for building predicates: ``table['a'] >= 0``,
+    ``table['a'].in_list([1, 2])``, ``table['s'].is_null()``."""
+
+    __slots__ = ("name", "parent", "spec")
+
+    def __init__(self, parent: Table, spec: ColumnSchema) -> None:
+        self.parent = parent
+        self.spec = spec
+        self.name = spec.name
+
+    def __repr__(self) -> str:
+        return f"Column({self.name}, parent={self.parent.name}, type={self.spec.type.name})"
+
+    def _bind(self, pred: ColumnPredicate) -> Predicate:
+        return Predicate(self.parent.id, pred.bind(self.parent.core.schema))
+
+    def _value(self, value: Any, op: str) -> Any:
+        if value is None:
+            raise ProgrammingError(
+                f"cannot compare column {self.name!r} {op} None; use is_null() or is_not_null()"
+            )
+        return value
+
+    def __lt__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.lt(self.name, self._value(value, "<")))
+
+    def __le__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.le(self.name, self._value(value, "<=")))
+
+    def __gt__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.gt(self.name, self._value(value, ">")))
+
+    def __ge__(self, value: Any) -> Predicate:
+        return self._bind(ColumnPredicate.ge(self.name, self._value(value, ">=")))
+
+    def __eq__(self, value: Any) -> Predicate:  # type: ignore[override]
+        return self._bind(ColumnPredicate.eq(self.name, self._value(value, "==")))
+
+    def __ne__(self, value: Any) -> Predicate:  # type: ignore[override]
+        raise NotSupportedError(
+            f"!= predicates are not supported (column {self.name!r}); Kudu scans take "
+            "=, <, <=, >, >=, IN lists and NULL tests"
+        )
+
+    __hash__ = object.__hash__
+
+    def in_list(self, values: Sequence[Any]) -> Predicate:
+        """``column IN values`` (None values never match)."""
+        if isinstance(values, (str, bytes)):
+            raise ProgrammingError("in_list() takes a list of values, not a single string")
+        return self._bind(ColumnPredicate.in_list(self.name, list(values)))
+
+    def is_null(self) -> Predicate:
+        return self._bind(ColumnPredicate.is_null(self.name))
+
+    def is_not_null(self) -> Predicate:
+        return self._bind(ColumnPredicate.is_not_null(self.name))
+
+    def prefix(self, prefix: str | bytes) -> Predicate:
+        """``column LIKE 'prefix%'`` (string and binary columns)."""
+        return self._bind(ColumnPredicate.prefix(self.name, prefix))

@@ -1,1 +1,0 @@
-"""Tests of the Kudu-style Python client API (kudusql.client)."""

@@ -1,0 +1,1 @@
+"""Tests of the CFile format, encodings, bloom filters and block cache (kudusql.storage.cfile)."""

@@ -1,0 +1,1 @@
+"""Tests of the tables layer (kudusql.storage.tables)."""
