@@ -43,7 +43,6 @@ from kudusql.engine.settings import Settings
 from kudusql.executor.dml import (
     MAX_ERROR_SAMPLES,
     DmlResult,
-    rows_to_table,
     timestamp_out_of_range,
     write_batches,
 )
@@ -307,7 +306,7 @@ class Session:
             or not self.db.options.fast_paths
             or _timestamps_out_of_range(table, rows, columns)
         ):
-            return self._write(table, rows_to_table(rows, columns, table), columns, op)
+            return self._write(table, table.rows_to_arrow(columns, rows), columns, op)
         check_cancelled(self.runner.cancelled)
         wr = table.write_rows(columns, rows, op, atomic=self.settings.abort_on_error)
         return DmlResult(

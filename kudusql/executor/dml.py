@@ -192,8 +192,3 @@ def _outside_message(name: str, column: pa.ChunkedArray[Any], row: int) -> str:
         f"invalid value {text} for column {name!r} of type TIMESTAMP: outside "
         "1400-01-01..9999-12-31, the range of Impala's TIMESTAMP"
     )
-
-
-def rows_to_table(rows: Sequence[Sequence[Any]], columns: Sequence[str], table: Table) -> pa.Table:
-    """Python rows as an Arrow table for ``table`` (``Table.rows_to_arrow``)."""
-    return table.rows_to_arrow(columns, rows)

@@ -67,7 +67,12 @@ from kudusql.storage.tables.partition import (
 from kudusql.storage.tables.pruning import prune_partitions
 from kudusql.storage.tables.txn_log import CommitOutcomeUnknown
 from kudusql.storage.tablet.diskrowset import RowSetMeta
-from kudusql.storage.tablet.row_write import SMALL_WRITE_ROWS, RowLayout, rows_to_arrow
+from kudusql.storage.tablet.row_write import (
+    SMALL_WRITE_ROWS,
+    RowBatch,
+    RowLayout,
+    rows_to_arrow,
+)
 from kudusql.storage.tablet.tablet import Tablet
 from kudusql.storage.tablet.txn_part import TxnPart, abort_part, commit_part
 
@@ -224,9 +229,14 @@ class Table(WriteShortcuts):
         atomic: bool = False,
     ) -> WriteResult:
         """``write`` for rows of Python values (``columns`` names them, in order), with
-        the same results and errors. A few rows (``SMALL_WRITE_ROWS``) whose values the
-        row path takes as they are are routed by their Python key values and written
-        through ``Tablet.write_rows`` without Arrow; others become an Arrow batch."""
+        the same results and errors.
+
+        The path is chosen here, once, from the batch's shape: a few rows
+        (``SMALL_WRITE_ROWS``) whose values the row path takes as they are, all bound for
+        one tablet, are routed by their Python key values and handed to it converted (a
+        ``RowBatch``: the tablet's row path). Any other batch becomes an Arrow batch for
+        ``write``: a transaction across tablets, and a failed tablet's reload, are the
+        batch path's."""
         self.db._check_writable()
         wop = WriteOp.parse(op)
         names = tuple(columns)
@@ -235,9 +245,21 @@ class Table(WriteShortcuts):
         if 0 < n <= SMALL_WRITE_ROWS and self.db.options.fast_paths:
             with rt.write_lock:
                 rt = self._rt()  # an ALTER may have finished while we waited
-                res = self._write_rows_small(rt, names, rows, wop, atomic)
-            if res is not None:
-                return res
+                routed = _route_rows(rt, names, rows, wop)
+                if routed is not None:
+                    conv, parts, errors = routed
+                    if atomic and errors:
+                        raise DataError(
+                            f"atomic write batch rejected: {len(errors)} row error(s); "
+                            f"first: {errors[0]}"
+                        )
+                    if len(parts) <= 1:
+                        part = next(iter(parts.items()), None)
+                        tablet = None if part is None else rt.tablet(part[0])
+                        if tablet is None or not tablet.failed:
+                            return self._write_routed_rows(
+                                rt, tablet, part, conv, errors, names, wop, atomic
+                            )
         return self.write(rows_to_arrow(rt.meta.schema, names, rows), wop, atomic=atomic)
 
     def rows_to_arrow(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
@@ -245,81 +267,39 @@ class Table(WriteShortcuts):
         what it means alone (``row_write.column_from_values``)."""
         return rows_to_arrow(self.schema, columns, rows)
 
-    def _write_rows_small(
+    def _write_routed_rows(
         self,
         rt: TableRuntime,
+        tablet: Tablet | None,
+        part: tuple[int, list[int]] | None,
+        conv: list[tuple[Any, ...]],
+        errors: list[RowError],
         names: tuple[str, ...],
-        rows: Sequence[Sequence[Any]],
         op: WriteOp,
         atomic: bool,
-    ) -> WriteResult | None:
-        """The row path of ``write_rows`` (table write lock held), or None for the Arrow
-        path (nothing written then)."""
-        schema = rt.meta.schema
-        lay = _layout(schema, names)
-        if not lay.ok:
-            return None
-        conv = []
-        for r in rows:
-            v = lay.convert(r)
-            if v is None:
-                return None
-            conv.append(v)
-        parts: dict[int, list[int]] = {}
-        errors: list[RowError] = []
-        single = len(rt.partitions) == 1 and not rt.meta.partition_schema.range_columns
-        key_names = schema.key_names
-        for i, v in enumerate(conv):
-            if single:
-                slot = 0
-            elif not rt.partitions:
-                slot = -1
-            else:
-                kv = lay.key_values(v)
-                try:
-                    slot = partition_for_row(
-                        rt.meta.partition_schema, schema, dict(zip(key_names, kv, strict=True))
-                    )
-                except Error:
-                    return None
-            if slot < 0:
-                errors.append(
-                    RowError(i, op, lay.key_values(rows[i]), "NotFound", NO_TABLET_MESSAGE)
-                )
-                continue
-            parts.setdefault(slot, []).append(i)
-        if atomic and errors:
-            raise DataError(
-                f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
-            )
-        if len(parts) > 1:
-            return None  # a transaction across tablets: the Arrow path commits it
-        tablets = rt.tablets()
-        if any(tablets[slot].failed for slot in parts):
-            return None  # the Arrow path reloads it with the table's lock released
+    ) -> WriteResult:
+        """The row path of ``write_rows`` (the table's write lock held): the converted
+        rows ``conv`` whose batch positions ``part`` names go to ``tablet`` (none when
+        no range partition covers any row: ``errors`` say so), at one timestamp of the
+        database's MVCC."""
         ts = self.db.mvcc.start_op()
-        results = []
         try:
-            for slot, idx in parts.items():
-                part = conv if len(idx) == len(conv) else [conv[i] for i in idx]
-                t = tablets[slot]
-                if _same_schema(t.schema, schema):
-                    res = t.write_converted_rows(names, part, op, atomic=atomic, timestamp=ts)
-                else:
-                    res = t.write_rows(names, part, op, atomic=atomic, timestamp=ts)
-                results.append((idx, res))
+            res = None
+            if tablet is not None and part is not None:
+                idx = part[1]
+                rows = conv if len(idx) == len(conv) else [conv[i] for i in idx]
+                same = _same_schema(tablet.schema, rt.meta.schema)
+                res = tablet.write(RowBatch(names, rows, same), op, atomic=atomic, timestamp=ts)
         finally:
             self.db.mvcc.finish_op(ts)
-        applied = ignored = 0
-        for idx, res in results:
-            applied += res.applied
-            ignored += res.ignored
+        if res is None:
+            return WriteResult(ts, 0, 0, errors)
+        if res.errors:
             errors.extend(
                 RowError(idx[e.index], e.op, e.key, e.status, e.message) for e in res.errors
             )
-        if len(errors) > 1:
             errors.sort(key=lambda e: e.index)
-        return WriteResult(ts, applied, ignored, errors)
+        return WriteResult(ts, res.applied, res.ignored, errors)
 
     def _split_routed(
         self, rt: TableRuntime, data: pa.Table, ops: np.ndarray
@@ -825,6 +805,52 @@ def _part_errors(
     if pool is not None and len(parts) > 1 and total >= PARALLEL_WRITE_ROWS:
         return [e for errs in pool.map(one, parts) for e in errs]
     return [e for p in parts for e in one(p)]
+
+
+#: A few Python rows converted by the row layout and routed by their key values: the
+#: converted rows, the batch positions bound for each tablet slot, and the errors of
+#: the rows no range partition covers.
+_RoutedRows = tuple[list[tuple[Any, ...]], dict[int, list[int]], list[RowError]]
+
+
+def _route_rows(
+    rt: TableRuntime, names: tuple[str, ...], rows: Sequence[Sequence[Any]], op: WriteOp
+) -> _RoutedRows | None:
+    """Convert and route a few Python rows for the row path; None when the batch path
+    takes them (a column the layout cannot take, a value to cast or reject, a key the
+    scalar router refuses)."""
+    schema = rt.meta.schema
+    lay = _layout(schema, names)
+    if not lay.ok:
+        return None
+    conv = []
+    for r in rows:
+        v = lay.convert(r)
+        if v is None:
+            return None
+        conv.append(v)
+    parts: dict[int, list[int]] = {}
+    errors: list[RowError] = []
+    single = len(rt.partitions) == 1 and not rt.meta.partition_schema.range_columns
+    key_names = schema.key_names
+    for i, v in enumerate(conv):
+        if single:
+            slot = 0
+        elif not rt.partitions:
+            slot = -1
+        else:
+            kv = lay.key_values(v)
+            try:
+                slot = partition_for_row(
+                    rt.meta.partition_schema, schema, dict(zip(key_names, kv, strict=True))
+                )
+            except Error:
+                return None
+        if slot < 0:
+            errors.append(RowError(i, op, lay.key_values(rows[i]), "NotFound", NO_TABLET_MESSAGE))
+            continue
+        parts.setdefault(slot, []).append(i)
+    return conv, parts, errors
 
 
 _LAYOUTS: dict[tuple[int, tuple[str, ...]], RowLayout] = {}

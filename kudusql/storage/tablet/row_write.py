@@ -5,23 +5,30 @@ For a batch of one to eight rows, every Arrow kernel (cast, key encoding, ``isin
 path therefore keeps Python values end to end: a ``RowLayout`` (one per schema and list
 of given columns) checks and converts each value with a scalar converter per column
 type, encodes the key with ``encode_key``, and builds the full row in schema order
-with the column defaults. The tablet decides the rows one at a time, logs them in the
-compact WAL record (``log_record.encode_rows``) and appends them to the MemRowSet as
-tuples, which it turns into Arrow lazily (``MemRowSet.insert_rows``).
+with the column defaults. ``decide_rows`` checks the keys' presence one at a time, and
+the decided ``RowWrite`` is logged in the compact WAL record
+(``log_record.encode_rows``) and appended to the MemRowSet as tuples, which it turns
+into Arrow lazily (``MemRowSet.insert_rows``). The tablet commits them through the same
+protocol as a decided Arrow batch (``Tablet._commit``).
 
-The row path only handles what it can decide exactly as the batch path would:
+The row path is an optimization inside the tablet's one write path, chosen once per
+batch from its shape (``RowPath.choose``, by ``Tablet.write``; the tables layer makes the
+choice for the Python rows it routes, ``RowBatch.converted``). It takes:
 
 - values whose Python type is exactly the column's (``int`` for integers, ``float``
   or an exactly representable ``int`` for FLOAT/DOUBLE, ``str``, ``bytes``, ``bool``,
   ``datetime.date``, naive ``datetime.datetime``, a ``Decimal`` with the column's
   scale), NULL only where the column allows it, no key too large, no cell over
   64 KiB, every required column given, no key repeated in the batch;
-- INSERT, INSERT_IGNORE, UPSERT and UPSERT_IGNORE rows whose key is absent (a new
-  MemRowSet row) or, for the INSERTs, present (``AlreadyPresent`` or ignored).
+- INSERT, INSERT_IGNORE, UPSERT and UPSERT_IGNORE rows.
 
-Anything else (a value to cast or reject, an UPDATE, a REINSERT over a deleted row)
-returns ``None`` before anything is applied, and the caller runs the batch path, which
-gives the same result and the same error messages.
+Any other batch (a value to cast or reject, an UPDATE) is written by the batch path,
+which gives the same result and the same error messages. One case depends on the
+tablet's state, not the batch's shape: an UPSERT of a present key (an update) or an
+INSERT over a deleted MemRowSet row (a REINSERT) is decided in rounds by the batch
+path, so ``decide_rows`` answers False and the tablet hands the batch, as given, to the
+batch path under the same write lock (``Tablet._write_row_batch``), before anything
+is logged or applied.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import datetime
 import decimal
 import struct
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,12 +46,20 @@ import pyarrow.compute as pc
 
 from kudusql.common.errors import Error
 from kudusql.common.keys import key_encoder
-from kudusql.common.row_operations import WriteOp
+from kudusql.common.row_operations import RowError, WriteOp
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, MAX_CELL_BYTES, DataType, TypeKind, cast_array
 from kudusql.storage.tablet.diskrowset import default_column
-from kudusql.storage.tablet.log_record import one_row_encoder, values_encoder
+from kudusql.storage.tablet.log_record import (
+    KIND_MRS,
+    encode_rows,
+    one_row_encoder,
+    values_encoder,
+)
+from kudusql.storage.tablet.memrowset import MemRowSet
+from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_ops import MAX_ENCODED_KEY_BYTES
+from kudusql.storage.tablet.write_path import A_INSERT
 
 #: Batches of at most this many rows take the row path.
 SMALL_WRITE_ROWS = 8
@@ -340,6 +356,244 @@ def _compile_convert(
     lines.append(f"    return ({xs}{',' if n == 1 else ''})")
     exec("\n".join(lines), env)
     return env["convert"]  # type: ignore[no-any-return]
+
+
+# -- the row path's batches, decisions and commit ------------------------------------------
+@dataclass(slots=True)
+class RowBatch:
+    """A write batch of Python rows, each giving the columns ``names`` in that order.
+
+    ``converted``: the rows are ``RowLayout.convert``'s output for the tablet's schema
+    (the tables layer converted them to route them by their key values, and so chose
+    the row path for them)."""
+
+    names: tuple[str, ...]
+    rows: Sequence[Sequence[Any]]
+    converted: bool = False
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows)
+
+
+@dataclass(slots=True)
+class RowWrite:
+    """A batch the row path takes, and once decided (``decide_rows``), a
+    ``LoggedWrite``: logged as the compact record, applied as MemRowSet tuples.
+
+    Its rows as given, their stored values and encoded keys (distinct), its one
+    operation, and the batch itself, for the batch path when the tablet's state calls
+    for it. Decided: the MemRowSet its new rows go to, their batch positions, the rows
+    an _IGNORE operation skipped and the AlreadyPresent errors."""
+
+    layout: RowLayout
+    rows: Sequence[Sequence[Any]]
+    values: list[tuple[Any, ...]]
+    keys: list[bytes]
+    op: WriteOp
+    source: pa.Table | pa.RecordBatch | RowBatch
+    #: Sequence numbers the batch takes: one per row, as in the batch path.
+    n: int
+    mrs: MemRowSet = field(init=False)
+    inserts: list[int] = field(init=False)
+    ignored: int = field(init=False)
+    errors: list[RowError] = field(init=False)
+
+    def arrow(self, schema: Schema) -> pa.Table:
+        """The batch as the batch path takes it: the Arrow batch given, or the Python
+        rows built into one (``rows_to_arrow``)."""
+        src = self.source
+        if isinstance(src, RowBatch):
+            return rows_to_arrow(schema, src.names, src.rows)
+        if isinstance(src, pa.RecordBatch):
+            return pa.Table.from_batches([src])
+        return src
+
+    def record(self, ts: int, seq: int) -> bytes | None:
+        inserts, mrs = self.inserts, self.mrs
+        if not inserts:
+            return None
+        lay, keys, values = self.layout, self.keys, self.values
+        if len(keys) == 1:  # one struct pack per layout (the same bytes as encode_rows)
+            return lay.encode_record(  # type: ignore[no-any-return]
+                ts, seq, 1, 0, A_INSERT, KIND_MRS, mrs.id, -1, -1, False, keys[0], values[0]
+            )
+        mid = mrs.id
+        logged = [(i, A_INSERT, KIND_MRS, mid, -1, -1, False, keys[i], values[i]) for i in inserts]
+        return encode_rows(ts, seq, len(keys), lay.col_ids, logged, lay.encode_values)
+
+    def apply(self, ts: int, seq: int) -> int:
+        inserts, mrs = self.inserts, self.mrs
+        if not inserts:
+            return 0
+        lay, keys, values = self.layout, self.keys, self.values
+        if len(inserts) == 1:
+            i = inserts[0]
+            nbytes = lay.nbytes(values[i], keys[i])
+            mrs.insert_row(lay.full(values[i]), keys[i], ts, seq + i, nbytes)
+            return nbytes
+        nbytes = sum(lay.nbytes(values[i], keys[i]) for i in inserts)
+        mrs.insert_rows(
+            [lay.full(values[i]) for i in inserts],
+            [keys[i] for i in inserts],
+            ts,
+            [seq + i for i in inserts],
+            nbytes,
+        )
+        return nbytes
+
+
+class RowPath:
+    """The row path's state in one tablet, for one schema: a ``RowLayout`` per list of
+    given columns, an ``ArrowRows`` reader per recent Arrow schema. ``choose`` makes the
+    row path's choice for a batch given to the tablet."""
+
+    #: Layouts kept (a tablet sees few lists of columns; past this they start again).
+    MAX_LAYOUTS = 64
+
+    def __init__(self, schema: Schema, enabled: bool) -> None:
+        self.schema = schema
+        self.enabled = enabled
+        self._layouts: dict[tuple[str, ...], RowLayout] = {}
+        self._readers: list[ArrowRows] = []  # readers of the last few batch schemas
+
+    def choose(
+        self,
+        data: pa.Table | pa.RecordBatch | RowBatch,
+        op: WriteOp | str | int | None,
+        op_column: str | None,
+        threshold: int,
+    ) -> RowWrite | None:
+        """The row path's choice, made once per batch from its shape, before any lock:
+        a batch of at most ``SMALL_WRITE_ROWS`` rows of one operation in ``ROW_OPS``,
+        below the bulk-load size ``threshold``, whose values the row path takes as they
+        are (every column known, no value to cast or reject, no key too large or
+        repeated in the batch). Its ``RowWrite``, or None: the batch path writes it.
+        (One function on purpose: every write passes here, and on this VM each call
+        on the path of a one-row insert costs about half a microsecond.)"""
+        n = data.num_rows
+        if not (
+            0 < n <= SMALL_WRITE_ROWS
+            and n < threshold
+            and op_column is None
+            and op is not None
+            and self.enabled
+        ):
+            return None
+        wop = op if type(op) is WriteOp else WriteOp.parse(op)
+        if wop not in ROW_OPS:
+            return None
+        converted = False
+        if isinstance(data, RowBatch):
+            names, rows, converted = data.names, data.rows, data.converted
+        else:  # the rows as Python values (none: values Python cannot hold, such as
+            # nanoseconds, which the batch path casts or rejects)
+            try:
+                if isinstance(data, pa.Table):
+                    names = tuple(data.column_names)
+                    rows = list(zip(*(c.to_pylist() for c in data.columns), strict=True))
+                else:
+                    schema = data.schema
+                    for reader in self._readers:
+                        if reader.schema.equals(schema):
+                            break
+                    else:
+                        reader = ArrowRows(schema)
+                        self._readers = [reader, *self._readers[:3]]
+                    names, rows = reader.names, reader.rows(data)
+            except (pa.ArrowException, ValueError, TypeError, OverflowError, KeyError):
+                return None
+        lay = self._layouts.get(names)
+        if lay is None:
+            lay = self.layout(names)
+        if not lay.ok:
+            return None
+        convert, key = lay.convert, lay.key
+        if n == 1:
+            v = rows[0] if converted else convert(rows[0])
+            if v is None:
+                return None
+            k = key(v)
+            if k is None:
+                return None
+            return RowWrite(lay, rows, [v], [k], wop, data, 1)  # type: ignore[list-item]
+        values: list[tuple[Any, ...]] = []
+        keys: list[bytes] = []
+        for r in rows:
+            v = r if converted else convert(r)
+            if v is None:
+                return None
+            k = key(v)
+            if k is None:
+                return None
+            values.append(v)  # type: ignore[arg-type]
+            keys.append(k)
+        if len(set(keys)) != n:
+            return None  # a repeated key: decided in rounds by the batch path
+        return RowWrite(lay, rows, values, keys, wop, data, n)
+
+    def layout(self, names: tuple[str, ...]) -> RowLayout:
+        """The layout of rows giving the columns ``names`` (made once, then kept)."""
+        lay = self._layouts.get(names)
+        if lay is None:
+            if len(self._layouts) >= self.MAX_LAYOUTS:
+                self._layouts.clear()
+            lay = self._layouts[names] = RowLayout(self.schema, names)
+        return lay
+
+
+def exists_elsewhere(rs: RowSets, key: bytes) -> bool:
+    """Whether ``key`` is live in a frozen MemRowSet or a DiskRowSet (the row path's
+    ``locate`` for one key absent from the active MemRowSet)."""
+    for fm in rs.frozen:
+        s = fm.lookup_one(key)
+        if s >= 0 and fm.is_alive(s):
+            return True
+    for i in rs.covering(key):
+        d = rs.drs[i]
+        rid = d.find_rowid_one(key)
+        if rid >= 0 and not d.dead_at_latest()[rid]:
+            return True
+    return False
+
+
+def decide_rows(rs: RowSets, rw: RowWrite) -> bool:
+    """Decide each row of ``rw`` against the current stores (under the write lock),
+    key by key: absent everywhere, a new MemRowSet row; present, AlreadyPresent for an
+    INSERT, skipped for an INSERT_IGNORE. False when a row needs the batch path's
+    decision: an UPSERT of a present key (an update) or a key whose MemRowSet row is
+    deleted (a REINSERT of its slot); the batch path then writes the batch and ``rw``
+    is dropped."""
+    mrs = rs.mrs
+    elsewhere = bool(rs.frozen or rs.drs)
+    if rw.n == 1:  # the common case, without the loop
+        k = rw.keys[0]
+        if mrs.lookup_one(k) < 0 and not (elsewhere and exists_elsewhere(rs, k)):
+            rw.mrs, rw.inserts, rw.ignored, rw.errors = mrs, [0], 0, []
+            return True
+    op = rw.op
+    inserts: list[int] = []
+    errors: list[RowError] = []
+    ignored = 0
+    for i, k in enumerate(rw.keys):
+        slot = mrs.lookup_one(k)
+        if slot >= 0:
+            if not mrs.is_alive(slot):
+                return False
+            exists = True
+        else:
+            exists = elsewhere and exists_elsewhere(rs, k)
+        if not exists:
+            inserts.append(i)
+        elif op is WriteOp.INSERT_IGNORE:
+            ignored += 1
+        elif op is WriteOp.INSERT:
+            key = rw.layout.key_values(rw.rows[i])
+            errors.append(RowError(i, op, key, "AlreadyPresent", "key already present"))
+        else:
+            return False
+    rw.mrs, rw.inserts, rw.ignored, rw.errors = mrs, inserts, ignored, errors
+    return True
 
 
 # -- Arrow in, Python out -------------------------------------------------------------------

@@ -9,8 +9,8 @@ on one machine). Each participant tablet:
    big enough to bulk load is written as rowsets that the superblock lists tagged with
    the transaction (``TabletMeta.txn_rowsets``). Nothing is applied to memory, and the
    part's MVCC op stays in flight;
-2. once the commit log holds the transaction's COMMIT, **commits**: applies the decided
-   batch to memory and logs a FINALIZE marker right after the part (or serves the
+2. once the commit log holds the transaction's COMMIT, **commits**: logs a FINALIZE
+   marker right after the part and applies the decided batch to memory (or serves the
    rowsets, untagged at the tablet's next superblock save), then makes it visible;
 3. or **aborts**: nothing was applied, so nothing is undone; replay skips the logged
    part (no marker, no COMMIT) and the next load drops the tagged rowsets.
@@ -19,6 +19,10 @@ The caller holds the tablet's write lock, and for a bulk part its maintenance lo
 first, from ``prepare`` until ``commit`` or ``abort`` (``Tablet.hold``): no flush,
 compaction or other write changes the stores the decisions name in between, and no
 record comes between a part and its marker (replay relies on that adjacency).
+
+The logged part and its FINALIZE go through the tablet's one commit protocol
+(``Tablet._commit``), as every logged write does: the part is logged with nothing
+applied, the FINALIZE logged with the part's batch applied.
 """
 
 from __future__ import annotations
@@ -39,13 +43,12 @@ from kudusql.storage.tablet.rowsets import RowSets
 from kudusql.storage.tablet.write_ops import PreparedBatch, prepare
 from kudusql.storage.tablet.write_path import (
     MUTATES,
+    BatchWrite,
     Decisions,
     decide,
     row_errors,
-    to_log_record,
     write_counts,
 )
-from kudusql.storage.tablet.write_path import apply as apply_decisions
 from kudusql.storage.wal import AppendTicket
 
 if TYPE_CHECKING:
@@ -59,9 +62,8 @@ class TxnPart:
     tablet: Tablet
     ts: int
     result: WriteResult
-    pb: PreparedBatch
-    d: Decisions
-    rs: RowSets
+    #: The part's decided batch (applied at the commit).
+    batch: BatchWrite
     seq_base: int
     #: The log append of the part (None: nothing logged, or a bulk part).
     ticket: AppendTicket | None
@@ -111,6 +113,7 @@ def prepare_part(
     bulk = pb.n >= threshold and bool(
         np.all((ops == WriteOp.INSERT) | (ops == WriteOp.INSERT_IGNORE))
     )
+    batch = BatchWrite(rs, t.schema, pb, d)
     t.mvcc.start_op(ts)
     seq_base = t._next_seq
     if bulk and not MUTATES[d.action].any():
@@ -119,19 +122,43 @@ def prepare_part(
         except BaseException:
             t.mvcc.abort_op(ts)
             raise
-        return TxnPart(t, ts, result, pb, d, rs, seq_base, None, False, metas)
-    ticket = None
-    rec = to_log_record(rs, t.schema, pb, d, ts, seq_base)
-    if rec is not None:
-        try:
-            assert t._log is not None
-            ticket = t._log.append(seq_base, ts, encode_txn_part(rec.encode()))
-        except BaseException:
-            t.mvcc.abort_op(ts)
-            t._failed = "write-ahead log append failed"
-            raise
-    t._next_seq += pb.n
-    return TxnPart(t, ts, result, pb, d, rs, seq_base, ticket, rec is not None)
+        return TxnPart(t, ts, result, batch, seq_base, None, False, metas)
+    ticket = t._commit(_PartRecord(batch), ts)
+    return TxnPart(t, ts, result, batch, seq_base, ticket, ticket is not None)
+
+
+@dataclass
+class _PartRecord:
+    """A logged part, as the tablet's commit protocol takes it (``Tablet._commit``): its
+    decided batch wrapped as a transaction part, applied only at the commit."""
+
+    batch: BatchWrite
+
+    @property
+    def n(self) -> int:
+        return self.batch.n
+
+    def record(self, ts: int, seq: int) -> bytes | None:
+        payload = self.batch.record(ts, seq)
+        return None if payload is None else encode_txn_part(payload)
+
+    def apply(self, ts: int, seq: int) -> None:
+        return None
+
+
+@dataclass
+class _Finalize:
+    """The commit of a logged part: the FINALIZE marker, logged right after the part
+    (the caller held the tablet since), and the part's batch applied."""
+
+    part: TxnPart
+    n: int = 1
+
+    def record(self, ts: int, seq: int) -> bytes:
+        return encode_txn_finalize(ts, seq)
+
+    def apply(self, ts: int, seq: int) -> int:
+        return self.part.batch.apply(ts, self.part.seq_base)
 
 
 def _write_tagged_rowsets(
@@ -189,13 +216,7 @@ def commit_part(part: TxnPart) -> None:
             new = tuple(DiskRowSet(t.path, m, t.cache, t._pending) for m in part.rowsets)
             t._rowsets = RowSets(rs.mrs, rs.frozen, (*rs.drs, *new))
         elif part.logged:
-            grown = apply_decisions(part.rs, t.schema, part.pb, part.d, ts, part.seq_base)
-            t._charge(grown)
-            assert t._log is not None
-            seq = t._next_seq
-            t._log.append(seq, ts, encode_txn_finalize(ts, seq))
-            t._next_seq = seq + 1
-            t.meta.max_ts = max(t.meta.max_ts, ts)
+            t._commit(_Finalize(part), ts)
     except BaseException as e:
         t._failed = f"committing transaction part at {ts} failed: {e}"
         t.mvcc.abort_op(ts)

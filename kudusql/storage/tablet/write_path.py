@@ -6,6 +6,10 @@ filter, key index), then applies Kudu's row semantics in vectorized rounds (see
 ``write_ops``). ``apply`` turns the decisions into MemRowSet inserts and columnar delta
 runs per store. Both run under the tablet's write lock; ``apply`` is also what WAL
 replay calls with decisions read back from the log.
+
+A decided batch is a ``LoggedWrite`` (``BatchWrite`` here; the row path's
+``RowWrite``; a transaction part's record and its FINALIZE): what the tablet's one
+commit protocol (``Tablet._commit``) logs and then applies.
 """
 
 from __future__ import annotations
@@ -51,6 +55,25 @@ CHANGES[A_INSERT] = True
 # Batches up to this many keys find their DiskRowSets through the key-range index, one
 # key at a time; larger ones test every rowset's range vectorized.
 _SMALL_PROBE = 64
+
+
+class LoggedWrite(Protocol):
+    """A decided write, as the commit protocol (``Tablet._commit``) takes it."""
+
+    @property
+    def n(self) -> int:
+        """Sequence numbers it takes: ``seq`` to ``seq + n - 1`` (one per batch row)."""
+        ...
+
+    def record(self, ts: int, seq: int) -> bytes | None:
+        """Its WAL payload at ``ts`` from sequence number ``seq`` (None: nothing to log,
+        no row changes anything)."""
+        ...
+
+    def apply(self, ts: int, seq: int) -> int | None:
+        """Apply it to the memory stores; the bytes they grew by, or None when it
+        applies nothing now (a transaction part, applied at its commit)."""
+        ...
 
 
 class BatchValues(Protocol):
@@ -450,3 +473,25 @@ def write_counts(d: Decisions) -> tuple[int, int]:
     operation skips."""
     ignored = int(np.count_nonzero(d.action == A_IGNORED))
     return int(np.count_nonzero((d.err == E_OK) & (d.action != A_IGNORED))), ignored
+
+
+@dataclass
+class BatchWrite:
+    """A batch decided by ``decide`` against ``rs``, as a ``LoggedWrite``: logged as
+    decided (``to_log_record``), applied by ``apply``."""
+
+    rs: RowSets
+    schema: Schema
+    pb: PreparedBatch
+    d: Decisions
+
+    @property
+    def n(self) -> int:
+        return self.pb.n
+
+    def record(self, ts: int, seq: int) -> bytes | None:
+        rec = to_log_record(self.rs, self.schema, self.pb, self.d, ts, seq)
+        return None if rec is None else rec.encode()
+
+    def apply(self, ts: int, seq: int) -> int:
+        return apply(self.rs, self.schema, self.pb, self.d, ts, seq)
