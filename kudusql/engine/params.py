@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
@@ -33,6 +34,38 @@ from kudusql.parser.errors import format_error
 from kudusql.parser.literals import PARAMETER_AS_NAME, ParameterPlacementError, offset_of
 
 Params = Sequence[Any] | Mapping[str, Any] | None
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds; anything else unchanged."""
+    if not isinstance(value, np.generic):
+        return value
+    if isinstance(value, np.datetime64):
+        if np.isnat(value):
+            return None
+        held = value.astype("datetime64[us]").item()
+        if not isinstance(held, datetime.datetime):
+            raise InterfaceError(f"cannot bind {value!r}: outside the range of datetime")
+        return held
+    if isinstance(value, np.timedelta64 | np.void | np.object_):
+        return value  # not a SQL value: ``literal`` refuses it by name
+    return value.item()
+
+
+def plain_params(params: Params) -> Params:
+    """``params`` with numpy scalars (what numpy and pandas hand out: ``np.int64``,
+    ``np.float32``, ``np.bool_``, ``np.datetime64``, ``np.str_``) as the Python values
+    they hold, so that every path (the fast paths and the binder) sees the same value;
+    NaT is NULL. ``params`` itself when it holds none (the common case costs one scan)."""
+    if params is None or isinstance(params, str | bytes):
+        return params
+    if isinstance(params, Mapping):
+        if any(isinstance(v, np.generic) for v in params.values()):
+            return {k: _plain(v) for k, v in params.items()}
+        return params
+    if any(isinstance(v, np.generic) for v in params):
+        return [_plain(v) for v in params]
+    return params
 
 
 def literal(value: Any) -> exp.Expr:

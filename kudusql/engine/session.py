@@ -36,7 +36,7 @@ from kudusql.common.types import DataType, TypeKind
 from kudusql.engine import ddl, introspect
 from kudusql.engine.databases import DatabaseRegistry
 from kudusql.engine.fastpath import StatementCache
-from kudusql.engine.params import Params, bind
+from kudusql.engine.params import Params, bind, plain_params
 from kudusql.engine.plan_cache import CachedQuery, PlanCache, RecordingResolver
 from kudusql.engine.result import Result
 from kudusql.engine.settings import Settings
@@ -132,6 +132,7 @@ class Session:
         """Run every statement of ``sql``; the last one's result (warnings of all). A
         statement nests at most ``limits.MAX_NESTING`` levels (ProgrammingError past it,
         from any caller's stack depth)."""
+        params = plain_params(params)
         try:
             if self.db.read_only:
                 return self._following_the_writer(lambda: self._execute_text(sql, params))
@@ -211,6 +212,7 @@ class Session:
     def execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
         """Run ``sql`` once per parameter set; an INSERT or UPSERT of constant VALUES
         becomes one batched write of every row."""
+        seq_of_params = [plain_params(p) for p in seq_of_params]
         if self.db.read_only:
             return self._following_the_writer(lambda: self._execute_many(sql, seq_of_params))
         return self._execute_many(sql, seq_of_params)
