@@ -298,6 +298,42 @@ class Cursor:
         self._pos = t.num_rows
         return out
 
+    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
+        """The rest of the result as a stream of Arrow record batches of at most
+        ``rows_per_batch`` rows (DuckDB's name)."""
+        if rows_per_batch < 1:
+            raise ProgrammingError(f"rows_per_batch must be at least 1, not {rows_per_batch}")
+        t = self.fetch_arrow_table()
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for off in range(0, t.num_rows, rows_per_batch):
+                # A slice that spans chunks is joined; one within a chunk is not copied.
+                yield from t.slice(off, rows_per_batch).combine_chunks().to_batches()
+
+        return pa.RecordBatchReader.from_batches(t.schema, batches())
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream interface over the rest of the result, so that
+        ``pa.table(cursor)``, polars and DuckDB read it as Arrow, building no tuples."""
+        table: Any = self.fetch_arrow_table()  # pyarrow's stubs leave the method untyped
+        return table.__arrow_c_stream__(requested_schema)
+
+    def arrow(self) -> pa.Table:
+        """DuckDB's name for ``fetch_arrow_table``."""
+        return self.fetch_arrow_table()
+
+    def to_arrow_table(self) -> pa.Table:
+        """DuckDB 2's name for ``fetch_arrow_table``."""
+        return self.fetch_arrow_table()
+
+    def df(self) -> Any:
+        """DuckDB's name for ``fetchdf``."""
+        return self.fetchdf()
+
+    def fetch_df(self) -> Any:
+        """DuckDB's name for ``fetchdf``."""
+        return self.fetchdf()
+
     def fetchdf(self) -> Any:
         """The rest of the result as a pandas DataFrame (needs pandas)."""
         try:
