@@ -71,6 +71,14 @@ COMMANDS = ("generate", "load", "run", "check", "compare", "micro", "mutate", "r
 
 
 # -- arguments --------------------------------------------------------------------------------
+
+
+def _prog() -> str:
+    """How the runner was started, for its usage line: the ``kudusql-tpch`` script or
+    ``python -m tpch``."""
+    return "kudusql-tpch" if Path(sys.argv[0]).stem == "kudusql-tpch" else "python -m tpch"
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     g = common.add_argument_group("common options")
@@ -123,7 +131,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--quiet", action="store_true", help="no progress bars or status lines")
     g.add_argument("--debug", action="store_true", help="tracebacks for errors")
     p = argparse.ArgumentParser(
-        prog="python -m tpch",
+        prog=_prog(),
         description="TPC-H benchmark runner for kudusql: generate, load, run, check, "
         "compare with DuckDB, report.",
         epilog="Example: python -m tpch all --sf 1 --loader arrow",

@@ -180,3 +180,13 @@ def test_python_dash_m_help() -> None:
     for cmd in ("generate", "load", "run", "check", "compare", "micro", "mutate", "report"):
         assert cmd in proc.stdout
     assert tpch.generate.INSTALL_HINT
+
+
+def test_the_installed_script_names_itself_in_its_usage() -> None:
+    import subprocess
+
+    script = Path(sys.executable).parent / "kudusql-tpch"
+    out = subprocess.run(
+        [str(script), "--help"], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert out.startswith("usage: kudusql-tpch ")
