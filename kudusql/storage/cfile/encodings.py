@@ -157,7 +157,10 @@ def type_info(t: pa.DataType) -> TypeInfo:
     elif pa.types.is_string(t) or pa.types.is_binary(t):
         info = TypeInfo(Kind.VAR, 0, None)
     elif pa.types.is_integer(t):
-        info = TypeInfo(Kind.FIXED, t.bit_width // 8, np.dtype(t.to_pandas_dtype()))
+        # Built from the width and sign, not ``to_pandas_dtype`` (which imports pandas
+        # on older pyarrow).
+        sign = "i" if pa.types.is_signed_integer(t) else "u"
+        info = TypeInfo(Kind.FIXED, t.bit_width // 8, np.dtype(f"<{sign}{t.bit_width // 8}"))
     elif (
         pa.types.is_date(t)
         or pa.types.is_timestamp(t)
