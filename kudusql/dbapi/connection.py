@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from kudusql.common.errors import InterfaceError, NotSupportedError, ProgrammingError, Warning
@@ -317,6 +318,19 @@ class Cursor:
         ``pa.table(cursor)``, polars and DuckDB read it as Arrow, building no tuples."""
         table: Any = self.fetch_arrow_table()  # pyarrow's stubs leave the method untyped
         return table.__arrow_c_stream__(requested_schema)
+
+    def fetchnumpy(self) -> dict[str, Any]:
+        """The rest of the result as numpy arrays by column name (DuckDB's name); a column
+        holding NULLs is a masked array, masked where NULL."""
+        out: dict[str, Any] = {}
+        t = self.fetch_arrow_table()
+        for name, col in zip(t.column_names, t.columns, strict=True):
+            values = col.to_numpy(zero_copy_only=False)
+            if col.null_count:
+                mask = col.is_null().to_numpy(zero_copy_only=False)
+                values = np.ma.masked_array(values, mask=mask)
+            out[name] = values
+        return out
 
     def arrow(self) -> pa.Table:
         """DuckDB's name for ``fetch_arrow_table``."""

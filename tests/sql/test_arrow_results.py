@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -55,3 +56,14 @@ def test_duckdb_names_and_what_is_left_of_a_result(cur: Cursor) -> None:
     assert cur.to_arrow_table().to_pylist() == [{"one": 1}]
     with pytest.raises(ProgrammingError, match="at least 1"):
         cur.fetch_record_batch(0)
+
+
+def test_fetchnumpy_masks_nulls(cur: Cursor) -> None:
+    cur.execute(
+        "SELECT id, CASE WHEN id % 2 = 0 THEN id END AS even FROM t WHERE id < 4 ORDER BY id"
+    )
+    cols = cur.fetchnumpy()
+    assert cols["id"].tolist() == [0, 1, 2, 3]
+    assert not isinstance(cols["id"], np.ma.MaskedArray)
+    assert cols["even"].mask.tolist() == [False, True, False, True]
+    assert cols["even"].compressed().tolist() == [0, 2]
