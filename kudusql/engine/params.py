@@ -18,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import decimal
+import itertools
 import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlglot import exp
@@ -66,6 +67,23 @@ def plain_params(params: Params) -> Params:
     if any(isinstance(v, np.generic) for v in params):
         return [_plain(v) for v in params]
     return params
+
+
+def plain_param_sets(seq: Sequence[Params]) -> list[Params]:
+    """``plain_params`` of each parameter set; the sets themselves when none holds a
+    numpy scalar, found by one pass over the value types (executemany's hot path)."""
+    sets = list(seq)
+    if set(map(type, sets)) <= {tuple, list}:  # the usual shape: one C-level pass
+        values: Iterator[Any] = itertools.chain.from_iterable(cast(list[Sequence[Any]], sets))
+    else:
+        values = itertools.chain.from_iterable(
+            p.values() if isinstance(p, Mapping) else p
+            for p in sets
+            if p is not None and not isinstance(p, str | bytes)
+        )
+    if any(issubclass(k, np.generic) for k in set(map(type, values))):
+        return [plain_params(p) for p in sets]
+    return sets
 
 
 def literal(value: Any) -> exp.Expr:

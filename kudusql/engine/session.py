@@ -36,7 +36,7 @@ from kudusql.common.types import DataType, TypeKind
 from kudusql.engine import ddl, introspect
 from kudusql.engine.databases import DatabaseRegistry
 from kudusql.engine.fastpath import StatementCache
-from kudusql.engine.params import Params, bind, plain_params
+from kudusql.engine.params import Params, bind, plain_param_sets, plain_params
 from kudusql.engine.plan_cache import CachedQuery, PlanCache, RecordingResolver
 from kudusql.engine.result import Result
 from kudusql.engine.settings import Settings
@@ -212,7 +212,7 @@ class Session:
     def execute_many(self, sql: str, seq_of_params: Sequence[Params]) -> Result:
         """Run ``sql`` once per parameter set; an INSERT or UPSERT of constant VALUES
         becomes one batched write of every row."""
-        seq_of_params = [plain_params(p) for p in seq_of_params]
+        seq_of_params = plain_param_sets(seq_of_params)
         if self.db.read_only:
             return self._following_the_writer(lambda: self._execute_many(sql, seq_of_params))
         return self._execute_many(sql, seq_of_params)
