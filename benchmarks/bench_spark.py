@@ -8,7 +8,7 @@ Data: TPC-H at ``--sf`` from ``tpchgen-cli`` (cached by the tpch package).
    Parquet file, casts to the table's types, tasks stage Arrow files, the commit
    applies them at one timestamp), timed from the call until it returns with a warm
    Spark session (session start untimed); (b) directly, ``Table.insert`` of the Parquet
-   rows in 1M-row batches (``tpch.load`` does the same for all tables). Each into a
+   rows in 1M-row batches (``kudusql_tpch.load`` does the same for all tables). Each into a
    fresh database; best of --reps (default 1).
 2. Queries: Spark SQL Q1 and Q6 (the spec's validation parameters) over a temporary
    view of kudusql's lineitem (Spark applies the filters, the source takes none:
@@ -35,9 +35,9 @@ import pyarrow.parquet as pq
 import kudusql
 from benchmarks.common import Config, Goal, Result, fresh_dir, log, workdir
 from benchmarks.data import sf_label
-from tpch.check import compare_results
-from tpch.generate import data_path, default_data_dir, generate_tpch, parquet_files
-from tpch.load import buckets, create_table_sql
+from kudusql_tpch.check import compare_results
+from kudusql_tpch.generate import data_path, default_data_dir, generate_tpch, parquet_files
+from kudusql_tpch.load import buckets, create_table_sql
 
 NAME = "spark"
 QUERY_GOAL = Goal(max_ratio=1.5)

@@ -2,8 +2,8 @@
 
 1. TPC-H, all 22 queries at ``--sf`` (default 1; data from ``tpchgen-cli``, all 8
    tables cached as Parquet in ``benchmarks/data/sf<N>/``; queries from
-   ``tpch/queries`` or ``$KUDUSQL_TPCH_QUERIES``; the helpers live in the ``tpch``
-   package, the TPC-H runner of issue 9, ``python -m tpch``). Ours: a kudusql database
+   ``kudusql_tpch/queries`` or ``$KUDUSQL_TPCH_QUERIES``; the helpers live in the ``tpch``
+   package, the TPC-H runner of issue 9, ``python -m kudusql_tpch``). Ours: a kudusql database
    whose tables are created through SQL (``CREATE TABLE ... PRIMARY KEY (TPC-H key)
    PARTITION BY HASH (first key column) PARTITIONS n``, n scaled to rows and cores, see
    ``buckets``), loaded with ``Table.insert`` of the Parquet rows cast to the table's
@@ -53,13 +53,13 @@ import kudusql
 from benchmarks.common import Config, Goal, Result, log, profile, timed, workdir
 from benchmarks.data import DATA_DIR
 from kudusql.dbapi import Connection
-from tpch.check import compare_results
-from tpch.generate import generate_tpch
-from tpch.load import buckets, duck_native, duck_parquet, load_kudusql
-from tpch.run import duck_rows, run_kudusql
-from tpch.run import geomean as _geomean
-from tpch.run import median as _median
-from tpch.spec import SF1_ANSWER_ROWS, TPCH_KEYS, has_order_by, load_queries, sf_label
+from kudusql_tpch.check import compare_results
+from kudusql_tpch.generate import generate_tpch
+from kudusql_tpch.load import buckets, duck_native, duck_parquet, load_kudusql
+from kudusql_tpch.run import duck_rows, run_kudusql
+from kudusql_tpch.run import geomean as _geomean
+from kudusql_tpch.run import median as _median
+from kudusql_tpch.spec import SF1_ANSWER_ROWS, TPCH_KEYS, has_order_by, load_queries, sf_label
 
 NAME = "sql"
 

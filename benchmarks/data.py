@@ -1,7 +1,7 @@
 """Benchmark data: TPC-H ``lineitem`` from ``tpchgen-cli``, cached as Parquet.
 
 The generator is the ``tpchgen-cli`` console script installed next to the running
-interpreter (``.venv/bin``), found by ``tpch.generate.tpchgen_path``. Files are cached
+interpreter (``.venv/bin``), found by ``kudusql_tpch.generate.tpchgen_path``. Files are cached
 in ``benchmarks/data/sf<N>/`` so only the first run at a scale factor pays for
 generation (about 5 s at SF 1).
 """
@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
-from tpch.generate import tpchgen_path
-from tpch.spec import sf_label
+from kudusql_tpch.generate import tpchgen_path
+from kudusql_tpch.spec import sf_label
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 LINEITEM_KEY = ("l_orderkey", "l_linenumber")

@@ -7,7 +7,7 @@ are created through SQL with their TPC-H primary keys (hash-partitioned on the f
 key column where big enough) and filled with ``Table.insert`` (the tiny tables with
 ``cursor.executemany``). Answers must agree: row count, values (numbers within a
 relative 1e-9 or an absolute 0.01), and row order where the query has ORDER BY. The
-comparison, DDL and loading come from the ``tpch`` package (the TPC-H runner, also
+comparison, DDL and loading come from the ``kudusql_tpch`` package (the TPC-H runner, also
 used by ``benchmarks/bench_sql.py``).
 """
 
@@ -22,10 +22,10 @@ import pytest
 
 import kudusql
 from kudusql.dbapi import Connection
-from tpch.check import compare_results
-from tpch.generate import generate_tpch, tpchgen_path
-from tpch.load import duck_native, duck_parquet, load_kudusql
-from tpch.spec import TPCH_KEYS, has_order_by, load_queries, queries_dir
+from kudusql_tpch.check import compare_results
+from kudusql_tpch.generate import generate_tpch, tpchgen_path
+from kudusql_tpch.load import duck_native, duck_parquet, load_kudusql
+from kudusql_tpch.spec import TPCH_KEYS, has_order_by, load_queries, queries_dir
 
 SF = 0.01
 #: Hash buckets at SF 0.01 (0: one tablet, no partitioning).

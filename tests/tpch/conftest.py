@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tpch.errors import TpchError
-from tpch.generate import generate_tpch, tpchgen_path
+from kudusql_tpch.errors import TpchError
+from kudusql_tpch.generate import generate_tpch, tpchgen_path
 
 SF = 0.01
 

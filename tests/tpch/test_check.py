@@ -6,9 +6,9 @@ import datetime
 import decimal
 from typing import Any
 
-from tpch.check import compare_results
-from tpch.run import DUCK_PARQUET, KUDUSQL, run_suite
-from tpch.spec import has_order_by, parse_query_list
+from kudusql_tpch.check import compare_results
+from kudusql_tpch.run import DUCK_PARQUET, KUDUSQL, run_suite
+from kudusql_tpch.spec import has_order_by, parse_query_list
 
 D = decimal.Decimal
 

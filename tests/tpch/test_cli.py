@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 import kudusql
-import tpch.generate
-import tpch.load
+import kudusql_tpch.generate
+import kudusql_tpch.load
+from kudusql_tpch.cli import main
 from tests.support.timing import scaled
-from tpch.cli import main
 
 SF = "0.01"
 
@@ -129,7 +129,7 @@ def test_not_loaded_is_a_setup_error(
     tpch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(_args("run", tpch_root, tmp_path)) == 2
-    assert "python -m tpch load" in capsys.readouterr().err
+    assert "python -m kudusql_tpch load" in capsys.readouterr().err
 
 
 def test_missing_tpchgen_cli(
@@ -148,14 +148,14 @@ def test_missing_spark(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    real = tpch.load.importlib.import_module
+    real = kudusql_tpch.load.importlib.import_module
 
     def no_pyspark(name: str, package: str | None = None) -> object:
         if name.startswith("pyspark"):
             raise ImportError(f"No module named {name!r}")
         return real(name, package)
 
-    monkeypatch.setattr(tpch.load.importlib, "import_module", no_pyspark)
+    monkeypatch.setattr(kudusql_tpch.load.importlib, "import_module", no_pyspark)
     args = _args("load", tpch_root, tmp_path)
     args[args.index("arrow")] = "spark"
     assert main(args) == 2
@@ -171,7 +171,7 @@ def test_bad_query_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_python_dash_m_help() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tpch", "--help"],
+        [sys.executable, "-m", "kudusql_tpch", "--help"],
         capture_output=True,
         text=True,
         check=True,
@@ -179,7 +179,7 @@ def test_python_dash_m_help() -> None:
     )
     for cmd in ("generate", "load", "run", "check", "compare", "micro", "mutate", "report"):
         assert cmd in proc.stdout
-    assert tpch.generate.INSTALL_HINT
+    assert kudusql_tpch.generate.INSTALL_HINT
 
 
 def test_the_installed_script_names_itself_in_its_usage() -> None:

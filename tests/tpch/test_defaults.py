@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tpch.cli import context, parser
+from kudusql_tpch.cli import context, parser
 
 ROOT = Path(__file__).resolve().parents[2]
 

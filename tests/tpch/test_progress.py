@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tpch import progress
-from tpch.progress import Progress, log
+from kudusql_tpch import progress
+from kudusql_tpch.progress import Progress, log
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tpch import results
-from tpch.report import markdown, write_report
-from tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL, run_suite
+from kudusql_tpch import results
+from kudusql_tpch.report import markdown, write_report
+from kudusql_tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL, run_suite
 
 
 def _doc(scale: float) -> dict[str, Any]:

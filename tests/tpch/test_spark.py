@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tpch.cli import main
+from kudusql_tpch.cli import main
 
 pytestmark = pytest.mark.spark
 

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL
-from tpch.spec import sf_label
+from kudusql_tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL
+from kudusql_tpch.spec import sf_label
 
 FORMAT = 1
 #: The goals of issue 9.

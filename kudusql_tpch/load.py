@@ -38,10 +38,10 @@ import pyarrow.parquet as pq
 import kudusql
 from kudusql.dbapi import Connection
 from kudusql.shell.tpch import sql_type
-from tpch.errors import TpchError
-from tpch.generate import parquet_files, parquet_rows
-from tpch.progress import Progress, log
-from tpch.spec import FIXED_TABLES, SF1_ROWS, TPCH_KEYS
+from kudusql_tpch.errors import TpchError
+from kudusql_tpch.generate import parquet_files, parquet_rows
+from kudusql_tpch.progress import Progress, log
+from kudusql_tpch.spec import FIXED_TABLES, SF1_ROWS, TPCH_KEYS
 
 #: Rows per insert batch of the arrow loader (whole Parquet row groups are gathered up
 #: to at least this many).
@@ -388,19 +388,23 @@ def open_loaded(db: Path, src: Path, **options: Any) -> Connection:
     """A connection to ``db`` after checking it holds the TPC-H tables with as many
     lineitem rows as ``src`` has (else a TpchError saying to load)."""
     if not db.exists():
-        raise TpchError(f"no database at {db}: run `python -m tpch load` first (same --sf/--db)")
+        raise TpchError(
+            f"no database at {db}: run `python -m kudusql_tpch load` first (same --sf/--db)"
+        )
     conn = kudusql.connect(str(db), **options)
     try:
         have = existing_tpch_tables(conn)
         if len(have) != len(TPCH_KEYS):
             missing = ", ".join(t for t in TPCH_KEYS if t not in have)
-            raise TpchError(f"{db} lacks TPC-H table(s) {missing}: run `python -m tpch load`")
+            raise TpchError(
+                f"{db} lacks TPC-H table(s) {missing}: run `python -m kudusql_tpch load`"
+            )
         rows = conn.session.db.table("lineitem").count_rows()
         want = pq.ParquetFile(src / "lineitem.parquet").metadata.num_rows
         if rows != want:
             raise TpchError(
                 f"{db} holds {rows:,} lineitem rows but {src} has {want:,}: it was loaded at "
-                "another scale factor (or changed); reload with `python -m tpch load`"
+                "another scale factor (or changed); reload with `python -m kudusql_tpch load`"
             )
     except BaseException:
         conn.close()

@@ -1,10 +1,10 @@
-"""``python -m tpch``: see ``tpch.cli``."""
+"""``python -m kudusql_tpch``: see ``kudusql_tpch.cli``."""
 
 from __future__ import annotations
 
 import sys
 
-from tpch.cli import main
+from kudusql_tpch.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,7 +32,7 @@ SF1_ROWS = {
 }
 #: Tables whose size does not grow with the scale factor.
 FIXED_TABLES = ("nation", "region")
-#: Row counts of the 22 answers at SF 1 (tpch/README.md).
+#: Row counts of the 22 answers at SF 1 (kudusql_tpch/README.md).
 SF1_ANSWER_ROWS = [4, 100, 10, 5, 5, 1, 4, 2, 175, 20, 1048, 2, 42, 1, 1, 18314, 1, 57]
 SF1_ANSWER_ROWS += [1, 186, 100, 7]
 QUERY_NUMBERS = tuple(range(1, 23))

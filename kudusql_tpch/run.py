@@ -18,9 +18,9 @@ from typing import Any
 import duckdb
 
 from kudusql.dbapi import Connection
-from tpch.check import compare_results
-from tpch.progress import Progress, log
-from tpch.spec import SF1_ANSWER_ROWS, has_order_by
+from kudusql_tpch.check import compare_results
+from kudusql_tpch.progress import Progress, log
+from kudusql_tpch.spec import SF1_ANSWER_ROWS, has_order_by
 
 Rows = list[tuple[Any, ...]]
 Runner = Callable[[str], Rows]

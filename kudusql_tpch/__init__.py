@@ -1,4 +1,4 @@
-"""The TPC-H benchmark runner of kudusql (``python -m tpch``, ``kudusql-tpch``).
+"""The TPC-H benchmark runner of kudusql (``python -m kudusql_tpch``, ``kudusql-tpch``).
 
 Modules by concern: ``spec`` (tables, keys, queries), ``generate`` (tpchgen-cli),
 ``load`` (Kudu-style tables through Spark or Arrow; DuckDB's copies), ``check``

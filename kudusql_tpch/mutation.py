@@ -23,11 +23,11 @@ import duckdb
 
 import kudusql
 from kudusql.dbapi import Connection
-from tpch.errors import TpchError, WrongAnswers
-from tpch.load import duck_native
-from tpch.progress import Progress, log
-from tpch.run import DUCK_NATIVE, KUDUSQL, Suite, duck_runner, kudusql_runner, run_suite
-from tpch.spec import TPCH_KEYS
+from kudusql_tpch.errors import TpchError, WrongAnswers
+from kudusql_tpch.load import duck_native
+from kudusql_tpch.progress import Progress, log
+from kudusql_tpch.run import DUCK_NATIVE, KUDUSQL, Suite, duck_runner, kudusql_runner, run_suite
+from kudusql_tpch.spec import TPCH_KEYS
 
 MUTATED_TABLES = ("lineitem", "orders")
 

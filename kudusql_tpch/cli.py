@@ -1,4 +1,4 @@
-"""``python -m tpch`` / ``kudusql-tpch``: the TPC-H benchmark runner.
+"""``python -m kudusql_tpch`` / ``kudusql-tpch``: the TPC-H benchmark runner.
 
 Commands (each updates ``<out>/sf<N>/results.json``; ``all`` runs them in order):
 
@@ -35,27 +35,27 @@ import duckdb
 
 from kudusql.dbapi import Connection
 from kudusql.shell.tpch import cache_dir
-from tpch import progress, results
-from tpch.errors import TpchError, WrongAnswers
-from tpch.generate import (
+from kudusql_tpch import progress, results
+from kudusql_tpch.errors import TpchError, WrongAnswers
+from kudusql_tpch.generate import (
     data_path,
     default_data_dir,
     default_results_dir,
     generate_tpch,
     parquet_rows,
 )
-from tpch.load import (
+from kudusql_tpch.load import (
     buckets,
     duck_native_timed,
     duck_parquet,
     load,
 )
-from tpch.load import open_loaded as _open_loaded
-from tpch.micro import micro_queries
-from tpch.mutation import run_mutation
-from tpch.progress import log
-from tpch.report import format_seconds, write_report
-from tpch.run import (
+from kudusql_tpch.load import open_loaded as _open_loaded
+from kudusql_tpch.micro import micro_queries
+from kudusql_tpch.mutation import run_mutation
+from kudusql_tpch.progress import log
+from kudusql_tpch.report import format_seconds, write_report
+from kudusql_tpch.run import (
     DUCK_NATIVE,
     DUCK_PARQUET,
     KUDUSQL,
@@ -65,7 +65,7 @@ from tpch.run import (
     kudusql_runner,
     run_suite,
 )
-from tpch.spec import TPCH_KEYS, load_queries, parse_query_list, query_name, sf_label
+from kudusql_tpch.spec import TPCH_KEYS, load_queries, parse_query_list, query_name, sf_label
 
 COMMANDS = ("generate", "load", "run", "check", "compare", "micro", "mutate", "report", "all")
 
@@ -75,8 +75,8 @@ COMMANDS = ("generate", "load", "run", "check", "compare", "micro", "mutate", "r
 
 def _prog() -> str:
     """How the runner was started, for its usage line: the ``kudusql-tpch`` script or
-    ``python -m tpch``."""
-    return "kudusql-tpch" if Path(sys.argv[0]).stem == "kudusql-tpch" else "python -m tpch"
+    ``python -m kudusql_tpch``."""
+    return "kudusql-tpch" if Path(sys.argv[0]).stem == "kudusql-tpch" else "python -m kudusql_tpch"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -134,7 +134,7 @@ def parser() -> argparse.ArgumentParser:
         prog=_prog(),
         description="TPC-H benchmark runner for kudusql: generate, load, run, check, "
         "compare with DuckDB, report.",
-        epilog="Example: python -m tpch all --sf 1 --loader arrow",
+        epilog="Example: python -m kudusql_tpch all --sf 1 --loader arrow",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     helps = {

@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL, SYSTEM_LABELS
-from tpch.spec import sf_label
+from kudusql_tpch.run import DUCK_NATIVE, DUCK_PARQUET, KUDUSQL, SYSTEM_LABELS
+from kudusql_tpch.spec import sf_label
 
 SYSTEMS = (KUDUSQL, DUCK_PARQUET, DUCK_NATIVE)
 COLORS = {KUDUSQL: "#d1495b", DUCK_PARQUET: "#00798c", DUCK_NATIVE: "#edae49"}

@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from kudusql.shell.tpch import cache_dir, find_tpchgen
-from tpch.errors import TpchError
-from tpch.progress import Progress
-from tpch.spec import TPCH_KEYS, expected_rows, sf_label
+from kudusql_tpch.errors import TpchError
+from kudusql_tpch.progress import Progress
+from kudusql_tpch.spec import TPCH_KEYS, expected_rows, sf_label
 
 #: Parquet megabytes tpchgen-cli writes at SF 1 (for the progress bar).
 SF1_PARQUET_MB = 361.0
