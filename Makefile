@@ -4,7 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-slow test-spark lint bench clean
+FLOORS := .venv-floors
+FLOORS_STAMP := $(FLOORS)/.installed
+
+.PHONY: run test test-floors test-slow test-spark lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -13,6 +16,16 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
+
+# The dependency floors: the lowest supported version of every runtime dependency
+# (requirements-floors.txt), without pandas, polars, SQLAlchemy or Spark.
+$(FLOORS_STAMP): requirements-floors.txt pyproject.toml
+	rm -rf $(FLOORS)
+	$(PY) -m venv $(FLOORS)
+	$(FLOORS)/bin/python -m pip install --quiet --upgrade pip
+	$(FLOORS)/bin/python -m pip install --quiet --only-binary :all: -r requirements-floors.txt \
+		pytest pytest-timeout pytest-xdist hypothesis
+	touch $(FLOORS_STAMP)
 
 run: $(STAMP)
 	$(BIN)/kudusql
@@ -25,6 +38,15 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadgroup -q
+	$(MAKE) --no-print-directory test-floors
+
+# A smoke subset of the suite on the dependency floors: SQL answers against DuckDB, the
+# page encodings, writes without pandas, Arrow results and the client, on the oldest versions.
+FLOORS_SMOKE := tests/sql/test_golden.py tests/sql/test_differential.py \
+	tests/storage/test_no_pandas.py tests/client tests/sql/test_arrow_results.py \
+	tests/sql/test_numpy_params.py tests/storage/cfile/test_encodings.py tests/parser/test_golden.py
+test-floors: $(FLOORS_STAMP)
+	PYTHONPATH=$(CURDIR) $(FLOORS)/bin/python -m pytest -m "not slow" -n 2 -q $(FLOORS_SMOKE)
 
 # Long suites: hundreds of writer SIGKILLs, and a 2,000-example storage state machine.
 test-slow: $(STAMP)
@@ -43,4 +65,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(FLOORS) .pytest_cache .mypy_cache .ruff_cache .hypothesis

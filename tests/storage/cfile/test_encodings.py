@@ -364,7 +364,8 @@ NARROW_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16(), pa.u
 def test_bitpack_narrow_types_with_nulls(t: pa.DataType) -> None:
     rng = np.random.default_rng(7)
     if pa.types.is_integer(t):
-        dtype = np.dtype(t.to_pandas_dtype())
+        sign = "u" if pa.types.is_unsigned_integer(t) else ""
+        dtype = np.dtype(f"{sign}int{t.bit_width}")
     else:
         dtype = np.dtype(f"i{t.bit_width // 8}")
     info = np.iinfo(dtype)
