@@ -107,11 +107,10 @@ class RegisteredRelations:
     ) -> list[str]:
         """A warning per registered relation ``plan`` reads whose name is also a table's
         in ``database`` (``is_table`` of the name); empty for most plans."""
-        out = []
-        for n in dict.fromkeys(r.relation.name for r in plan.relations):
-            if is_table(n):
-                out.append(
-                    f"{n!r} names both an object registered on this connection and a table; "
-                    f"the registered object was read (write {database}.{n} for the table)"
-                )
-        return out
+        names = dict.fromkeys(r.relation.name for r in plan.relations)
+        return [
+            f"{n!r} names both an object registered on this connection and a table; "
+            f"the registered object was read (write {database}.{n} for the table)"
+            for n in names
+            if is_table(n)
+        ]
