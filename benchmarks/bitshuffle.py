@@ -32,7 +32,8 @@ def _cases() -> list[tuple[str, pa.Array[Any], Encoding]]:
     wave = (np.sin(np.arange(N) / 500) * 40 + 20 + rng.normal(0, 0.05, N)).astype(np.float32)
     return [
         ("int64 uniform 0..1e6", pa.array(rng.integers(0, 10**6, N)), Encoding.BITPACK),
-        ("int32 uniform 0..8000", pa.array(rng.integers(0, 8000, N, dtype=np.int32)), Encoding.BITPACK),
+        ("int32 uniform 0..8000", pa.array(rng.integers(0, 8000, N, dtype=np.int32)),
+         Encoding.BITPACK),
         ("int64 sorted timestamps", pa.array(ts), Encoding.BITPACK),
         ("int64 small + outliers", pa.array(spiky), Encoding.BITPACK),
         ("int64 ids 1..n", pa.array(np.arange(1, N + 1)), Encoding.BITPACK),
@@ -64,13 +65,13 @@ def main() -> None:
             page = encode_page(arr, enc, Compression.LZ4)
             back = decode_page(page, arr.type, "bench", 0)
             assert back.equals(arr), (name, enc)
-            dec = _best(lambda p=page: decode_page(p, arr.type, "bench", 0))
-            enc_us = _best(lambda e=enc: encode_page(arr, e, Compression.LZ4))
+            dec = _best(lambda p=page, a=arr: decode_page(p, a.type, "bench", 0))
+            enc_us = _best(lambda e=enc, a=arr: encode_page(a, e, Compression.LZ4))
             row.append((len(page), dec, enc_us))
         (rs, rd, re_), (bs, bd, be) = row
         auto = encode_page(arr, None, Compression.LZ4)
         picked = Encoding(auto[0]).name
-        auto_us = _best(lambda: encode_page(arr, None, Compression.LZ4))
+        auto_us = _best(lambda a=arr: encode_page(a, None, Compression.LZ4))
         print(
             f"{name:26} {rival.name:8} {rs:8d} {bs:8d} {bs / rs:6.2f}"
             f" {rd:7.0f} {bd:7.0f} {bd / rd:6.2f} {re_:7.0f} {be:7.0f}"

@@ -129,8 +129,10 @@ def describe(session: Session, s: st.Describe) -> Result:
     rel = session.relations.get(s.table)
     if rel is not None:
         names, types = zip(*DESCRIBE_COLUMNS, strict=True)
-        rows = [(n, t.lower(), "", False, None, True, "", "", "", 0) for n, t in rel.columns]
-        return _rows(names, rows, types)
+        shown: list[tuple[Any, ...]] = [
+            (n, t.lower(), "", False, None, True, "", "", "", 0) for n, t in rel.columns
+        ]
+        return _rows(names, shown, types)
     t = session.table(s.table)
     schema = t.schema
     rows = []

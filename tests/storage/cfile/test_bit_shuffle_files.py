@@ -17,7 +17,7 @@ import pytest
 import kudusql
 import kudusql.client as kudu
 from kudusql.common.errors import CorruptionError
-from kudusql.storage.cfile import CFileReader, CFileWriter, Compression, Encoding
+from kudusql.storage.cfile import CFileReader, CFileWriter, Encoding
 from kudusql.storage.cfile.cfile import FORMAT_VERSION, TRAILER, TRAILER_SIZE
 
 FIXTURE = Path(__file__).parent / "fixtures" / "v1_bitpack.cfile"

@@ -492,7 +492,7 @@ def test_bit_shuffle_applies_to_fixed_width_types_only() -> None:
         (
             pa.array(np.where(np.arange(65536) % 5000 == 0, 2**62, np.arange(65536) % 1000)),
             Encoding.BIT_SHUFFLE,
-        ),  # fmt: skip
+        ),
         # Uniform random ints: bit-packing is as small and decodes several times faster.
         (pa.array(np.random.default_rng(1).integers(0, 10**6, 65536)), Encoding.BITPACK),
         # Few distinct floats: PLAIN's LZ4 finds the repeats, bit planes hide them.
