@@ -188,8 +188,8 @@ _ENCODINGS: dict[str, str | None] = {
     "dict_encoding": "dict",
     "dictionary": "dict",
     "rle": "rle",
-    "bit_shuffle": "bitpack",
-    "bitshuffle": "bitpack",
+    "bit_shuffle": "bit_shuffle",
+    "bitshuffle": "bit_shuffle",
     "bitpack": "bitpack",
     # Kudu's encodings that kudusql's pages lack: recorded, and pages choose their own.
     "prefix": "prefix_encoding",
@@ -542,7 +542,7 @@ class ColumnSchema:
     @property
     def encoding(self) -> str:
         e = self._core.encoding
-        return ENCODING_AUTO if e is None else ("bit_shuffle" if e == "bitpack" else e)
+        return ENCODING_AUTO if e is None else e
 
     @property
     def compression(self) -> str:

@@ -13,7 +13,11 @@ that call it keep working). Closing a connection closes its database, and with
 
 A cursor runs one statement at a time; its result is an Arrow table it hands out as
 tuples (``fetchone``/``fetchmany``/``fetchall``, iteration), as Arrow
-(``fetch_arrow_table``) or as pandas (``fetchdf``). ``rowcount`` is the number of rows
+(``fetch_arrow_table``, ``fetch_record_batch``, the PyCapsule stream interface), as
+pandas (``fetchdf``), polars (``pl``) or numpy (``fetchnumpy``). In Jupyter a cursor
+shows the next rows of its result as an HTML table (``_repr_html_``) without taking
+them. ``Connection.register`` lets SQL read a Python-side Arrow table or DataFrame by
+name (``engine.relations``). ``rowcount`` is the number of rows
 a DML statement applied (rows that failed are not counted; see ``warnings``), the number
 of rows of a query result, or -1. ``timestamp`` is the HybridTime the statement read at
 (queries) or its last write's (DML): ``SELECT ... FROM t FOR SYSTEM_TIME AS OF <it + 1>``
@@ -24,7 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import html
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +42,7 @@ import pyarrow as pa
 
 from kudusql.common.errors import InterfaceError, NotSupportedError, ProgrammingError, Warning
 from kudusql.common.options import TabletOptions
+from kudusql.dbapi.arrow_input import to_arrow_table
 from kudusql.dbapi.registry import open_database
 from kudusql.dbapi.types import describe
 from kudusql.engine.params import Params
@@ -44,6 +51,39 @@ from kudusql.engine.session import Session
 from kudusql.engine.settings import Settings
 
 _DB_KWARGS = {"read_only", "maintenance"}
+
+#: Rows a cursor shows in Jupyter (``Cursor._repr_html_``).
+HTML_ROWS = 10
+
+#: How polars' ``read_database`` fetches a kudusql result as Arrow: whole
+#: (``fetch_arrow_table``) or in batches of exactly ``batch_size`` rows
+#: (``fetch_record_batch``, one call that returns a stream).
+_POLARS_ARROW_PATH = {
+    "fetch_all": "fetch_arrow_table",
+    "fetch_batches": "fetch_record_batch",
+    "exact_batch_size": True,
+    "repeat_batch_calls": False,
+    "minimum_version": None,
+}
+_polars_knows_kudusql = False
+
+
+def _tell_polars() -> None:
+    """Add kudusql to polars' registry of drivers whose results it reads as Arrow, once
+    polars is imported (it is never imported here). ``polars.read_database`` chooses
+    its Arrow path by the top-level module of the connection's class, looked up in that
+    registry (``polars/io/database/_arrow_registry.py``), and reads tuples otherwise; it
+    consults the registry only after calling ``execute``, which calls this."""
+    global _polars_knows_kudusql
+    if _polars_knows_kudusql:
+        return
+    reg = sys.modules.get("polars.io.database._arrow_registry")
+    if reg is None:
+        return
+    registry = getattr(reg, "ARROW_DRIVER_REGISTRY", None)
+    if isinstance(registry, dict):
+        registry.setdefault("kudusql", [dict(_POLARS_ARROW_PATH)])
+    _polars_knows_kudusql = True
 
 
 def connect(path: str, **options: Any) -> Connection:
@@ -161,6 +201,24 @@ class Connection:
         """A new cursor that ran ``sql`` (a shortcut, as in sqlite3 and DuckDB)."""
         return self.cursor().execute(sql, params)
 
+    def register(self, name: str, obj: object) -> Connection:
+        """Let this connection's SQL read ``obj`` as the table ``name`` (DuckDB's
+        method): an Arrow table, record batch or stream, a pandas or polars DataFrame,
+        or anything with ``__arrow_c_stream__`` (a stream is read once, here). Queries
+        read it before any table of that name; it cannot be written. Registering a name
+        again replaces the object."""
+        data = to_arrow_table(obj)
+        with self._lock:
+            self.session.register(name, data)
+        return self
+
+    def unregister(self, name: str) -> Connection:
+        """Forget a registered name (nothing happens for a name not registered, as in
+        DuckDB)."""
+        with self._lock:
+            self.session.unregister(name)
+        return self
+
     def __enter__(self) -> Connection:
         return self
 
@@ -208,6 +266,7 @@ class Cursor:
 
     # -- running --------------------------------------------------------------------------
     def execute(self, operation: str, parameters: Params = None) -> Cursor:
+        _tell_polars()
         with self.connection._lock:
             session = self._session()
             self._result = None
@@ -315,8 +374,11 @@ class Cursor:
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The Arrow PyCapsule stream interface over the rest of the result, so that
-        ``pa.table(cursor)``, polars and DuckDB read it as Arrow, building no tuples."""
-        table: Any = self.fetch_arrow_table()  # pyarrow's stubs leave the method untyped
+        ``pa.table(cursor)``, polars and DuckDB read it as Arrow, building no tuples.
+        Each call exports the rest of the result again and takes none of it, as a
+        table's does: DuckDB calls it once to bind a query and again to scan."""
+        t = self._table()
+        table: Any = t.slice(self._pos)  # pyarrow's stubs leave the method untyped
         return table.__arrow_c_stream__(requested_schema)
 
     def fetchnumpy(self) -> dict[str, Any]:
@@ -348,6 +410,19 @@ class Cursor:
         """DuckDB's name for ``fetchdf``."""
         return self.fetchdf()
 
+    def pl(self, *, lazy: bool = False) -> Any:
+        """The rest of the result as a polars DataFrame (DuckDB's name; needs polars),
+        or a LazyFrame over it with ``lazy=True``."""
+        try:
+            import polars
+        except ImportError:
+            raise NotSupportedError(
+                "pl() needs polars, which is not installed: pip install polars "
+                "(or use fetch_arrow_table)"
+            ) from None
+        df = polars.DataFrame(self.fetch_arrow_table())
+        return df.lazy() if lazy else df
+
     def fetchdf(self) -> Any:
         """The rest of the result as a pandas DataFrame (needs pandas)."""
         try:
@@ -358,6 +433,32 @@ class Cursor:
                 "(or use fetch_arrow_table)"
             ) from None
         return self.fetch_arrow_table().to_pandas()
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter's view of a cursor with a result: its next ``HTML_ROWS`` rows (those
+        a fetch would return next) as an HTML table, and how many rows are left. It
+        takes no rows: fetching afterwards returns the same rows."""
+        r = self._result
+        if self._closed or r is None or not r.has_rows:
+            return None
+        t = r.arrow()
+        assert t is not None
+        left = t.num_rows - self._pos
+        head = t.slice(self._pos, HTML_ROWS)
+        cols = [c.to_pylist() for c in head.columns]
+        out = ["<table>", "<thead><tr>"]
+        out += [f"<th>{html.escape(str(n))}</th>" for n in t.column_names]
+        out.append("</tr></thead><tbody>")
+        for i in range(head.num_rows):
+            cells = ("NULL" if c[i] is None else html.escape(str(c[i])) for c in cols)
+            out.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
+        out.append("</tbody></table>")
+        shown = f", the first {head.num_rows} shown" if left > head.num_rows else ""
+        out.append(
+            f"<p>{left} row{'' if left == 1 else 's'} x {t.num_columns} "
+            f"column{'' if t.num_columns == 1 else 's'}{shown}</p>"
+        )
+        return "".join(out)
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         while True:

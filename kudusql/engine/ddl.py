@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 def _new_table_name(session: Session, name: TableName) -> str:
     """The storage name of a table to create as ``name``: in its database's stored name
-    (found ignoring case, as every SQL name), which must exist."""
+    (found ignoring case, as every SQL name), which must exist. An unqualified name
+    registered on the session is refused (it would be shadowed by the registration)."""
+    session.relations.refuse(name, session.database)
     db = name.database or session.database
     stored = session.registry.find(db)
     if stored is None:
@@ -112,7 +114,8 @@ def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: l
 
     assert s.as_select is not None
     snap = session.db.snapshot()
-    data = session.runner.query(session.plan(s.as_select), snap)
+    plan = session.plan(s.as_select)
+    data = session.runner.query(plan, snap)
     data = data.rename_columns([fold(n) for n in data.column_names])  # new names fold
     key = s.primary_key
     if not key:  # Impala's rule: the partition columns become a non-unique key
@@ -132,12 +135,13 @@ def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: l
     except Error:
         session.db.drop_table(name, if_exists=True)
         raise
-    out = session._finish("CREATE TABLE AS SELECT", res, snap)
+    out = session._finish("CREATE TABLE AS SELECT", res, snap, plan)
     out.warnings = warnings + out.warnings
     return out
 
 
 def drop_table(session: Session, s: st.DropTable) -> Result:
+    session.relations.refuse(s.table, session.database)
     name = _existing(session, session.storage_name(s.table))
     if name is None:
         if s.if_exists:

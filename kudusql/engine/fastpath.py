@@ -117,6 +117,8 @@ class PointLookup:
     def run(self, session: Session, params: Any) -> Result | None:
         if (self.table.database or session.database) == SYSTEM_DATABASE:
             return None
+        if len(session.relations) and session.relations.get(self.table) is not None:
+            return None  # a registered relation: DuckDB reads it
         table = session.table(self.table)
         version = (table.id, table.meta.schema_version)
         if version in self._bindings:

@@ -123,7 +123,16 @@ def describe(session: Session, s: st.Describe) -> Result:
     """Impala's DESCRIBE of a Kudu table: one row per column; types in lower case;
     ``key_unique`` says for a key column whether the key is unique (false for a NON
     UNIQUE PRIMARY KEY, whose hidden ``auto_incrementing_id`` is listed), NULL for other columns
-    (Impala prints an empty cell); ``block_size`` 0 when unset."""
+    (Impala prints an empty cell); ``block_size`` 0 when unset. A name registered on the
+    session describes the registered object: its columns, their DuckDB types in lower
+    case, nullable, and no key or storage attributes."""
+    rel = session.relations.get(s.table)
+    if rel is not None:
+        names, types = zip(*DESCRIBE_COLUMNS, strict=True)
+        shown: list[tuple[Any, ...]] = [
+            (n, t.lower(), "", False, None, True, "", "", "", 0) for n, t in rel.columns
+        ]
+        return _rows(names, shown, types)
     t = session.table(s.table)
     schema = t.schema
     rows = []
@@ -403,6 +412,10 @@ def explain(session: Session, s: st.Explain) -> Result:
         if scan.as_of is not None:
             lines.append(f"  as of: {scan.as_of.sql(dialect='duckdb')}")
     lines += [f"DIFF SCAN {sql_name(ch.table)}" for ch in plan.changes]
+    lines += [
+        f"REGISTERED {r.relation.name} AS {r.alias} (an object registered on this connection)"
+        for r in plan.relations
+    ]
     if not plan.analysed:
         lines.append("(the query could not be analysed: every scan reads all columns)")
     lines.append("DUCKDB PLAN")

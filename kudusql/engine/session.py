@@ -14,6 +14,8 @@ statement. Semantics:
   (then the statement applies all rows or raises).
 - **Autocommit**: each statement commits when it returns; there are no transactions.
 - **DDL** goes straight to the storage catalog (``Database.create_table`` ...).
+- **Registered relations** (``relations``, ``engine.relations``): Arrow data the
+  connection registered under a name, which queries read before any table of that name.
 - **A read-only session follows the writer process**: before each statement its view
   takes up what the writer published (``Database.refresh``), so each statement reads
   the latest state the commit log allows.
@@ -38,6 +40,7 @@ from kudusql.engine.databases import DatabaseRegistry
 from kudusql.engine.fastpath import StatementCache
 from kudusql.engine.params import Params, bind, plain_param_sets, plain_params
 from kudusql.engine.plan_cache import CachedQuery, PlanCache, RecordingResolver
+from kudusql.engine.relations import RegisteredRelations
 from kudusql.engine.result import Result
 from kudusql.engine.settings import Settings
 from kudusql.executor.dml import (
@@ -51,7 +54,7 @@ from kudusql.parser import statements as st
 from kudusql.parser.convert import parse
 from kudusql.parser.limits import check_cancelled, headroom, nesting_bound, too_deep
 from kudusql.parser.locate import located
-from kudusql.parser.names import TableName
+from kudusql.parser.names import TableName, fold
 from kudusql.planner.dml import (
     Param,
     assigned_columns,
@@ -78,6 +81,7 @@ class Session:
         self.database = DEFAULT_DATABASE
         self.registry = DatabaseRegistry(db)
         self.runner = DuckRunner(db)
+        self.relations = RegisteredRelations(self.runner)
         self.statements = StatementCache()
         self.plans = PlanCache()
         self.closed = False
@@ -94,9 +98,27 @@ class Session:
     def storage_name(self, name: TableName) -> str:
         return storage_name(name, self.database)
 
+    def register(self, name: object, data: pa.Table) -> None:
+        """Let queries read ``data`` as the table ``name`` (``engine.relations``)."""
+        self.relations.register(name, data)
+        self.plans.clear()  # a cached plan may have bound the name to a table
+
+    def unregister(self, name: str) -> bool:
+        """Forget a registered name; whether it was registered."""
+        self.plans.clear()
+        return self.relations.unregister(name)
+
+    def has_table(self, name: TableName) -> bool:
+        """Whether ``name`` denotes a Kudu table (ignoring registered relations)."""
+        sname = self.storage_name(name)
+        return self.db.has_table(sname) or find_table(self.db.table_names(), sname) is not None
+
     def table(self, name: TableName) -> Table:
         """The table ``name`` denotes: its storage name, else the one equal to it ignoring
-        case (SQL names are case-insensitive; see ``parser.names``)."""
+        case (SQL names are case-insensitive; see ``parser.names``). A name registered on
+        the session is refused (``RegisteredRelations.refuse``)."""
+        if len(self.relations):
+            self.relations.refuse(name, self.database)
         sname = self.storage_name(name)
         if not self.db.has_table(sname):
             found = find_table(self.db.table_names(), sname)
@@ -252,7 +274,17 @@ class Session:
 
     # -- queries ------------------------------------------------------------------------------
     def plan(self, tree: exp.Expr) -> QueryPlan:
-        return plan_query(tree, self.resolve, cancelled=self.runner.cancelled)
+        return plan_query(
+            tree, self.resolve, relations=self.relations.get, cancelled=self.runner.cancelled
+        )
+
+    def shadow_warnings(self, plan: QueryPlan) -> list[str]:
+        """Warnings for registered names ``plan`` read that also name a table."""
+        if not plan.relations:
+            return []
+        return self.relations.shadow_warnings(
+            plan, lambda n: self.has_table(TableName(fold(n))), self.database
+        )
 
     def query(self, tree: exp.Expr, text: str | None = None) -> Result:
         """Run a query; with its statement ``text``, the plan is cached for the next
@@ -260,10 +292,12 @@ class Session:
         if text is None:
             snap = self.db.snapshot()
             plan = self.plan(tree)
-            return _query_result(self.runner.query(plan, snap), plan, snap)
+            return _query_result(self.runner.query(plan, snap), plan, snap, self)
         resolver = RecordingResolver(self.resolve)
         database = self.database
-        plan = plan_query(tree, resolver, cancelled=self.runner.cancelled)
+        plan = plan_query(
+            tree, resolver, relations=self.relations.get, cancelled=self.runner.cancelled
+        )
         cached = CachedQuery(plan, duck_sql(plan.tree), tuple(resolver.seen))
         check_cancelled(self.runner.cancelled)
         self.plans.put(text, database, cached)
@@ -271,7 +305,8 @@ class Session:
 
     def _run_planned(self, cached: CachedQuery) -> Result:
         snap = self.db.snapshot()
-        return _query_result(self.runner.query(cached.plan, snap, cached.sql), cached.plan, snap)
+        data = self.runner.query(cached.plan, snap, cached.sql)
+        return _query_result(data, cached.plan, snap, self)
 
     # -- DML --------------------------------------------------------------------------------
     def _op(self, s: st.Insert | st.Upsert) -> WriteOp:
@@ -279,10 +314,13 @@ class Session:
             return WriteOp.UPSERT
         return WriteOp.INSERT_IGNORE if s.ignore else WriteOp.INSERT
 
-    def _finish(self, verb: str, res: DmlResult, snap: int | None = None) -> Result:
+    def _finish(
+        self, verb: str, res: DmlResult, snap: int | None = None, plan: QueryPlan | None = None
+    ) -> Result:
+        """The result of a write; ``plan``: the query that gave its rows."""
         return Result(
             rowcount=res.applied,
-            warnings=res.warnings(verb),
+            warnings=(self.shadow_warnings(plan) if plan else []) + res.warnings(verb),
             timestamp=res.timestamp if res.timestamp is not None else snap,
         )
 
@@ -341,7 +379,7 @@ class Session:
         with table.exclusive() as snap:
             data = self.runner.query(plan, snap)
             res = self._write(table, data, cols, self._op(s))
-        return self._finish(verb, res, snap)
+        return self._finish(verb, res, snap, plan)
 
     def _insert_many(self, s: st.Insert | st.Upsert, seq: Sequence[Params]) -> Result | None:
         src = s.source
@@ -380,19 +418,21 @@ class Session:
         table = self.table(s.table)
         tree = update_query(s, table.schema, table.name)
         cols = [*table.schema.key_names, *assigned_columns(s, table.schema, table.name)]
+        plan = self.plan(tree)
         with table.exclusive() as snap:  # nothing else writes between the read and the write
-            data = self.runner.query(self.plan(tree), snap)
+            data = self.runner.query(plan, snap)
             res = self._write(table, data, cols, WriteOp.UPDATE)
-        return self._finish("UPDATE", res, snap)
+        return self._finish("UPDATE", res, snap, plan)
 
     def _delete(self, s: st.Delete) -> Result:
         table = self.table(s.table)
         tree = delete_query(s, table.schema)
         cols = table.schema.key_names
+        plan = self.plan(tree)
         with table.exclusive() as snap:
-            data = self.runner.query(self.plan(tree), snap)
+            data = self.runner.query(plan, snap)
             res = self._write(table, data, cols, WriteOp.DELETE)
-        return self._finish("DELETE", res, snap)
+        return self._finish("DELETE", res, snap, plan)
 
     # -- CREATE TABLE ... AS SELECT -------------------------------------------------------------
     def schema_from_arrow(
@@ -418,11 +458,13 @@ class Session:
         return Schema.build(cols, list(key), key_unique=key_unique), order
 
 
-def _query_result(table: pa.Table, plan: QueryPlan, snap: int) -> Result:
+def _query_result(table: pa.Table, plan: QueryPlan, snap: int, session: Session) -> Result:
     null_ok = plan.null_ok
     if null_ok is None or len(null_ok) != table.num_columns:
         null_ok = (None,) * table.num_columns  # DuckDB marks every column nullable
-    return Result(table=table, timestamp=snap, null_ok=null_ok)
+    return Result(
+        table=table, timestamp=snap, null_ok=null_ok, warnings=session.shadow_warnings(plan)
+    )
 
 
 def _display(name: TableName, current: str) -> str:

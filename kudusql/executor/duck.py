@@ -4,7 +4,9 @@ This module owns the DuckDB connection of a session and every call into DuckDB. 
 ``QueryPlan`` it reads each scan (``Table.scan`` with the plan's columns and pushed
 predicates, at the statement snapshot or the reference's AS OF snapshot), registers the
 Arrow table under the scan's unique name, runs the rewritten query
-(``parser.to_duckdb_sql``) and unregisters the scans. Scans are materialized Arrow
+(``parser.to_duckdb_sql``) and unregisters the scans. Relations registered on the session
+(``register_relation``) stay registered until unregistered, and DuckDB scans them
+itself, as it does every Arrow table. Scans are materialized Arrow
 tables, not one-shot readers, because DuckDB may read a source more than once (CTEs,
 correlated subqueries). DuckDB errors become kudusql errors in the user's terms
 (``parser.errors.duckdb_message``): scan names replaced by the table names the user
@@ -45,7 +47,7 @@ from kudusql.storage.tables.database import Database
 #: The one column of a scan that reads no column (the query only counts its rows).
 ROWS_ONLY = "__kudusql_rows"
 
-_SCAN_NAME = re.compile(r"__kudusql_(?:scan|changes)_\d+")
+_SCAN_NAME = re.compile(r"__kudusql_(?:scan|changes|registered)_\d+")
 
 
 def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
@@ -148,6 +150,23 @@ class DuckRunner:
     def close(self) -> None:
         with contextlib.suppress(duckdb.Error):
             self.con.close()
+
+    # -- registered relations ----------------------------------------------------------------
+    def register_relation(self, ref: str, data: pa.Table) -> tuple[tuple[str, str], ...]:
+        """Hold ``data`` as the DuckDB view ``ref`` (replacing one of that name) until
+        ``unregister_relation``; its (column name, DuckDB type) pairs."""
+        try:
+            self.con.register(ref, data)
+            rel: Any = self.con.table(ref)
+            return tuple((str(n), str(t)) for n, t in zip(rel.columns, rel.types, strict=True))
+        except duckdb.Error as e:
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(ref)
+            raise to_error(e) from None
+
+    def unregister_relation(self, ref: str) -> None:
+        with contextlib.suppress(duckdb.Error):
+            self.con.unregister(ref)
 
     # -- scans -------------------------------------------------------------------------------
     def read_scan(self, scan: TableScan, snapshot: int) -> pa.Table:

@@ -3,7 +3,8 @@
 This module owns the vocabulary of the two column storage attributes: the names Kudu and
 Impala use (``AUTO_ENCODING``, ``PLAIN_ENCODING``, ``PREFIX_ENCODING``, ``GROUP_VARINT``,
 ``RLE``, ``DICT_ENCODING``, ``BIT_SHUFFLE``; ``DEFAULT_COMPRESSION``, ``NO_COMPRESSION``,
-``SNAPPY``, ``LZ4``, ``ZLIB``), kudusql's extra codec ``ZSTD``, and the short aliases the
+``SNAPPY``, ``LZ4``, ``ZLIB``), kudusql's extra encoding ``BITPACK`` (frame of
+reference bit-packing) and codec ``ZSTD``, and the short aliases the
 storage layer and the Python client also accept (``plain``, ``dict``, ``none``, ...).
 ``encoding_name``/``compression_name`` turn what a statement says into the Kudu name
 that the catalog records; ``shown_encoding``/``shown_compression`` turn what the catalog
@@ -27,7 +28,8 @@ __all__ = [
     "shown_encoding",
 ]
 
-#: Kudu's encodings, in Kudu's order (Impala lists them so in its error message).
+#: Kudu's encodings, in Kudu's order (Impala lists them so in its error message), then
+#: kudusql's BITPACK.
 ENCODINGS = (
     "AUTO_ENCODING",
     "PLAIN_ENCODING",
@@ -36,6 +38,7 @@ ENCODINGS = (
     "RLE",
     "DICT_ENCODING",
     "BIT_SHUFFLE",
+    "BITPACK",
 )
 #: Kudu's compression codecs, then kudusql's ZSTD.
 COMPRESSIONS = ("DEFAULT_COMPRESSION", "NO_COMPRESSION", "SNAPPY", "LZ4", "ZLIB", "ZSTD")
@@ -48,7 +51,6 @@ _ENCODING_ALIASES = {
     "DICT": "DICT_ENCODING",
     "DICTIONARY": "DICT_ENCODING",
     "BITSHUFFLE": "BIT_SHUFFLE",
-    "BITPACK": "BIT_SHUFFLE",
 }
 _COMPRESSION_ALIASES = {"DEFAULT": "DEFAULT_COMPRESSION", "NONE": "NO_COMPRESSION"}
 

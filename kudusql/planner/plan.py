@@ -17,6 +17,11 @@ A table with a non-unique primary key has a hidden ``auto_incrementing_id`` colu
 ``*`` leaves it out, naming it selects it (Impala). A scan reads it only when the
 query names it; then every ``*`` over that table gets ``EXCLUDE`` for it.
 
+A name registered on the session (``Relation``: a Python-side Arrow table, see
+``Connection.register``) is not a storage table: its references are renamed to the name
+DuckDB holds it under and DuckDB reads it itself (``RelationScan``), before any storage
+table of the same name is looked up; only an unqualified name can mean one.
+
 Time travel (``exp.Version``) and ``table_changes(...)`` stay as unevaluated
 expressions; the executor turns them into snapshots. When ``qualify`` cannot analyse a
 query, every scan reads all columns with no predicates: pushdown only prunes, DuckDB
@@ -48,9 +53,25 @@ T = TypeVar("T")
 
 SCAN_PREFIX = "__kudusql_scan_"
 CHANGES_PREFIX = "__kudusql_changes_"
+RELATION_PREFIX = "__kudusql_registered_"
 
 #: Resolves a SQL table name to (storage table name, schema); ProgrammingError if unknown.
 Resolver = Callable[[TableName], tuple[str, Schema]]
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A relation registered on a session: DuckDB holds it as ``ref``; ``name`` is the
+    name it was registered under; ``columns`` are its (folded) column names with their
+    DuckDB types."""
+
+    ref: str
+    name: str
+    columns: tuple[tuple[str, str], ...]
+
+
+#: The relation an unqualified table name denotes on the session, or None.
+Relations = Callable[[TableName], Relation | None]
 
 
 @dataclass
@@ -66,6 +87,14 @@ class TableScan:
     predicates: list[ColumnPredicate] = field(default_factory=list)
     as_of: exp.Expr | None = None
     alias: str = ""
+
+
+@dataclass
+class RelationScan:
+    """A reference to a registered relation: DuckDB reads ``relation.ref`` itself."""
+
+    relation: Relation
+    alias: str
 
 
 @dataclass
@@ -86,6 +115,7 @@ class QueryPlan:
     tree: exp.Expr
     scans: list[TableScan]
     changes: list[ChangesScan]
+    relations: list[RelationScan] = field(default_factory=list)
     analysed: bool = True
     #: Per output column, whether it may be NULL: the column's own NOT NULL (or key)
     #: rule for a plain column of a scanned table, True for one an outer join may
@@ -100,6 +130,9 @@ class QueryPlan:
         for c in self.changes:
             if c.ref == ref:
                 return f"table_changes({c.table!r})"
+        for r in self.relations:
+            if r.relation.ref == ref:
+                return r.alias or r.relation.name
         return ref
 
 
@@ -147,10 +180,15 @@ def _checked(items: Iterable[T], cancelled: threading.Event | None) -> Iterator[
 
 
 def plan_query(
-    tree: exp.Expr, resolve: Resolver, *, cancelled: threading.Event | None = None
+    tree: exp.Expr,
+    resolve: Resolver,
+    *,
+    relations: Relations | None = None,
+    cancelled: threading.Event | None = None,
 ) -> QueryPlan:
     """Bind every table reference of ``tree`` (a copy is planned; see the module
-    docstring). Setting ``cancelled`` stops the planning with OperationalError
+    docstring): to a registered relation (``relations``) first, else to a storage table
+    (``resolve``). Setting ``cancelled`` stops the planning with OperationalError
     ("statement cancelled"); every step is linear in the size of the tree."""
     check_cancelled(cancelled)
     tree = tree.copy()
@@ -161,6 +199,7 @@ def plan_query(
     ctes = _cte_names(tree)
     scans: list[TableScan] = []
     changes: list[ChangesScan] = []
+    rels: list[RelationScan] = []
     for t in list(_checked(tree.find_all(exp.Table), cancelled)):
         if isinstance(t.this, nodes.TableChanges):
             changes.append(_bind_changes(t, len(changes), resolve))
@@ -170,6 +209,10 @@ def plan_query(
         if not t.args.get("db") and t.name.lower() in ctes:
             continue
         name = table_name(t)
+        rel = relations(name) if relations is not None else None
+        if rel is not None:
+            rels.append(_bind_relation(t, rel))
+            continue
         storage, schema = resolve(name)
         check_case_distinct(schema, storage)
         ref = f"{SCAN_PREFIX}{len(scans)}"
@@ -192,7 +235,7 @@ def plan_query(
                 alias=alias_name,
             )
         )
-    plan = QueryPlan(tree, scans, changes)
+    plan = QueryPlan(tree, scans, changes, rels)
     if scans:
         plan.analysed = _analyse(plan, cancelled)
         _hide_auto_incrementing(plan)
@@ -239,6 +282,20 @@ def _hide_auto_incrementing(plan: QueryPlan) -> None:
                     star.set("except_", [*(star.args.get("except_") or []), excl])
 
 
+def _bind_relation(t: exp.Table, rel: Relation) -> RelationScan:
+    """The reference ``t`` renamed to the DuckDB name of ``rel`` (keeping its name as the
+    alias, so ``df.col`` still resolves)."""
+    if t.args.get("version") is not None:
+        raise ProgrammingError(
+            f"{rel.name!r} is an object registered on this connection: it has no history "
+            "to read AS OF (only Kudu tables do)"
+        )
+    if not t.alias:
+        t.set("alias", exp.TableAlias(this=t.this.copy()))
+    t.set("this", _ident(rel.ref))
+    return RelationScan(rel, t.alias)
+
+
 def _bind_changes(t: exp.Table, i: int, resolve: Resolver) -> ChangesScan:
     call = t.this
     arg = call.this
@@ -270,6 +327,8 @@ def _analyse(plan: QueryPlan, cancelled: threading.Event | None) -> bool:
         cols = {_sql_ident(n): duckdb_type(c.schema, n) for n in c.schema.names}
         cols.update(change_type="VARCHAR", is_deleted="BOOLEAN")
         mapping[c.ref] = cols
+    for r in plan.relations:
+        mapping[r.relation.ref] = {_sql_ident(n): t for n, t in r.relation.columns}
     check_cancelled(cancelled)
     tree = plan.tree.copy()
     for ex in _checked(tree.find_all(exp.Exists), cancelled):

@@ -39,7 +39,10 @@ from kudusql.storage.fs import faults
 from kudusql.storage.fs.checksum import crc32, verify
 
 MAGIC = b"KSQLCFIL"
-FORMAT_VERSION = 1
+#: The version written. Version 2 adds the BIT_SHUFFLE page encoding; a version 1 file
+#: (no BIT_SHUFFLE pages) reads unchanged.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 # magic, version, crc32 of the first 12 bytes
 FILE_HEADER = struct.Struct("<8sII")
 # footer offset, footer length, footer crc32, version, crc32 of the first 20 bytes, magic
@@ -404,14 +407,16 @@ class CFileReader:
         if magic != MAGIC:
             raise CorruptionError(path, size - 8, f"bad trailer magic {magic!r} (truncated?)")
         verify(memoryview(buf)[toff : toff + 20], tcrc, path, toff, "trailer")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS:
             raise CorruptionError(path, toff, f"unsupported CFile format version {version}")
         hmagic, hversion, hcrc = FILE_HEADER.unpack_from(buf, 0)
         if hmagic != MAGIC:
             raise CorruptionError(path, 0, f"bad header magic {hmagic!r}")
         verify(memoryview(buf)[:12], hcrc, path, 0, "file header")
-        if hversion != FORMAT_VERSION:
-            raise CorruptionError(path, 0, f"unsupported CFile format version {hversion}")
+        if hversion != version:
+            raise CorruptionError(
+                path, 0, f"file header version {hversion} differs from the trailer's {version}"
+            )
         if foff < HEADER_SIZE or foff + flen > toff:
             raise CorruptionError(path, toff, f"footer [{foff}, +{flen}) outside the file")
         verify(memoryview(buf)[foff : foff + flen], fcrc, path, foff, "footer")
@@ -454,6 +459,8 @@ class CFileReader:
         firsts = col("first_ordinal")
         self.null_counts = col("null_count")
         self.nan_counts = col("nan_count")
+        #: The encoding each page uses (``Encoding`` values).
+        self.page_encodings: list[int] = col("encoding").tolist()
         self.page_offsets = np.zeros(self.num_pages + 1, dtype=np.int64)
         np.cumsum(counts, out=self.page_offsets[1:])
         if (

@@ -29,15 +29,18 @@ from kudusql.storage.cfile.encodings import (
     bit_width_of_range,
     bitmap_bytes,
     bitpack_size,
+    bitshuffle,
     bool_values,
     count_runs,
     decode_bitpack,
+    decode_bitshuffle,
     decode_dict,
     decode_plain,
     decode_rle,
     dict_sizes,
     dict_unlikely,
     encode_bitpack,
+    encode_bitshuffle,
     encode_dict,
     encode_plain,
     encode_rle,
@@ -60,6 +63,11 @@ MIN_COMPRESSION_RATIO = 0.9
 _AUTO_INT_RATIO = 0.85
 _AUTO_BOOL_RATIO = 0.5
 _AUTO_DICT_RATIO = 0.7
+# Automatic choice: BIT_SHUFFLE (decoding 3-20x slower than BITPACK or PLAIN, see
+# benchmarks/bitshuffle.py) must be below this fraction of the other choice's size,
+# estimated from the page's first _BS_SAMPLE values shuffled and LZ4-compressed.
+_AUTO_BS_RATIO = 0.5
+_BS_SAMPLE = 4096
 
 _ZSTD: pa.Codec | None = None
 # Arrow's "lz4_raw" is the same raw LZ4 block format lz4.block writes; decompressing
@@ -88,19 +96,22 @@ def _valid_mask(arr: pa.Array[Any]) -> np.ndarray | None:
 
 
 def _encode_values(
-    arr: pa.Array[Any], info: TypeInfo, requested: Encoding | None
+    arr: pa.Array[Any], info: TypeInfo, requested: Encoding | None, compressed: bool = True
 ) -> tuple[Encoding, list[Bytesish], pa.Array[Any] | None]:
     """Encode the values of ``arr`` (validity excluded).
 
     Returns (encoding used, byte chunks, the dictionary when DICT was used). The
     automatic choice estimates sizes from cheap statistics (runs, min/max bit width,
-    a distinct-count sample for strings) and encodes only the winner.
+    a distinct-count sample for strings, a compressed sample for BIT_SHUFFLE, which it
+    considers only for a ``compressed`` page) and encodes only the winner.
     """
     n = len(arr)
     if requested is not None and not applicable(requested, info):
         requested = Encoding.PLAIN
     if requested is Encoding.PLAIN or n == 0:
         return Encoding.PLAIN, encode_plain(arr, info), None
+    if requested is Encoding.BIT_SHUFFLE:
+        return Encoding.BIT_SHUFFLE, encode_bitshuffle(arr, info), None
     if info.kind is Kind.VAR:
         if requested is Encoding.DICT:
             denc = arr.dictionary_encode()
@@ -119,6 +130,8 @@ def _encode_values(
             return Encoding.RLE, encode_rle(bvals), None
         return Encoding.PLAIN, encode_plain(arr, info), None
     if info.int_dtype is None:  # floats, decimals
+        if requested is None and compressed and _bitshuffle_pays(arr, info, None):
+            return Encoding.BIT_SHUFFLE, encode_bitshuffle(arr, info), None
         return Encoding.PLAIN, encode_plain(arr, info), None
     vals = int_values(arr, info, _valid_mask(arr))
     if requested is Encoding.RLE:
@@ -130,11 +143,29 @@ def _encode_values(
     bp = bitpack_size(n, lo_bits[1])
     runs = count_runs(vals)
     rle = 8 + pad8(runs * info.width) + runs * (1 if n < 256 else 2)
-    if min(rle, bp) < _AUTO_INT_RATIO * plain:
+    best = min(rle, bp) if min(rle, bp) < _AUTO_INT_RATIO * plain else plain
+    if compressed and _bitshuffle_pays(arr, info, best / n):
+        return Encoding.BIT_SHUFFLE, encode_bitshuffle(arr, info), None
+    if best < plain:
         if rle <= bp:
             return Encoding.RLE, encode_rle(vals), None
         return Encoding.BITPACK, encode_bitpack(vals, lo_bits), None
     return Encoding.PLAIN, encode_plain(arr, info), None
+
+
+def _bitshuffle_pays(arr: pa.Array[Any], info: TypeInfo, rival: float | None) -> bool:
+    """Whether AUTO takes BIT_SHUFFLE for a fixed-width page: its LZ4-compressed size,
+    estimated on the first ``_BS_SAMPLE`` values, is below ``_AUTO_BS_RATIO`` of the
+    rival's (``rival`` bytes per value; None: PLAIN compressed with LZ4, estimated on
+    the same sample)."""
+    m = min(len(arr), _BS_SAMPLE) & ~7
+    if m == 0:
+        return False
+    sample = encode_plain(arr.slice(0, m), info)[0]
+    shuffled = lz4.block.compress(bitshuffle(sample, m, info.width), store_size=False)
+    if rival is None:
+        rival = len(lz4.block.compress(sample, store_size=False)) / m
+    return len(shuffled) < _AUTO_BS_RATIO * rival * m
 
 
 def encode_page(arr: pa.Array[Any], encoding: Encoding | None, compression: Compression) -> bytes:
@@ -172,7 +203,11 @@ def encode_page_dict(
         nb = (n + 7) // 8
         if nb & 7:
             chunks.append(b"\x00" * (8 - (nb & 7)))
-    enc, value_chunks, dictionary = _encode_values(arr, info, encoding)
+    enc, value_chunks, dictionary = _encode_values(
+        arr, info, encoding, compression is not Compression.NONE
+    )
+    if enc is Encoding.BIT_SHUFFLE and compression is Compression.NONE:
+        compression = Compression.LZ4  # bitshuffle's LZ4 is part of the encoding (Kudu)
     chunks.extend(value_chunks)
     body = b"".join(chunks)
     usize = len(body)
@@ -267,6 +302,8 @@ def _decode(buf: pa.Buffer, t: pa.DataType, path: str, offset: int) -> pa.Array[
         bufs = [decode_rle(body, pos, n, info)]
     elif enc == Encoding.BITPACK and info.int_dtype is not None:
         bufs = [decode_bitpack(body, pos, n, info)]
+    elif enc == Encoding.BIT_SHUFFLE and info.kind is Kind.FIXED:
+        bufs = [decode_bitshuffle(body, pos, n, info)]
     else:
         raise FormatError(f"encoding {enc} is not valid for type {t}")
     return pa.Array.from_buffers(t, n, [validity, *bufs], null_count=nulls)

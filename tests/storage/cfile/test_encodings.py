@@ -203,7 +203,8 @@ def test_parse_names() -> None:
     assert parse_encoding("plain") is Encoding.PLAIN
     assert parse_encoding("Dict") is Encoding.DICT
     assert parse_encoding("rle") is Encoding.RLE
-    assert parse_encoding("bit_shuffle") is Encoding.BITPACK
+    assert parse_encoding("bit_shuffle") is Encoding.BIT_SHUFFLE
+    assert parse_encoding("BITSHUFFLE") is Encoding.BIT_SHUFFLE
     assert parse_encoding("bitpack") is Encoding.BITPACK
     assert parse_compression(None) is Compression.LZ4
     assert parse_compression("default") is Compression.LZ4
@@ -217,7 +218,7 @@ def test_parse_names() -> None:
 
 
 def test_on_disk_enum_values() -> None:
-    assert [int(e) for e in Encoding] == [1, 2, 3, 4]
+    assert [int(e) for e in Encoding] == [1, 2, 3, 4, 5]
     assert [int(c) for c in Compression] == [0, 1, 2]
 
 
@@ -416,3 +417,130 @@ def test_encode_page_dict_returns_dictionary() -> None:
     assert dictionary is not None and sorted(dictionary.to_pylist()) == ["a", "b", "c"]
     _, none = encode_page_dict(arr, Encoding.PLAIN, Compression.NONE)
     assert none is None
+
+
+# The bitshuffle library's transform (0.5.2, ``bitshuffle.bitshuffle(v, block_size=n)``)
+# of two small arrays: the layout BIT_SHUFFLE pages use.
+BITSHUFFLE_LIBRARY = [
+    (np.array([1, 2, 3, 4, 5, 6, 7, 0x8001], "<u2"), "d5667800000000000000000000000080"),
+    (
+        np.array([-1, 0, 1, 2, 3, 4, 5, 6] * 2, "<i4"),
+        "55559999e1e1" + "01" * 58,
+    ),
+]
+
+
+def bitshuffle_by_definition(values: bytes, n: int, width: int) -> bytes:
+    """Bit k of byte j of value i at bit i of plane (j, k), planes in (j, k) order."""
+    bits = np.unpackbits(np.frombuffer(values, np.uint8).reshape(n, width, 1), axis=2,
+                         bitorder="little")  # fmt: skip
+    return np.packbits(bits.transpose(1, 2, 0), axis=2, bitorder="little").tobytes()
+
+
+def test_bitshuffle_layout_is_the_bitshuffle_librarys() -> None:
+    from kudusql.storage.cfile.encodings import bitshuffle, bitunshuffle
+
+    for values, want in BITSHUFFLE_LIBRARY:
+        raw = values.tobytes()
+        assert bitshuffle(raw, len(values), values.itemsize).hex() == want
+        assert bitunshuffle(bytes.fromhex(want), len(values), values.itemsize).tobytes() == raw
+    rng = np.random.default_rng(5)
+    for width in (1, 2, 4, 8, 16, 32):
+        for n in (8, 16, 4096, 65536 + 8):
+            raw = rng.integers(0, 256, n * width, dtype=np.uint8).tobytes()
+            shuffled = bitshuffle(raw, n, width)
+            assert shuffled == bitshuffle_by_definition(raw, n, width), (width, n)
+            assert bitunshuffle(shuffled, n, width).tobytes() == raw
+
+
+@pytest.mark.parametrize(
+    "arr",
+    [
+        pa.array(np.arange(70_000, dtype=np.int64) * 3),
+        pa.array([None, 1, None, 2**62, -7], pa.int64()),
+        pa.array(np.linspace(-1, 1, 1001, dtype=np.float32)),
+        pa.array([1.5, None, float("nan")] * 7, pa.float64()),
+        pa.array([D("1.25"), None, D("-3")] * 3, pa.decimal128(20, 2)),
+        pa.array([D("1.25"), None], pa.decimal256(50, 2)),
+        pa.array([datetime.date(2024, 1, 1), None] * 5, pa.date32()),
+        pa.array([1, None, 3], pa.uint16()),
+    ],
+    ids=lambda a: f"{a.type}-{len(a)}",
+)
+def test_bit_shuffle_pages(arr: pa.Array[Any]) -> None:
+    """A BIT_SHUFFLE page says so, is LZ4-compressed even when no compression is asked
+    for (bitshuffle's LZ4 is part of the encoding, as in Kudu), and reads back."""
+    for compression in (Compression.NONE, Compression.LZ4, Compression.ZSTD):
+        page = encode_page(arr, Encoding.BIT_SHUFFLE, compression)
+        enc, comp = header(page)[:2]
+        assert enc == Encoding.BIT_SHUFFLE
+        if len(arr) > 100:
+            assert comp == (Compression.LZ4 if compression is Compression.NONE else compression)
+        assert_same(decode_page(page, arr.type, "f", 0), arr)
+
+
+def test_bit_shuffle_applies_to_fixed_width_types_only() -> None:
+    for arr in (pa.array(["a", "b"]), pa.array([True, False])):
+        assert header(encode_page(arr, Encoding.BIT_SHUFFLE, Compression.NONE))[0] == Encoding.PLAIN
+
+
+@pytest.mark.parametrize(
+    ("arr", "expected"),
+    [
+        # Sorted ids: the high bit planes are constant, LZ4 makes them nothing.
+        (pa.array(np.arange(1, 65537, dtype=np.int64)), Encoding.BIT_SHUFFLE),
+        # Small values with a few huge ones: frame of reference needs 63 bits each.
+        (
+            pa.array(np.where(np.arange(65536) % 5000 == 0, 2**62, np.arange(65536) % 1000)),
+            Encoding.BIT_SHUFFLE,
+        ),
+        # Uniform random ints: bit-packing is as small and decodes several times faster.
+        (pa.array(np.random.default_rng(1).integers(0, 10**6, 65536)), Encoding.BITPACK),
+        # Few distinct floats: PLAIN's LZ4 finds the repeats, bit planes hide them.
+        (pa.array((np.random.default_rng(2).random(65536) * 100).round(2)), Encoding.PLAIN),
+        (pa.array(np.random.default_rng(3).random(65536)), Encoding.PLAIN),
+    ],
+    ids=["ids", "outliers", "uniform", "prices", "random-floats"],
+)
+def test_auto_takes_bit_shuffle_when_it_halves_the_page(
+    arr: pa.Array[Any], expected: Encoding
+) -> None:
+    page = encode_page(arr, None, Compression.LZ4)
+    assert header(page)[0] == expected
+    assert_same(decode_page(page, arr.type, "f", 0), arr)
+
+
+def test_bad_bit_shuffle_header_is_corruption() -> None:
+    import zlib
+
+    arr = pa.array(np.arange(100, dtype=np.int64))
+    page = bytearray(encode_page(arr, Encoding.BIT_SHUFFLE, Compression.NONE))
+    assert header(bytes(page))[1] == Compression.LZ4
+    for claim in (4, 9):  # values of 4 bytes in an int64 page; a count that is not 100
+        body = bytearray(lz4_body(page))
+        struct.pack_into("<I", body, 4 if claim == 4 else 0, claim * 100 if claim == 9 else 4)
+        bad = repack(page, bytes(body))
+        with pytest.raises(CorruptionError, match="bad BIT_SHUFFLE header"):
+            decode_page(bad, arr.type, "/d/c.cfile", 64)
+    short = repack(page, lz4_body(page)[:-8])
+    with pytest.raises(CorruptionError, match="BIT_SHUFFLE planes runs past the end"):
+        decode_page(short, arr.type, "/d/c.cfile", 64)
+    del zlib
+
+
+def lz4_body(page: bytes | bytearray) -> bytes:
+    import lz4.block
+
+    usize, ssize = header(bytes(page))[6:8]
+    return bytes(lz4.block.decompress(bytes(page[HEADER_SIZE : HEADER_SIZE + ssize]),
+                                      uncompressed_size=usize))  # fmt: skip
+
+
+def repack(page: bytes | bytearray, body: bytes) -> bytes:
+    """``page`` with ``body`` stored raw (compression 0) and a valid checksum."""
+    import zlib
+
+    h = list(header(bytes(page)))
+    h[1], h[6], h[7] = 0, len(body), len(body)
+    out = PAGE_HEADER.pack(*h) + body
+    return out + (zlib.crc32(out) & 0xFFFFFFFF).to_bytes(4, "little")
