@@ -71,7 +71,7 @@ def test_fetchnumpy_masks_nulls(cur: Cursor) -> None:
 
 
 def test_pl_returns_a_polars_frame(cur: Cursor) -> None:
-    import polars as pl
+    pl = pytest.importorskip("polars")
 
     cur.execute("SELECT id, s FROM t WHERE id < 3 ORDER BY id")
     df = cur.pl()
@@ -95,7 +95,7 @@ def test_pl_without_polars_says_what_to_install(
 
 
 def test_polars_read_database_takes_the_arrow_path(cur: Cursor) -> None:
-    import polars as pl
+    pl = pytest.importorskip("polars")
 
     conn = cur.connection
     df = pl.read_database("SELECT id, s FROM t WHERE id < 1000 ORDER BY id", conn)
