@@ -82,7 +82,10 @@ def _tell_polars() -> None:
         return
     registry = getattr(reg, "ARROW_DRIVER_REGISTRY", None)
     if isinstance(registry, dict):
-        registry.setdefault("kudusql", [dict(_POLARS_ARROW_PATH)])
+        # polars 1 keeps one entry per driver, polars 2 a list of them (by version).
+        listed = isinstance(registry.get("duckdb"), list)
+        entry = dict(_POLARS_ARROW_PATH)
+        registry.setdefault("kudusql", [entry] if listed else entry)
     _polars_knows_kudusql = True
 
 
