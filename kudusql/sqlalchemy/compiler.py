@@ -9,7 +9,7 @@ This module owns the four compilers of the dialect:
   ``\\`` in a string as an escape, as Impala does); ``OFFSET`` may stand without
   ``LIMIT``; ``FOR UPDATE`` is left out (every statement reads one snapshot and there are
   no locks to take); ``UPDATE ... FROM`` names the target in its FROM list (Impala's
-  form).
+  form); a DELETE with criteria on another table is refused with the remedy.
 - ``KuduSQLDDLCompiler``: CREATE TABLE for Kudu. A Kudu table needs a primary key,
   its columns leading the table in key order: the key is the table's primary key or,
   for a table without one whose leading columns carry ``index=True`` (how
@@ -115,6 +115,19 @@ class KuduSQLCompiler(compiler.SQLCompiler):
         tables = [from_table, *extra_froms]
         return "FROM " + ", ".join(
             t._compiler_dispatch(self, fromhints=from_hints, **kw) for t in tables
+        )
+
+    def delete_extra_from_clause(
+        self,
+        delete_stmt: Any,
+        from_table: Any,
+        extra_froms: Any,
+        from_hints: Any,
+        **kw: Any,
+    ) -> str:
+        raise exc.CompileError(
+            "kudusql's DELETE names one table: filter it by the other with "
+            "table.c.key.in_(select(...)) instead of a multiple-table WHERE"
         )
 
 

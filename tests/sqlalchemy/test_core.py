@@ -162,6 +162,7 @@ def test_types_compile_to_kudu_types(engine: sa.Engine, type_: Any, sql: str) ->
         (sa.Numeric(), "needs a precision"),
         (sa.Time(), "no TIME column type"),
         (sa.CHAR(3), "no CHAR column type"),
+        (sa.JSON(), "JSON"),
     ],
 )
 def test_types_kudu_lacks_are_refused(engine: sa.Engine, type_: Any, message: str) -> None:
@@ -280,6 +281,10 @@ def test_literal_strings_escape_backslashes(engine: sa.Engine) -> None:
     with engine.connect() as c:
         assert c.exec_driver_sql(text).scalar_one() == value
         assert c.execute(q).scalar_one() == value
+        b = sa.select(sa.literal(b"\x00\xff", sa.LargeBinary).label("b"))
+        text = str(b.compile(engine, compile_kwargs={"literal_binds": True}))
+        assert "X'00ff'" in text
+        assert c.exec_driver_sql(text).scalar_one() == b"\x00\xff"
 
 
 def test_joins_and_aggregates(engine: sa.Engine, tables: Any) -> None:
@@ -334,6 +339,18 @@ def test_update_and_delete(engine: sa.Engine, tables: Any) -> None:
         assert c.execute(users.delete().where(users.c.id > 2)).rowcount == 2
         rows = c.execute(sa.select(users.c.id, users.c.name, users.c.active).order_by("id")).all()
         assert rows == [(1, "anne", False), (2, "b2", False)]
+
+
+def test_multi_table_delete_is_refused(engine: sa.Engine, tables: Any) -> None:
+    users, orders = tables
+    with (
+        engine.begin() as c,
+        pytest.raises(exc.CompileError, match=r"names one table.*in_\(select"),
+    ):
+        c.execute(users.delete().where(users.c.id == orders.c.user_id))
+    with engine.begin() as c:
+        sub = sa.select(orders.c.user_id)
+        assert c.execute(users.delete().where(users.c.id.in_(sub))).rowcount == 2
 
 
 def test_text_with_bound_parameters(engine: sa.Engine, tables: Any) -> None:

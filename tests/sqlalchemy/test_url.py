@@ -82,6 +82,15 @@ def test_query_string_gives_connect_options(tmp_path: Path) -> None:
     e.dispose()
 
 
+def test_connect_args_give_typed_options(tmp_path: Path) -> None:
+    e = sa.create_engine(
+        f"kudusql:///{tmp_path / 'db'}", connect_args={"abort_on_error": False, "dml_batch_rows": 7}
+    )
+    s = _settings(e)
+    e.dispose()
+    assert (s["abort_on_error"], s["dml_batch_rows"]) == ("false", "7")
+
+
 def test_unknown_option_is_kudusqls_error(tmp_path: Path) -> None:
     e = sa.create_engine(f"kudusql:///{tmp_path / 'db'}?nope=1")
     with pytest.raises(exc.ProgrammingError, match="unknown option"):
