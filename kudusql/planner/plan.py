@@ -30,6 +30,7 @@ evaluates the query as written, so a plan never changes a result.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -197,6 +198,7 @@ def plan_query(
         # reaches it folded already, as do the columns of the scans (``TableScan``).
         ident_node.set("this", fold(ident_node.this))
     ctes = _cte_names(tree)
+    _drop_database_qualifiers(tree, ctes, resolve)
     scans: list[TableScan] = []
     changes: list[ChangesScan] = []
     rels: list[RelationScan] = []
@@ -240,6 +242,34 @@ def plan_query(
         plan.analysed = _analyse(plan, cancelled)
         _hide_auto_incrementing(plan)
     return plan
+
+
+def _drop_database_qualifiers(tree: exp.Expr, ctes: set[str], resolve: Resolver) -> None:
+    """``db.t.col`` names the column of the table reference ``db.t`` (Impala's rule; what
+    SQLAlchemy writes for a table with a schema). A reference without an alias is known
+    by its table name, so such a column becomes ``t.col`` when a reference without an
+    alias names the same table; any other three-part column is left for DuckDB to refuse."""
+    qualified = [c for c in tree.find_all(exp.Column) if c.args.get("db") and c.table]
+    if not qualified:
+        return
+    unaliased: set[str] = set()
+    for t in tree.find_all(exp.Table):
+        if not isinstance(t.this, exp.Identifier) or not t.name or t.alias:
+            continue
+        if not t.args.get("db") and t.name.lower() in ctes:
+            continue
+        with contextlib.suppress(ProgrammingError):
+            unaliased.add(resolve(table_name(t))[0])
+    for col in qualified:
+        if col.args.get("catalog"):
+            continue
+        name = TableName(fold(col.table), fold(col.args["db"].name))
+        try:
+            storage = resolve(name)[0]
+        except ProgrammingError:
+            continue
+        if storage in unaliased:
+            col.set("db", None)
 
 
 def _hide_auto_incrementing(plan: QueryPlan) -> None:
