@@ -34,9 +34,9 @@ def lower_bounds() -> dict[str, str]:
     return out
 
 
-def floor_pins() -> dict[str, str]:
+def floor_pins(name: str = "requirements-floors.txt") -> dict[str, str]:
     out = {}
-    for line in (ROOT / "requirements-floors.txt").read_text().splitlines():
+    for line in (ROOT / name).read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             name, _, version = line.partition("==")
@@ -50,6 +50,23 @@ def test_floors_pin_every_lower_bound() -> None:
     assert sorted(pins) == sorted(bounds), "requirements-floors.txt and pyproject disagree"
     for name, floor in bounds.items():
         assert _release(pins[name]) == _release(floor), f"{name}: pin {pins[name]} != >={floor}"
+
+
+def test_extras_floors_pin_the_optional_lower_bounds() -> None:
+    """The optional packages' pins are the lower bounds of their extras (pandas: of the
+    dev extra); numpy is pinned there only to keep the runtime floor."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    optional = [r for reqs in project["optional-dependencies"].values() for r in reqs]
+    bounds = {}
+    for req in optional:
+        floor = re.search(r">=\s*([0-9.]+)", req)
+        if floor is not None:
+            bounds[_name(req)] = floor.group(1)
+    pins = floor_pins("requirements-floors-extras.txt")
+    assert {"sqlalchemy", "polars", "pandas"} <= set(pins)
+    for name, version in pins.items():
+        expected = lower_bounds()[name] if name == "numpy" else bounds[name]
+        assert _release(version) == _release(expected), f"{name}: pin {version} != >={expected}"
 
 
 def test_release_normalises_trailing_zeros() -> None:

@@ -42,6 +42,9 @@ def to_arrow_table(obj: object) -> pa.Table:
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(obj, pl.LazyFrame):
         obj = obj.collect()
+    if pl is not None and isinstance(obj, pl.DataFrame) and not hasattr(obj, "__arrow_c_stream__"):
+        table: pa.Table = obj.to_arrow()  # a polars from before the PyCapsule interface
+        return table
     if hasattr(obj, "__arrow_c_stream__"):
         try:
             return pa.table(obj)

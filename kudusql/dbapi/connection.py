@@ -257,6 +257,8 @@ class Cursor:
         self.connection = connection
         self.arraysize = 1
         self._result: Result | None = None
+        #: rowcount of the last statement, kept past close (as sqlite3 keeps it).
+        self._rowcount_at_close = -1
         self._pos = 0
         self._closed = False
         self.warnings: list[str] = []
@@ -304,7 +306,7 @@ class Cursor:
     def rowcount(self) -> int:
         r = self._result
         if r is None:
-            return -1
+            return self._rowcount_at_close if self._closed else -1
         if r.table is None and r.rows is not None:
             return len(r.rows)
         if r.table is not None:
@@ -478,6 +480,8 @@ class Cursor:
         pass
 
     def close(self) -> None:
+        if not self._closed:
+            self._rowcount_at_close = self.rowcount
         self._closed = True
         self._result = None
 

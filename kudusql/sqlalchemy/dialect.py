@@ -83,14 +83,6 @@ def _option_value(value: str | tuple[str, ...]) -> Any:
     return value
 
 
-class KuduSQLExecutionContext(default.DefaultExecutionContext):
-    def post_exec(self) -> None:
-        # SQLAlchemy closes an INSERT's cursor before it reads rowcount, and a closed
-        # kudusql cursor has none: keep the count of rows written (pandas' to_sql sums it).
-        if self.isinsert and self._rowcount is None:
-            self._rowcount = self.cursor.rowcount
-
-
 class KuduSQLDialect(default.DefaultDialect):
     name = "kudusql"
     driver = "kudusql"
@@ -100,7 +92,6 @@ class KuduSQLDialect(default.DefaultDialect):
     ddl_compiler = KuduSQLDDLCompiler
     type_compiler_cls = KuduSQLTypeCompiler
     preparer = KuduSQLIdentifierPreparer
-    execution_ctx_cls = KuduSQLExecutionContext
 
     default_paramstyle = "qmark"
     # Kudu's limit on a table or column name.

@@ -6,6 +6,7 @@ import datetime
 import decimal
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -239,3 +240,18 @@ def test_explain_shows_pushdown_and_pruning(conn: kudusql.Connection) -> None:
     assert "  tablets: 1 of 3 (2 pruned)" in plan
     assert any("pushed predicates: id >= 12 AND id < 15 AND v LIKE 'x'%" in p for p in plan)
     assert "DUCKDB PLAN" in plan
+
+
+def test_rowcount_outlives_close(tmp_path: Path) -> None:
+    """A closed cursor still reports its last statement's rowcount, as sqlite3's does
+    (SQLAlchemy reads an INSERT's rowcount after closing its cursor)."""
+    with kudusql.connect(str(tmp_path / "db")) as conn:
+        cur = conn.cursor()
+        cur.execute(
+            "CREATE TABLE t (id INT PRIMARY KEY, v STRING) PARTITION BY HASH (id) PARTITIONS 2"
+        )
+        cur.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        cur.close()
+        assert cur.rowcount == 3
+        fresh = conn.cursor()
+        assert fresh.rowcount == -1

@@ -139,11 +139,15 @@ def test_a_url_string_works_where_pandas_takes_a_connection(url: str) -> None:
     assert pd.read_sql_table("u", url)["k"].tolist() == [1, 2]
 
 
+EARLY = "1400-01-01" if int(pd.__version__.split(".")[0]) >= 3 else "1700-01-01"
+
+
 def test_timestamps_and_dates_round_trip(engine: sa.Engine) -> None:
     df = pd.DataFrame(
         {
             "d": [datetime.date(2024, 2, 29), None],
-            "ts": pd.to_datetime(["2024-02-29 23:59:59.999999", "1400-01-01"], format="ISO8601"),
+            # pandas 3 keeps microseconds, so 1400 fits; pandas 2 holds nanoseconds from 1677.
+            "ts": pd.to_datetime(["2024-02-29 23:59:59.999999", EARLY], format="ISO8601"),
         },
         index=pd.Index([1, 2], name="k"),
     )
