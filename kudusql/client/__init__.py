@@ -32,11 +32,29 @@ columns, ``background`` sessions flushing inside ``apply``, snapshot conventions
 ``timestamps``); every error raised is a ``kudusql.common.errors`` class.
 """
 
+import importlib.util
+
 from kudusql.client.alter import TableAlterer
-from kudusql.client.client import Client, connect
-from kudusql.client.partitioning import EXCLUSIVE_BOUND, INCLUSIVE_BOUND, Partitioning
+from kudusql.client.client import (
+    ENCRYPTION_OPTIONAL,
+    ENCRYPTION_REQUIRED,
+    ENCRYPTION_REQUIRED_REMOTE,
+    Client,
+    TableStatistics,
+    connect,
+)
+from kudusql.client.partitioning import (
+    EXCLUSIVE_BOUND,
+    INCLUSIVE_BOUND,
+    Partitioning,
+    RangePartition,
+)
 from kudusql.client.predicate import Column, Predicate
+from kudusql.client.row import KuduValue, PartialRow
 from kudusql.client.scanner import (
+    CLOSEST_REPLICA,
+    FIRST_REPLICA,
+    LEADER_ONLY,
     READ_AT_SNAPSHOT,
     READ_LATEST,
     READ_YOUR_WRITES,
@@ -47,17 +65,34 @@ from kudusql.client.scanner import (
     ScanTokenBuilder,
 )
 from kudusql.client.schema import (
+    BINARY,
+    BOOL,
     COMPRESSION_DEFAULT,
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZLIB,
     COMPRESSION_ZSTD,
+    DATE,
+    DECIMAL,
+    DOUBLE,
     ENCODING_AUTO,
     ENCODING_BIT_SHUFFLE,
     ENCODING_DICT,
     ENCODING_PLAIN,
+    ENCODING_PREFIX,
     ENCODING_RLE,
+    FLOAT,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    UNIXTIME_MICROS,
+    VARCHAR,
     ColumnSchema,
     ColumnSpec,
+    ColumnTypeAttributes,
     KuduType,
     Schema,
     SchemaBuilder,
@@ -87,6 +122,7 @@ from kudusql.client.session import (
 )
 from kudusql.client.table import Table
 from kudusql.client.timestamps import HybridTime
+from kudusql.client.util import TimeDelta, timedelta
 from kudusql.client.write import (
     Delete,
     DeleteIgnore,
@@ -98,42 +134,91 @@ from kudusql.client.write import (
     UpsertIgnore,
     WriteOperation,
 )
+from kudusql.common.errors import (
+    KuduAlreadyPresent,
+    KuduBadStatus,
+    KuduException,
+    KuduInvalidArgument,
+    KuduNotFound,
+    KuduNotSupported,
+)
 from kudusql.common.row_operations import RowError, WriteOp, WriteResult
 
 timestamp = unixtime_micros
+string_ = string
+double_ = double
+
+#: kudu-python's build flags: DECIMAL is always supported; pandas when it is installed
+#: (``Scanner.to_pandas``).
+CLIENT_SUPPORTS_DECIMAL = True
+CLIENT_SUPPORTS_PANDAS = importlib.util.find_spec("pandas") is not None
 
 __all__ = [
+    "BINARY",
+    "BOOL",
+    "CLIENT_SUPPORTS_DECIMAL",
+    "CLIENT_SUPPORTS_PANDAS",
+    "CLOSEST_REPLICA",
     "COMPRESSION_DEFAULT",
     "COMPRESSION_LZ4",
     "COMPRESSION_NONE",
+    "COMPRESSION_SNAPPY",
+    "COMPRESSION_ZLIB",
     "COMPRESSION_ZSTD",
+    "DATE",
+    "DECIMAL",
+    "DOUBLE",
     "ENCODING_AUTO",
     "ENCODING_BIT_SHUFFLE",
     "ENCODING_DICT",
     "ENCODING_PLAIN",
+    "ENCODING_PREFIX",
     "ENCODING_RLE",
+    "ENCRYPTION_OPTIONAL",
+    "ENCRYPTION_REQUIRED",
+    "ENCRYPTION_REQUIRED_REMOTE",
     "EXCLUSIVE_BOUND",
+    "FIRST_REPLICA",
+    "FLOAT",
     "FLUSH_AUTO_BACKGROUND",
     "FLUSH_AUTO_SYNC",
     "FLUSH_MANUAL",
     "INCLUSIVE_BOUND",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "LEADER_ONLY",
     "READ_AT_SNAPSHOT",
     "READ_LATEST",
     "READ_YOUR_WRITES",
+    "STRING",
+    "UNIXTIME_MICROS",
+    "VARCHAR",
     "Client",
     "Column",
     "ColumnSchema",
     "ColumnSpec",
+    "ColumnTypeAttributes",
     "Delete",
     "DeleteIgnore",
     "HybridTime",
     "Insert",
     "InsertIgnore",
+    "KuduAlreadyPresent",
+    "KuduBadStatus",
     "KuduError",
+    "KuduException",
+    "KuduInvalidArgument",
+    "KuduNotFound",
+    "KuduNotSupported",
     "KuduType",
+    "KuduValue",
     "MissingDependencyError",
+    "PartialRow",
     "Partitioning",
     "Predicate",
+    "RangePartition",
     "RowBatch",
     "RowError",
     "ScanToken",
@@ -144,6 +229,8 @@ __all__ = [
     "Session",
     "Table",
     "TableAlterer",
+    "TableStatistics",
+    "TimeDelta",
     "Update",
     "UpdateIgnore",
     "Upsert",
@@ -158,6 +245,7 @@ __all__ = [
     "date",
     "decimal",
     "double",
+    "double_",
     "float",
     "float_",
     "int8",
@@ -166,6 +254,8 @@ __all__ = [
     "int64",
     "schema_builder",
     "string",
+    "string_",
+    "timedelta",
     "timestamp",
     "unixtime_micros",
     "varchar",
