@@ -26,10 +26,10 @@ import numpy as np
 
 from kudusql.common.errors import (
     KuduIndexError,
+    KuduInvalidArgument,
     KuduInvalidValue,
     KuduKeyError,
     KuduTypeError,
-    ProgrammingError,
 )
 from kudusql.common.schema import ColumnSchema as CoreColumn
 from kudusql.common.schema import Schema as CoreSchema
@@ -394,7 +394,7 @@ class PartialRow:
             vals.append(self._cells[n])
         extra = sorted(set(self._cells) - set(names[: len(vals)]))
         if extra:
-            raise ProgrammingError(
+            raise KuduInvalidArgument(
                 f"{what} sets {', '.join(map(repr, extra))}: a key bound sets leading "
                 f"primary key columns only (key: {', '.join(names)})"
             )

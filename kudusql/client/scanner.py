@@ -38,6 +38,7 @@ from kudusql.client.predicate import Predicate
 from kudusql.client.row import PartialRow
 from kudusql.client.timestamps import HybridTime, raw_snapshot_of, snapshot_of
 from kudusql.common.errors import (
+    KuduInvalidArgument,
     KuduTypeError,
     KuduValueError,
     NotSupportedError,
@@ -293,7 +294,7 @@ class Scanner:
 
     def _check_not_open(self) -> None:
         if self._reader is not None:
-            raise ProgrammingError("the scanner is already open; configure it before open()")
+            raise KuduInvalidArgument("the scanner is already open; configure it before open()")
 
     # -- configuration -------------------------------------------------------------------------
     def add_predicate(self, pred: Predicate | ColumnPredicate) -> Scanner:

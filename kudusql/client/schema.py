@@ -277,6 +277,9 @@ _ENCODINGS: dict[str, str | None] = {
     "prefix_encoding": "prefix_encoding",
     "group_varint": "group_varint",
 }
+#: The client's names of stored encoding names that differ.
+_SHOWN_ENCODINGS = {"bitpack": ENCODING_BIT_SHUFFLE, "prefix_encoding": ENCODING_PREFIX}
+
 _COMPRESSIONS: dict[str, str | None] = {
     "default": None,
     "default_compression": None,
@@ -487,6 +490,8 @@ class ColumnSpec:
 
 
 def _convert_default(t: DataType, value: Any, column: str) -> Any:
+    if type(value) is KuduValue:
+        value = value.value
     try:
         return t.python_value(value)
     except ProgrammingError:
@@ -691,7 +696,7 @@ class ColumnSchema:
     @property
     def encoding(self) -> str:
         e = self._core.encoding
-        return ENCODING_AUTO if e is None else ("bit_shuffle" if e == "bitpack" else e)
+        return ENCODING_AUTO if e is None else _SHOWN_ENCODINGS.get(e, e)
 
     @property
     def compression(self) -> str:
