@@ -155,7 +155,7 @@ class RangePartition:
             range_columns,
             schema,
         )
-        return replace(b, hash_schema=_hash_dimensions(self.hash_dimensions, schema))
+        return replace(b, hash_schema=tuple(_hash_dimensions(self.hash_dimensions, schema)))
 
     def __repr__(self) -> str:
         return (

@@ -114,15 +114,15 @@ def utc_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with its TIMESTAMP fields as UTC timestamps."""
     if not any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in schema):
         return schema
-    return pa.schema(
+    out = pa.schema(
         [
             f.with_type(pa.timestamp(f.type.unit, "UTC"))
             if pa.types.is_timestamp(f.type) and f.type.tz is None
             else f
             for f in schema
-        ],
-        metadata=schema.metadata,
+        ]
     )
+    return out.with_metadata(schema.metadata) if schema.metadata else out
 
 
 def _to_utc(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -438,6 +438,7 @@ class Scanner:
             if self._limit is not None and self._returned + b.num_rows > self._limit:
                 b = b.slice(0, self._limit - self._returned)
             self._returned += b.num_rows
+            assert self._out_schema is not None
             self._next = _to_utc(b, self._out_schema)
             return True
 

@@ -213,7 +213,7 @@ def resolve_type(
                 f"length is not applicable to DECIMAL column: {column} (length applies to "
                 "VARCHAR only)"
             )
-        return _data_type(kind, column, precision=p, scale=s)
+        return _data_type(kind, column, precision=p, scale=s or 0)
     if precision is not None or scale is not None:
         what = "precision" if precision is not None else "scale"
         raise KuduInvalidArgument(
@@ -547,7 +547,7 @@ class SchemaBuilder:
         self._specs.append(spec)
         return spec
 
-    def copy_column(self, colschema: ColumnSchema | pa.Field) -> ColumnSpec:
+    def copy_column(self, colschema: ColumnSchema | pa.Field[Any]) -> ColumnSpec:
         """Add a column like ``colschema`` (its name, full type and nullability): a
         ``ColumnSchema`` or an Arrow field (``scanner.get_projection_schema()`` gives
         them)."""

@@ -49,7 +49,7 @@ def to_unixtime_micros(timestamp: Any, format: str = ISO_FORMAT) -> int:
         )
     if timestamp.tzinfo is None:
         timestamp = timestamp.replace(tzinfo=datetime.UTC)
-    d = timestamp - _EPOCH
+    d: datetime.timedelta = timestamp - _EPOCH
     return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
 
 
