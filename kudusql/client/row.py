@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +34,6 @@ from kudusql.common.errors import (
 from kudusql.common.schema import ColumnSchema as CoreColumn
 from kudusql.common.schema import Schema as CoreSchema
 from kudusql.common.types import DataType, TypeKind
-
-if TYPE_CHECKING:
-    from kudusql.client.schema import KuduType
 
 __all__ = ["KuduValue", "PartialRow", "check_value", "parse_timestamp"]
 
@@ -63,10 +60,9 @@ class KuduValue:
 
     __slots__ = ("type", "value")
 
-    def __init__(self, type_: KuduType, value: Any) -> None:
-        from kudusql.client.schema import KuduType
-
-        if not isinstance(type_, KuduType):
+    def __init__(self, type_: Any, value: Any) -> None:
+        # type_ is a ``schema.KuduType`` (not imported: the schema module imports this one)
+        if not isinstance(getattr(type_, "kind", None), TypeKind):
             raise KuduTypeError(f"KuduValue takes a Kudu type (kudu.int32, ...), not {type_!r}")
         if type_.kind is TypeKind.DECIMAL:
             dt = DataType(TypeKind.DECIMAL, precision=38, scale=_scale_of(value))

@@ -131,7 +131,11 @@ def _to_utc(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     if batch.schema is schema or batch.schema.equals(schema):
         return batch
     return pa.RecordBatch.from_arrays(
-        [c.cast(f.type) for c, f in zip(batch.columns, schema, strict=True)], schema=schema
+        [
+            c if c.type == f.type else c.cast(f.type)
+            for c, f in zip(batch.columns, schema, strict=True)
+        ],
+        schema=schema,
     )
 
 
