@@ -2,14 +2,17 @@
 
 This package owns the user-facing, Kudu-style object API over the tables layer
 (``kudusql.storage.tables``): connecting (``connect``, ``Client``), schemas
-(``schema_builder``, type constants, ``Schema``), partitioning (``Partitioning``),
-DDL (``create_table``, ``delete_table``, ``new_table_alterer``), row operations and
-write sessions (``table.new_insert`` ..., ``Session`` with manual, sync and background
-flush modes and pending errors), column predicates (``table['a'] > 1``), scanners
-(tuples, Arrow, pandas, snapshots and time travel), scan tokens, and Arrow bulk writes
-(``table.insert_arrow``, ``Session.apply_arrow``). It holds no storage logic: sessions
-turn buffered operations into Arrow batches for ``Table.write``, scanners wrap
-``Table.scan``. It never imports the SQL layers.
+(``schema_builder``, type constants, ``Schema``), partitioning (``Partitioning``,
+``RangePartition``), DDL (``create_table``, ``delete_table``, ``new_table_alterer``, table
+owner and comment, soft delete and ``recall_table``, ``get_table_statistics``), rows
+(``PartialRow``, ``KuduValue``), row operations and write sessions (``table.new_insert``
+..., ``Session`` with manual, sync and background flush modes, pending errors and write
+op metrics), column predicates (``table['a'] > 1``), scanners (tuples, Arrow, pandas,
+key bounds, snapshots and time travel), scan tokens, Arrow bulk writes
+(``table.insert_arrow``, ``Session.apply_arrow``) and kudu-python's ``kudu.util``
+conversions (``util``). It holds no storage logic: sessions turn buffered operations into
+Arrow batches for ``Table.write``, scanners wrap ``Table.scan``. It never imports the SQL
+layers.
 
 Usage::
 
@@ -27,16 +30,58 @@ Usage::
     session.flush()
     rows = table.scanner().add_predicate(table['key'] >= 1).open().read_all_tuples()
 
-Differences from Kudu are noted where they occur (``Partitioning`` without range
-columns, ``background`` sessions flushing inside ``apply``, snapshot conventions in
-``timestamps``); every error raised is a ``kudusql.common.errors`` class.
+Code written for kudu-python runs with ``import kudusql.client as kudu`` where kudusql has
+the feature: scanned TIMESTAMPs are UTC-aware datetimes (``to_pandas``:
+``datetime64[ns, UTC]``); errors have kudu-python's classes (``KuduNotFound``,
+``KuduInvalidArgument``, ``KeyError``, ``IndexError``, ``TypeError``, ``ValueError``, ...),
+each also the PEP 249 class of ``kudusql.common.errors``.
+
+Differences from Kudu:
+
+- ``connect`` takes a database directory, not master addresses (a one-element list is
+  accepted, ``port`` and timeouts are ignored); clients of one process share the open
+  database. There is one copy of each tablet, so ``n_replicas`` above 1 is refused,
+  replica selection policies are all met by it, and what needs a cluster is refused or
+  absent: ``list_tablet_servers``, authentication and JWTs, ``is_multimaster`` (False),
+  a token's tablet replicas, ``scanner.get_current_server``, ``get_resource_metrics``
+  and ``set_cache_blocks``.
+- ``latest_observed_timestamp()`` is a ``HybridTime`` (an ``int``), not a datetime; it is
+  accepted by ``set_snapshot`` (see ``timestamps``).
+- ``KuduError.failed_op()`` returns the operation itself, and
+  ``was_possibly_successful()`` is exact (Kudu's always says True).
+- ``get_projection_schema()`` is an Arrow schema (``SchemaBuilder.copy_column`` takes its
+  fields); the ``ENCODING_*``/``COMPRESSION_*`` constants are names, not Kudu's codes.
+- Key columns are moved first when a schema is built (Kudu requires them listed first),
+  and a key column's type is checked then (BOOL, FLOAT and DOUBLE are refused), not at
+  CreateTable.
+- ``Partitioning`` without range columns has no range partitioning; ``background``
+  sessions flush inside ``apply``; write op metrics count an UPDATE IGNORE that drops an
+  immutable cell as applied only; a key column's storage attributes cannot be altered.
 """
 
+import importlib.util
+
 from kudusql.client.alter import TableAlterer
-from kudusql.client.client import Client, connect
-from kudusql.client.partitioning import EXCLUSIVE_BOUND, INCLUSIVE_BOUND, Partitioning
+from kudusql.client.client import (
+    ENCRYPTION_OPTIONAL,
+    ENCRYPTION_REQUIRED,
+    ENCRYPTION_REQUIRED_REMOTE,
+    Client,
+    TableStatistics,
+    connect,
+)
+from kudusql.client.partitioning import (
+    EXCLUSIVE_BOUND,
+    INCLUSIVE_BOUND,
+    Partitioning,
+    RangePartition,
+)
 from kudusql.client.predicate import Column, Predicate
+from kudusql.client.row import KuduValue, PartialRow
 from kudusql.client.scanner import (
+    CLOSEST_REPLICA,
+    FIRST_REPLICA,
+    LEADER_ONLY,
     READ_AT_SNAPSHOT,
     READ_LATEST,
     READ_YOUR_WRITES,
@@ -47,17 +92,34 @@ from kudusql.client.scanner import (
     ScanTokenBuilder,
 )
 from kudusql.client.schema import (
+    BINARY,
+    BOOL,
     COMPRESSION_DEFAULT,
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZLIB,
     COMPRESSION_ZSTD,
+    DATE,
+    DECIMAL,
+    DOUBLE,
     ENCODING_AUTO,
     ENCODING_BIT_SHUFFLE,
     ENCODING_DICT,
     ENCODING_PLAIN,
+    ENCODING_PREFIX,
     ENCODING_RLE,
+    FLOAT,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    UNIXTIME_MICROS,
+    VARCHAR,
     ColumnSchema,
     ColumnSpec,
+    ColumnTypeAttributes,
     KuduType,
     Schema,
     SchemaBuilder,
@@ -87,6 +149,7 @@ from kudusql.client.session import (
 )
 from kudusql.client.table import Table
 from kudusql.client.timestamps import HybridTime
+from kudusql.client.util import TimeDelta, timedelta
 from kudusql.client.write import (
     Delete,
     DeleteIgnore,
@@ -98,42 +161,91 @@ from kudusql.client.write import (
     UpsertIgnore,
     WriteOperation,
 )
+from kudusql.common.errors import (
+    KuduAlreadyPresent,
+    KuduBadStatus,
+    KuduException,
+    KuduInvalidArgument,
+    KuduNotFound,
+    KuduNotSupported,
+)
 from kudusql.common.row_operations import RowError, WriteOp, WriteResult
 
 timestamp = unixtime_micros
+string_ = string
+double_ = double
+
+#: kudu-python's build flags: DECIMAL is always supported; pandas when it is installed
+#: (``Scanner.to_pandas``).
+CLIENT_SUPPORTS_DECIMAL = True
+CLIENT_SUPPORTS_PANDAS = importlib.util.find_spec("pandas") is not None
 
 __all__ = [
+    "BINARY",
+    "BOOL",
+    "CLIENT_SUPPORTS_DECIMAL",
+    "CLIENT_SUPPORTS_PANDAS",
+    "CLOSEST_REPLICA",
     "COMPRESSION_DEFAULT",
     "COMPRESSION_LZ4",
     "COMPRESSION_NONE",
+    "COMPRESSION_SNAPPY",
+    "COMPRESSION_ZLIB",
     "COMPRESSION_ZSTD",
+    "DATE",
+    "DECIMAL",
+    "DOUBLE",
     "ENCODING_AUTO",
     "ENCODING_BIT_SHUFFLE",
     "ENCODING_DICT",
     "ENCODING_PLAIN",
+    "ENCODING_PREFIX",
     "ENCODING_RLE",
+    "ENCRYPTION_OPTIONAL",
+    "ENCRYPTION_REQUIRED",
+    "ENCRYPTION_REQUIRED_REMOTE",
     "EXCLUSIVE_BOUND",
+    "FIRST_REPLICA",
+    "FLOAT",
     "FLUSH_AUTO_BACKGROUND",
     "FLUSH_AUTO_SYNC",
     "FLUSH_MANUAL",
     "INCLUSIVE_BOUND",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "LEADER_ONLY",
     "READ_AT_SNAPSHOT",
     "READ_LATEST",
     "READ_YOUR_WRITES",
+    "STRING",
+    "UNIXTIME_MICROS",
+    "VARCHAR",
     "Client",
     "Column",
     "ColumnSchema",
     "ColumnSpec",
+    "ColumnTypeAttributes",
     "Delete",
     "DeleteIgnore",
     "HybridTime",
     "Insert",
     "InsertIgnore",
+    "KuduAlreadyPresent",
+    "KuduBadStatus",
     "KuduError",
+    "KuduException",
+    "KuduInvalidArgument",
+    "KuduNotFound",
+    "KuduNotSupported",
     "KuduType",
+    "KuduValue",
     "MissingDependencyError",
+    "PartialRow",
     "Partitioning",
     "Predicate",
+    "RangePartition",
     "RowBatch",
     "RowError",
     "ScanToken",
@@ -144,6 +256,8 @@ __all__ = [
     "Session",
     "Table",
     "TableAlterer",
+    "TableStatistics",
+    "TimeDelta",
     "Update",
     "UpdateIgnore",
     "Upsert",
@@ -158,6 +272,7 @@ __all__ = [
     "date",
     "decimal",
     "double",
+    "double_",
     "float",
     "float_",
     "int8",
@@ -166,6 +281,8 @@ __all__ = [
     "int64",
     "schema_builder",
     "string",
+    "string_",
+    "timedelta",
     "timestamp",
     "unixtime_micros",
     "varchar",

@@ -10,10 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kudusql.client.partitioning import range_bounds
+from kudusql.client.partitioning import RangePartition, range_bounds
 from kudusql.client.schema import ColumnSpec, TypeLike
 from kudusql.client.table import Table
-from kudusql.common.errors import ProgrammingError
+from kudusql.common.errors import (
+    KuduInvalidArgument,
+    KuduNotFound,
+    KuduTypeError,
+    NotSupportedError,
+    ProgrammingError,
+)
+from kudusql.common.schema import AUTO_INCREMENTING_COLUMN
 from kudusql.storage.tables.alter import (
     AddColumn,
     AddRangePartition,
@@ -23,6 +30,8 @@ from kudusql.storage.tables.alter import (
     DropRangePartition,
     RenameColumn,
     RenameTable,
+    SetComment,
+    SetOwner,
     SetProperties,
 )
 
@@ -34,6 +43,8 @@ class TableAlterer:
     altered table."""
 
     def __init__(self, table: Table) -> None:
+        if not isinstance(table, Table):
+            raise KuduTypeError(f"a TableAlterer alters a Table, not {type(table).__name__}")
         self._table = table
         # Each entry: a finished step, or ("add"|"alter", spec) resolved at alter().
         self._steps: list[AlterStep | tuple[str, ColumnSpec]] = []
@@ -91,7 +102,7 @@ class TableAlterer:
                 f"table {self._table.name!r} has no range partitioning: range partitions "
                 "cannot be added or dropped"
             )
-        return range_bounds(lower, upper, lower_type, upper_type, rcols)
+        return range_bounds(lower, upper, lower_type, upper_type, rcols, self._table.core.schema)
 
     def add_range_partition(
         self,
@@ -117,6 +128,37 @@ class TableAlterer:
         self._steps.append(DropRangePartition(bounds))
         return self
 
+    def add_custom_range_partition(self, range_partition: RangePartition) -> TableAlterer:
+        """Add a range partition with its own hash schema (a ``RangePartition``)."""
+        if not isinstance(range_partition, RangePartition):
+            raise KuduTypeError(
+                f"add_custom_range_partition() takes a RangePartition, not "
+                f"{type(range_partition).__name__}"
+            )
+        core = self._table.core
+        rcols = list(core.partition_schema.range_columns)
+        if not rcols:
+            raise ProgrammingError(
+                f"table {self._table.name!r} has no range partitioning: range partitions "
+                "cannot be added or dropped"
+            )
+        self._steps.append(AddRangePartition(range_partition.bounds(rcols, core.schema)))
+        return self
+
+    def set_owner(self, new_owner: str) -> TableAlterer:
+        """Set the table's owner."""
+        if not isinstance(new_owner, str):
+            raise KuduTypeError(f"a table owner is a str, not {type(new_owner).__name__}")
+        self._steps.append(SetOwner(new_owner))
+        return self
+
+    def set_comment(self, new_comment: str) -> TableAlterer:
+        """Set the table's comment ("" removes it)."""
+        if not isinstance(new_comment, str):
+            raise KuduTypeError(f"a table comment is a str, not {type(new_comment).__name__}")
+        self._steps.append(SetComment(new_comment))
+        return self
+
     def set_properties(self, properties: Mapping[str, str | None]) -> TableAlterer:
         """Set table properties (None removes one)."""
         self._steps.append(SetProperties(dict(properties)))
@@ -128,6 +170,7 @@ class TableAlterer:
         schema = self._table.core.schema
         out: list[AlterStep] = []
         for step in self._steps:
+            _check_auto_incrementing(step)
             if not isinstance(step, tuple):
                 out.append(step)
                 continue
@@ -156,9 +199,41 @@ class TableAlterer:
         if not steps:
             raise ProgrammingError("nothing to alter: add at least one change")
         client = self._table.client
-        core = client.database.alter_table(self._table.name, steps)
+        db = client.database
+        meta = db.table_meta(self._table.name, soft_deleted=True)
+        if meta is None or meta.id != self._table.id:
+            raise KuduNotFound(f'the table does not exist: table_name: "{self._table.name}"')
+        if meta.soft_deleted:
+            raise KuduInvalidArgument(
+                f"soft_deleted table {meta.name} should not be altered (recall it first)"
+            )
+        try:
+            core = db.alter_table(self._table.name, steps)
+        except (KuduInvalidArgument, NotSupportedError):
+            raise
+        except ProgrammingError as e:
+            raise KuduInvalidArgument(str(e)) from None
         self._steps = []
         return Table(client, core)
+
+
+def _check_auto_incrementing(step: AlterStep | tuple[str, ColumnSpec]) -> None:
+    """Kudu's rules for the hidden key column of a non-unique primary key: it cannot be
+    dropped, added, renamed or lose its default; its storage attributes and comment may
+    change."""
+    col = AUTO_INCREMENTING_COLUMN
+    if isinstance(step, DropColumn) and step.name == col:
+        raise KuduInvalidArgument(f"can't drop column: {col} (the auto-incrementing column)")
+    if not isinstance(step, tuple):
+        return
+    kind, spec = step
+    if kind == "add" and spec.name.lower() == col:
+        raise KuduInvalidArgument(f"can't add a column with reserved name: {col}")
+    if kind == "alter" and spec.name == col:
+        if "rename" in spec._set:
+            raise KuduInvalidArgument(f"can't change name for column: {col}")
+        if "default" in spec._set:
+            raise KuduInvalidArgument(f"can't change remove default for column: {col}")
 
 
 def _name_at(steps: list[AlterStep], name: str, exists: Any) -> str:

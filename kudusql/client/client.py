@@ -5,11 +5,22 @@ A client opens (or wraps) one ``Database``; DDL goes through it (``create_table`
 ``delete_table``, ``new_table_alterer``), writes through sessions and tables, reads
 through scanners. ``latest_observed_timestamp()`` is the highest HybridTime of any
 write or scan this client has seen; a snapshot scan at it sees all of them.
+
+Tables have Kudu's owner and comment (``create_table(owner=, comment=)``, the alterer's
+``set_owner``/``set_comment``), statistics (``get_table_statistics``: on-disk size and
+live row count) and soft delete: ``soft_delete_table(name, reserve_seconds)`` (or
+``delete_table(name, reserve_seconds=...)``) hides a table from ``list_tables`` and SQL
+while it stays recallable (``recall_table(table.id)``); once the reserve time has passed
+it is purged. Errors have kudu-python's classes (``KuduNotFound`` for a table that does
+not exist, ...), each also the PEP 249 class (``kudusql.common.errors``).
 """
 
 from __future__ import annotations
 
+import getpass
+import os
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from kudusql.client.alter import TableAlterer
@@ -19,17 +30,121 @@ from kudusql.client.schema import Schema
 from kudusql.client.session import FLUSH_MANUAL, Session
 from kudusql.client.table import Table
 from kudusql.client.timestamps import HybridTime
-from kudusql.common.errors import NotSupportedError, ProgrammingError
+from kudusql.common.errors import (
+    KuduAlreadyPresent,
+    KuduInvalidArgument,
+    KuduNotFound,
+    KuduNotSupported,
+    KuduTypeError,
+    KuduValueError,
+    ProgrammingError,
+)
 from kudusql.common.schema import Schema as CoreSchema
+from kudusql.storage.tables import directory
 from kudusql.storage.tables.database import Database
 from kudusql.storage.tables.table import Table as CoreTable
 
-__all__ = ["Client", "connect"]
+__all__ = [
+    "ENCRYPTION_OPTIONAL",
+    "ENCRYPTION_REQUIRED",
+    "ENCRYPTION_REQUIRED_REMOTE",
+    "Client",
+    "TableStatistics",
+    "connect",
+]
+
+#: Kudu's encryption policies (``connect(encryption_policy=...)``). An embedded database
+#: sends nothing over a network, so every policy is met.
+ENCRYPTION_OPTIONAL = 0
+ENCRYPTION_REQUIRED_REMOTE = 1
+ENCRYPTION_REQUIRED = 2
+
+
+@dataclass(frozen=True)
+class TableStatistics:
+    """A table's statistics (Kudu's ``KuduTableStatistics``): ``on_disk_size`` (bytes of
+    its DiskRowSets and WAL segments), ``live_row_count`` (rows live now), and the
+    limits, -1 as no limit is set."""
+
+    on_disk_size: int
+    live_row_count: int
+    on_disk_size_limit: int = -1
+    live_row_count_limit: int = -1
+
+    def __repr__(self) -> str:
+        def shown(v: int) -> str:
+            return "N/A" if v < 0 else str(v)
+
+        return (
+            f"on disk size: {shown(self.on_disk_size)}\n"
+            f"live row count: {shown(self.live_row_count)}\n"
+            f"on disk size limit: {shown(self.on_disk_size_limit)}\n"
+            f"live row count limit: {shown(self.live_row_count_limit)}\n"
+        )
+
+
+def _not_found(name: str) -> KuduNotFound:
+    return KuduNotFound(f'the table does not exist: table_name: "{name}"')
+
+
+def _current_user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no user name in this environment
+        return ""
+
+
+# The databases clients of this process opened by path, shared: a directory has one
+# writer process, and in it every client of one path uses one open Database (as
+# kudu-python clients of one cluster do), closed when its last client closes.
+_shared_lock = threading.Lock()
+
+
+@dataclass
+class _Shared:
+    db: Database
+    #: The Database options the first client gave (what later ones must match, if any).
+    given: dict[str, Any]
+    users: int = 0
+
+
+_shared: dict[tuple[str, bool], _Shared] = {}
+
+
+def _open_shared(path: str, kw: dict[str, Any]) -> Database:
+    key = (os.path.realpath(directory.database_path(path)), bool(kw.get("read_only", False)))
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is not None and entry.db.closed:
+            del _shared[key]
+            entry = None
+        if entry is None:
+            entry = _Shared(Database(path, **kw), dict(kw))
+            _shared[key] = entry
+        elif kw and kw != entry.given:
+            raise KuduInvalidArgument(
+                f"database {key[0]} is already open in this process with other options; "
+                "connect with the same options (or none), or close the other clients"
+            )
+        entry.users += 1
+        return entry.db
+
+
+def _release_shared(db: Database) -> None:
+    with _shared_lock:
+        for key, entry in list(_shared.items()):
+            if entry.db is db:
+                entry.users -= 1
+                if entry.users <= 0:
+                    del _shared[key]
+                    db.close()
+                return
 
 
 class Client:
     """A connection to one database. ``Client(path, **database_options)`` opens (or
-    creates) it and closes it in ``close()``; ``Client(database)`` wraps an open
+    creates) it, or shares the one another client of this process opened by the same
+    path; the last of them to ``close()`` closes it. ``Client(database)`` wraps an open
     ``Database`` and leaves closing it to its owner."""
 
     def __init__(self, database: Database | str, **kw: Any) -> None:
@@ -39,8 +154,9 @@ class Client:
             self._db = database
             self._own = False
         else:
-            self._db = Database(str(database), **kw)
+            self._db = _open_shared(str(database), kw)
             self._own = True
+        self._closed = False
         self._observed = 0
         self._lock = threading.Lock()
 
@@ -55,9 +171,11 @@ class Client:
         return self._db.path
 
     def close(self) -> None:
-        """Close the database if this client opened it."""
-        if self._own:
-            self._db.close()
+        """Release the database if this client opened it (closing it when no other
+        client of this process uses it)."""
+        if self._own and not self._closed:
+            self._closed = True
+            _release_shared(self._db)
 
     def __enter__(self) -> Client:
         return self
@@ -67,6 +185,11 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client({self._db.path!r})"
+
+    @property
+    def is_multimaster(self) -> bool:
+        """False: an embedded database is its own single master."""
+        return False
 
     # -- time ----------------------------------------------------------------------------------
     def _observe(self, ts: int) -> None:
@@ -87,43 +210,130 @@ class Client:
         schema: Schema | CoreSchema,
         partitioning: Partitioning | None = None,
         n_replicas: int | None = None,
+        owner: str | None = None,
+        comment: str | None = None,
         *,
         properties: dict[str, str] | None = None,
         if_not_exists: bool = False,
     ) -> Table:
         """Create a table (``schema`` from ``kudu.schema_builder()``); without
-        ``partitioning`` it has one tablet. Returns the new table."""
+        ``partitioning`` it has one tablet. ``owner`` defaults to the user running the
+        process (as Kudu's master takes the client's user). Returns the new table."""
         if n_replicas not in (None, 0, 1):
-            raise NotSupportedError(
+            raise KuduNotSupported(
                 f"n_replicas={n_replicas}: an embedded database keeps one copy of each tablet"
             )
         core_schema = schema.core if isinstance(schema, Schema) else schema
         if not isinstance(core_schema, CoreSchema):
-            raise ProgrammingError(
+            raise KuduTypeError(
                 f"create_table() takes a Schema (kudu.schema_builder().build()), not "
                 f"{type(schema).__name__}"
             )
         if partitioning is not None and not isinstance(partitioning, Partitioning):
-            raise ProgrammingError(
+            raise KuduTypeError(
                 f"partitioning is a Partitioning, not {type(partitioning).__name__}"
+            )
+        for what, v in (("owner", owner), ("comment", comment)):
+            if v is not None and not isinstance(v, str):
+                raise KuduTypeError(f"a table {what} is a str, not {type(v).__name__}")
+        self._db._check_open()
+        self._db.purge_expired_tables()
+        held = self._db.table_meta(table_name, soft_deleted=True)
+        if held is not None and (held.soft_deleted or not if_not_exists):
+            raise KuduAlreadyPresent(
+                f"table {table_name} already exists with id {held.id}"
+                + (" (soft-deleted: recall it or delete it)" if held.soft_deleted else "")
             )
         ps = partitioning.to_partition_schema(core_schema) if partitioning is not None else None
         core = self._db.create_table(
-            table_name, core_schema, ps, properties=properties, if_not_exists=if_not_exists
+            table_name,
+            core_schema,
+            ps,
+            properties=properties,
+            if_not_exists=if_not_exists,
+            owner=_current_user() if owner is None else owner,
+            comment=comment or "",
         )
         return Table(self, core)
 
-    def delete_table(self, table_name: str) -> None:
-        """Drop a table (ProgrammingError if it does not exist)."""
-        self._db.drop_table(table_name)
+    def delete_table(self, table_name: str, reserve_seconds: int | None = None) -> None:
+        """Drop a table at once (also a soft-deleted one); with ``reserve_seconds``,
+        soft-delete it instead (``soft_delete_table``). KuduNotFound if there is none."""
+        if reserve_seconds is not None:
+            self.soft_delete_table(table_name, reserve_seconds)
+            return
+        self._db._check_open()
+        if not self._db.has_table(table_name, soft_deleted=True):
+            raise _not_found(table_name)
+        self._db.drop_table(table_name, soft_deleted=True)
+
+    def soft_delete_table(self, table_name: str, reserve_seconds: int | None = None) -> None:
+        """Soft-delete a table: it leaves ``list_tables`` and SQL but keeps its data and
+        name, and ``recall_table(table.id)`` brings it back within ``reserve_seconds``;
+        after that it is purged. Without ``reserve_seconds`` (or with 0) it is dropped at
+        once, as in Kudu."""
+        self._db._check_open()
+        if reserve_seconds is not None and (
+            isinstance(reserve_seconds, bool) or not isinstance(reserve_seconds, int)
+        ):
+            raise KuduTypeError(f"reserve_seconds is an int, not {reserve_seconds!r}")
+        meta = self._db.table_meta(table_name, soft_deleted=True)
+        if meta is None:
+            raise _not_found(table_name)
+        if meta.soft_deleted:
+            if not reserve_seconds:
+                self._db.drop_table(table_name, soft_deleted=True)
+                return
+            raise KuduInvalidArgument(
+                f"soft_deleted table {table_name} should not be soft deleted again"
+            )
+        self._db.soft_drop_table(table_name, reserve_seconds or 0)
+
+    def recall_table(self, table_id: int | str, new_table_name: str | None = None) -> Table:
+        """Bring back a soft-deleted table (by its id) within its reserve time, under
+        ``new_table_name`` if given; KuduNotFound if there is no such table."""
+        self._db._check_open()
+        try:
+            tid = int(table_id)
+        except (TypeError, ValueError):
+            raise KuduTypeError(f"a table id is an int, not {table_id!r}") from None
+        self._db.purge_expired_tables()
+        meta = next(
+            (
+                m
+                for n in self._db.soft_deleted_table_names()
+                if (m := self._db.table_meta(n, soft_deleted=True)) is not None and m.id == tid
+            ),
+            None,
+        )
+        if meta is None:
+            raise KuduNotFound(
+                f"table id {tid}: soft-deleted state false, expired state false, can't recall"
+            )
+        if new_table_name and self._db.has_table(new_table_name, soft_deleted=True):
+            raise KuduAlreadyPresent(f"table {new_table_name} already exists")
+        return Table(self, self._db.recall_table(tid, new_table_name or None))
 
     def table_exists(self, table_name: str) -> bool:
+        """True if the table exists (a soft-deleted one too, as in Kudu)."""
         self._db._check_open()
-        return self._db.has_table(table_name)
+        return self._db.has_table(table_name, soft_deleted=True)
 
     def table(self, table_name: str) -> Table:
-        """The table called ``table_name`` (ProgrammingError if there is none)."""
-        return Table(self, self._db.table(table_name))
+        """The table called ``table_name`` (a soft-deleted one too; KuduNotFound if
+        there is none)."""
+        self._db._check_open()
+        if not self._db.has_table(table_name, soft_deleted=True):
+            raise _not_found(table_name)
+        return Table(self, self._db.table(table_name, soft_deleted=True))
+
+    def get_table_statistics(self, table_name: str) -> TableStatistics:
+        """The table's on-disk size and live row count (KuduNotFound if there is none).
+        The row count scans the first key column."""
+        table = self.table(table_name)
+        stats = table.core.statistics()
+        wal = sum(t["wal_bytes"] for t in stats["tablets"])
+        return TableStatistics(int(stats["disk_bytes"]) + int(wal), table.core.count_rows())
 
     def _table_by_id(self, table_id: int, name: str = "") -> Table:
         try:
@@ -135,18 +345,30 @@ class Client:
         return Table(self, CoreTable(self._db, table_id))
 
     def list_tables(self, match_substring: str | None = None) -> list[str]:
-        """The table names (those containing ``match_substring``), sorted."""
+        """The live tables' names (those containing ``match_substring``), sorted."""
         names = self._db.table_names()
         if match_substring is not None:
             names = [n for n in names if match_substring in n]
         return names
+
+    def list_soft_deleted_tables(self, match_substring: str | None = None) -> list[str]:
+        """The soft-deleted tables' names still recallable (those containing
+        ``match_substring``), sorted."""
+        names = self._db.soft_deleted_table_names()
+        if match_substring is not None:
+            names = [n for n in names if match_substring in n]
+        return names
+
+    def list_tablet_servers(self) -> list[Any]:
+        """Kudu lists its tablet servers; an embedded database has none to list."""
+        raise KuduNotSupported("an embedded database has no tablet servers to list")
 
     def new_table_alterer(self, table: Table | str) -> TableAlterer:
         """An alterer for ``table`` (a Table or its name)."""
         if isinstance(table, str):
             table = self.table(table)
         if table.client is not self:
-            raise ProgrammingError(f"{table!r} belongs to another client")
+            raise KuduInvalidArgument(f"{table!r} belongs to another client")
         return TableAlterer(table)
 
     # -- sessions and scans ------------------------------------------------------------------
@@ -160,11 +382,12 @@ class Client:
             "mutation_buffer_sz",
             "mutation_buffer_watermark",
             "mutation_buffer_flush_interval",
+            "mutation_buffer_max_num",
             "error_buffer_size",
         }
         unknown = set(kwargs) - known
         if unknown:
-            raise ProgrammingError(
+            raise KuduValueError(
                 f"unknown session option(s) {', '.join(sorted(unknown))}; known: "
                 f"{', '.join(sorted(known))}"
             )
@@ -176,7 +399,42 @@ class Client:
         return deserialize_into_scanner(self, serialized_token)
 
 
-def connect(path: str, **kw: Any) -> Client:
+def connect(
+    path: str | list[str],
+    port: int | list[int] | None = None,
+    admin_timeout_ms: int | None = None,
+    rpc_timeout_ms: int | None = None,
+    require_authentication: bool = False,
+    encryption_policy: int = ENCRYPTION_OPTIONAL,
+    jwt: str | None = None,
+    trusted_certificates: Any = None,
+    **kw: Any,
+) -> Client:
     """Open (creating if needed) the database at ``path``: ``Database`` keyword options
-    such as ``options=TabletOptions(...)``, ``read_only=True``, ``create=False``."""
+    such as ``options=TabletOptions(...)``, ``read_only=True``, ``create=False``.
+
+    kudu-python's ``connect(host, port, ...)`` arguments are accepted where they mean
+    something here: a one-element list of paths, the timeouts (local calls do not time
+    out) and any encryption policy (nothing goes over a network); ``port`` is ignored.
+    Authentication (``require_authentication``, ``jwt``) needs a cluster."""
+    if isinstance(path, (list, tuple)):
+        if len(path) != 1:
+            raise KuduValueError(
+                f"an embedded database is one directory, not {len(path)} master addresses"
+            )
+        path = path[0]
+    if encryption_policy not in (
+        ENCRYPTION_OPTIONAL,
+        ENCRYPTION_REQUIRED_REMOTE,
+        ENCRYPTION_REQUIRED,
+    ):
+        raise KuduValueError(f"Invalid encryption policy: {encryption_policy!r}")
+    for ms in (admin_timeout_ms, rpc_timeout_ms):
+        if ms is not None and ms < 0:
+            raise KuduValueError("a timeout cannot be negative")
+    if require_authentication or jwt is not None or trusted_certificates is not None:
+        raise KuduNotSupported(
+            "an embedded database has no authentication (require_authentication, jwt and "
+            "trusted_certificates need a Kudu cluster)"
+        )
     return Client(path, **kw)

@@ -1,15 +1,24 @@
 """``Column`` (``table['col']``), whose comparison operators make scan predicates, and
 ``Predicate``, the predicate they make, for ``Scanner.add_predicate``.
+
+A literal is checked against its column as a cell value is (``row.check_value``): a value
+of the wrong kind raises ``TypeError`` (``KuduTypeError``) when the predicate is made,
+as in kudu-python; a str is accepted for a BINARY column (its UTF-8 bytes), and a
+TIMESTAMP takes the forms a cell does (datetime, microseconds, ISO string, ``(string,
+format)``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from kudusql.client.row import KuduValue, check_value
 from kudusql.client.schema import ColumnSchema
-from kudusql.common.errors import NotSupportedError, ProgrammingError
+from kudusql.common.errors import KuduTypeError, NotSupportedError
 from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.types import TypeKind
 
 if TYPE_CHECKING:
     from kudusql.client.table import Table
@@ -50,11 +59,18 @@ class Column:
         return Predicate(self.parent.id, pred.bind(self.parent.core.schema))
 
     def _value(self, value: Any, op: str) -> Any:
+        if type(value) is KuduValue:
+            value = value.value
         if value is None:
-            raise ProgrammingError(
+            raise KuduTypeError(
                 f"cannot compare column {self.name!r} {op} None; use is_null() or is_not_null()"
             )
-        return value
+        core = self.spec.core
+        if core.type.kind is TypeKind.BINARY and isinstance(value, str):
+            return value.encode("utf-8")
+        if core.type.kind is TypeKind.VARCHAR and isinstance(value, str):
+            return value  # compared whole: truncating it would widen the match
+        return check_value(replace(core, nullable=True), value)
 
     def __lt__(self, value: Any) -> Predicate:
         return self._bind(ColumnPredicate.lt(self.name, self._value(value, "<")))
@@ -82,8 +98,9 @@ class Column:
     def in_list(self, values: Sequence[Any]) -> Predicate:
         """``column IN values`` (None values never match)."""
         if isinstance(values, (str, bytes)):
-            raise ProgrammingError("in_list() takes a list of values, not a single string")
-        return self._bind(ColumnPredicate.in_list(self.name, list(values)))
+            raise KuduTypeError("in_list() takes a list of values, not a single string")
+        checked = [None if v is None else self._value(v, "IN") for v in values]
+        return self._bind(ColumnPredicate.in_list(self.name, checked))
 
     def is_null(self) -> Predicate:
         return self._bind(ColumnPredicate.is_null(self.name))

@@ -11,19 +11,40 @@ selects this mode), or at the opening time when none is given; ``read_your_write
 reads at least everything this client wrote or read. A HybridTime snapshot (such as
 ``client.latest_observed_timestamp()``) reads every write at or before it; an int or a
 datetime is microseconds since the epoch and reads the writes made before it.
+
+Key bounds (``add_lower_bound``, ``add_exclusive_upper_bound``, on the token builder
+``add_lower_bound``/``add_upper_bound``) limit a scan to a range of primary keys, compared
+as Kudu compares keys (column by column). A bound is a ``PartialRow`` (``new_bound()``),
+dict, tuple or list setting leading key columns; the key columns left unset take their
+lowest value, so an exclusive upper bound ``{'a': 5}`` of a key ``(a, b)`` ends before
+every key with ``a == 5``. Several lower bounds keep the highest, several upper bounds
+the lowest. Bounds are encoded keys handed to every tablet's scan.
+
+TIMESTAMP values come back as UTC-aware datetimes (Arrow ``timestamp('us', 'UTC')``), as
+in kudu-python; ``to_pandas`` gives ``datetime64[ns, UTC]`` columns (``us`` when a value
+is outside the nanosecond range, years 1677-2262).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kudusql.client.predicate import Predicate
+from kudusql.client.row import PartialRow
 from kudusql.client.timestamps import HybridTime, raw_snapshot_of, snapshot_of
-from kudusql.common.errors import NotSupportedError, ProgrammingError
+from kudusql.common.errors import (
+    KuduInvalidArgument,
+    KuduTypeError,
+    KuduValueError,
+    NotSupportedError,
+    ProgrammingError,
+)
+from kudusql.common.keys import encode_key_prefix
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.storage.tables.scan_token import ScanToken as CoreScanToken
 
@@ -32,6 +53,9 @@ if TYPE_CHECKING:
     from kudusql.client.table import Table
 
 __all__ = [
+    "CLOSEST_REPLICA",
+    "FIRST_REPLICA",
+    "LEADER_ONLY",
     "READ_AT_SNAPSHOT",
     "READ_LATEST",
     "READ_YOUR_WRITES",
@@ -55,6 +79,13 @@ _READ_MODES = {
 }
 _READ_MODE_CODES = {0: READ_LATEST, 1: READ_AT_SNAPSHOT, 2: READ_YOUR_WRITES}
 
+#: Replica selection policies (Kudu's codes). An embedded database keeps one copy of
+#: each tablet, which every policy selects.
+LEADER_ONLY = 0
+CLOSEST_REPLICA = 1
+FIRST_REPLICA = 2
+_SELECTIONS = {"leader": LEADER_ONLY, "closest": CLOSEST_REPLICA, "first": FIRST_REPLICA}
+
 
 class MissingDependencyError(NotSupportedError, ImportError):
     """An optional package a feature needs is not installed."""
@@ -66,7 +97,46 @@ def parse_read_mode(mode: str | int) -> str:
             return _READ_MODE_CODES[mode]
     elif isinstance(mode, str) and mode.strip().lower() in _READ_MODES:
         return _READ_MODES[mode.strip().lower()]
-    raise ProgrammingError(f"invalid read mode {mode!r} (latest, snapshot or read_your_writes)")
+    raise KuduValueError(f"Invalid read mode: {mode!r} (latest, snapshot or read_your_writes)")
+
+
+def parse_selection(policy: str | int) -> int:
+    """A replica selection policy's code ('leader', 'closest', 'first' or a code)."""
+    if isinstance(policy, int) and not isinstance(policy, bool):
+        if policy in _SELECTIONS.values():
+            return policy
+    elif isinstance(policy, str) and policy.strip().lower() in _SELECTIONS:
+        return _SELECTIONS[policy.strip().lower()]
+    raise KuduValueError(f"Invalid replica selection policy: {policy!r} (leader, closest or first)")
+
+
+def utc_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its TIMESTAMP fields as UTC timestamps."""
+    if not any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in schema):
+        return schema
+    out = pa.schema(
+        [
+            f.with_type(pa.timestamp(f.type.unit, "UTC"))
+            if pa.types.is_timestamp(f.type) and f.type.tz is None
+            else f
+            for f in schema
+        ]
+    )
+    return out.with_metadata(schema.metadata) if schema.metadata else out
+
+
+def _to_utc(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` under ``schema`` (its naive timestamps as UTC: the values are kept,
+    only the type's time zone changes)."""
+    if batch.schema is schema or batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [
+            c if c.type == f.type else c.cast(f.type)
+            for c, f in zip(batch.columns, schema, strict=True)
+        ],
+        schema=schema,
+    )
 
 
 def _tuples(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
@@ -118,6 +188,44 @@ class _ScanSpec:
         self.read_mode = READ_LATEST
         self.snapshot: int | None = None  # storage snapshot (sees writes with ts < it)
         self.ordered = False
+        self.key_lo: bytes | None = None  # encoded primary key bounds [key_lo, key_hi)
+        self.key_hi: bytes | None = None
+
+    def new_bound(self) -> PartialRow:
+        return PartialRow(self.table.core.schema)
+
+    def _encoded_bound(self, bound: PartialRow | Mapping[Any, Any] | Sequence[Any]) -> bytes:
+        schema = self.table.core.schema
+        if isinstance(bound, PartialRow):
+            if bound._schema.names != schema.names:
+                raise ProgrammingError("the key bound was made for another schema")
+            row = bound
+        elif isinstance(bound, (Mapping, tuple, list)):
+            row = PartialRow(schema, bound)
+        else:
+            raise KuduTypeError(
+                f"a key bound is a PartialRow (new_bound()), dict, tuple or list, not "
+                f"{type(bound).__name__}"
+            )
+        values = row.key_prefix("a key bound")
+        types = [c.type for c in schema.key_columns]
+        return encode_key_prefix(list(values), types, schema.num_key_columns)
+
+    def add_lower_bound(self, bound: Any) -> None:
+        key = self._encoded_bound(bound)
+        if self.key_lo is None or key > self.key_lo:
+            self.key_lo = key
+
+    def add_upper_bound(self, bound: Any) -> None:
+        key = self._encoded_bound(bound)
+        if self.key_hi is None or key < self.key_hi:
+            self.key_hi = key
+
+    @property
+    def key_range(self) -> tuple[bytes | None, bytes | None]:
+        if self.key_hi is not None and self.key_lo is None:
+            return (b"", self.key_hi)  # an upper bound at the lowest key reads nothing
+        return (self.key_lo, self.key_hi)
 
     def add_predicate(self, pred: Predicate | ColumnPredicate) -> None:
         if isinstance(pred, Predicate):
@@ -182,6 +290,7 @@ class Scanner:
         self._done = False
         self._returned = 0
         self._snapshot: int | None = None
+        self._out_schema: pa.Schema | None = None
 
     @property
     def table(self) -> Table:
@@ -189,7 +298,7 @@ class Scanner:
 
     def _check_not_open(self) -> None:
         if self._reader is not None:
-            raise ProgrammingError("the scanner is already open; configure it before open()")
+            raise KuduInvalidArgument("the scanner is already open; configure it before open()")
 
     # -- configuration -------------------------------------------------------------------------
     def add_predicate(self, pred: Predicate | ColumnPredicate) -> Scanner:
@@ -250,10 +359,37 @@ class Scanner:
         self._limit = limit
         return self
 
+    def set_selection(self, replica_selection: str | int) -> Scanner:
+        """The replica selection policy ('leader', 'closest', 'first' or LEADER_ONLY,
+        CLOSEST_REPLICA, FIRST_REPLICA): checked, and met by the one copy of each
+        tablet an embedded database keeps."""
+        self._check_not_open()
+        parse_selection(replica_selection)
+        return self
+
+    def new_bound(self) -> PartialRow:
+        """An empty row of the table's schema, to set as a key bound."""
+        return self._spec.new_bound()
+
+    def add_lower_bound(self, bound: PartialRow | Mapping[Any, Any] | Sequence[Any]) -> Scanner:
+        """Read only primary keys at or above ``bound`` (see the module docstring)."""
+        self._check_not_open()
+        self._spec.add_lower_bound(bound)
+        return self
+
+    def add_exclusive_upper_bound(
+        self, bound: PartialRow | Mapping[Any, Any] | Sequence[Any]
+    ) -> Scanner:
+        """Read only primary keys below ``bound`` (see the module docstring)."""
+        self._check_not_open()
+        self._spec.add_upper_bound(bound)
+        return self
+
     def get_projection_schema(self) -> pa.Schema:
-        """The Arrow schema of the rows returned."""
+        """The Arrow schema of the rows returned (iterate it for the columns:
+        ``SchemaBuilder.copy_column`` takes its fields)."""
         schema = self.table.core.schema
-        return schema.arrow_schema(self._spec.columns)
+        return utc_schema(schema.arrow_schema(self._spec.columns))
 
     @property
     def snapshot_timestamp(self) -> HybridTime | None:
@@ -270,13 +406,16 @@ class Scanner:
         # latest one, and a scan that fixes the whole key becomes a point lookup.
         # ``snap`` (taken before) is what the client records as observed.
         at = None if spec.read_mode == READ_LATEST else snap
-        reader = core.scan(cols, spec.predicates, snapshot=at, ordered=spec.ordered)
+        reader = core.scan(
+            cols, spec.predicates, snapshot=at, ordered=spec.ordered, key_range=spec.key_range
+        )
         return reader, snap
 
     def open(self) -> Scanner:
         """Start the scan (fixing its snapshot); reading methods open it if needed."""
         if self._reader is None:
             self._reader, snap = self._open_reader()
+            self._out_schema = utc_schema(self._reader.schema)
             self._snapshot = snap
             self.table.client._observe(snap - 1)
         return self
@@ -303,7 +442,8 @@ class Scanner:
             if self._limit is not None and self._returned + b.num_rows > self._limit:
                 b = b.slice(0, self._limit - self._returned)
             self._returned += b.num_rows
-            self._next = b
+            assert self._out_schema is not None
+            self._next = _to_utc(b, self._out_schema)
             return True
 
     def _finish(self) -> None:
@@ -345,12 +485,17 @@ class Scanner:
         return pa.Table.from_batches(batches, schema=self._schema())
 
     def _schema(self) -> pa.Schema:
-        assert self._reader is not None
-        return self._reader.schema
+        self.open()
+        assert self._out_schema is not None
+        return self._out_schema
 
-    def to_pandas(self, **kw: Any) -> Any:
-        """Every remaining row as a pandas DataFrame (``pyarrow.Table.to_pandas``
-        keyword arguments). Needs pandas."""
+    def to_pandas(
+        self, index: str | Sequence[str] | None = None, coerce_float: bool = False, **kw: Any
+    ) -> Any:
+        """Every remaining row as a pandas DataFrame, as kudu-python gives it: ``index``
+        names the column(s) to index by, ``coerce_float`` turns DECIMAL columns into
+        float64; TIMESTAMPs are ``datetime64[ns, UTC]``. Other keyword arguments go to
+        ``pyarrow.Table.to_pandas``. Needs pandas."""
         try:
             importlib.import_module("pandas")
         except ImportError:
@@ -358,7 +503,23 @@ class Scanner:
                 "Scanner.to_pandas() needs pandas, which is not installed; install it "
                 "with `pip install pandas` (or use to_arrow(), which needs nothing more)"
             ) from None
-        return self.to_arrow().to_pandas(**kw)
+        tbl = self.to_arrow()
+        for i, f in enumerate(tbl.schema):
+            col = tbl.column(i)
+            if pa.types.is_timestamp(f.type) and f.type.unit != "ns":
+                try:
+                    col = pc.cast(col, pa.timestamp("ns", f.type.tz))
+                except pa.ArrowInvalid:
+                    continue  # a value outside the nanosecond range: keep microseconds
+            elif coerce_float and pa.types.is_decimal(f.type):
+                col = pc.cast(col, pa.float64())
+            else:
+                continue
+            tbl = tbl.set_column(i, f.with_type(col.type), col)
+        df = tbl.to_pandas(**kw)
+        if index is not None:
+            df = df.set_index(index)
+        return df
 
     def close(self) -> None:
         """Stop the scan and release what it holds."""
@@ -391,7 +552,7 @@ class _TokenScanner(Scanner):
         return self._token.execute(self.table.core.db), self._token.snapshot
 
     def get_projection_schema(self) -> pa.Schema:
-        return self.table.core.schema.arrow_schema(list(self._token.columns))
+        return utc_schema(self.table.core.schema.arrow_schema(list(self._token.columns)))
 
 
 class ScanToken:
@@ -479,15 +640,42 @@ class ScanTokenBuilder:
         across them)."""
         return self
 
+    def set_selection(self, replica_selection: str | int) -> ScanTokenBuilder:
+        """The replica selection policy (see ``Scanner.set_selection``)."""
+        parse_selection(replica_selection)
+        return self
+
+    def new_bound(self) -> PartialRow:
+        """An empty row of the table's schema, to set as a key bound."""
+        return self._spec.new_bound()
+
+    def add_lower_bound(
+        self, bound: PartialRow | Mapping[Any, Any] | Sequence[Any]
+    ) -> ScanTokenBuilder:
+        """Plan only primary keys at or above ``bound`` (see the module docstring)."""
+        self._spec.add_lower_bound(bound)
+        return self
+
+    def add_upper_bound(
+        self, bound: PartialRow | Mapping[Any, Any] | Sequence[Any]
+    ) -> ScanTokenBuilder:
+        """Plan only primary keys below ``bound`` (exclusive, as Kudu's token builder)."""
+        self._spec.add_upper_bound(bound)
+        return self
+
+    add_exclusive_upper_bound = add_upper_bound
+
     def build(self) -> list[ScanToken]:
         """The tokens, all at one snapshot fixed now (or the one set)."""
         spec = self._spec
-        if spec.columns is not None and not spec.columns:
-            raise NotSupportedError("scan tokens need at least one projected column")
         snap = spec.resolve_snapshot()
         table = spec.table
         tokens = table.core.scan_tokens(
-            spec.columns, spec.predicates, snapshot=snap, split_size_bytes=self._split_size
+            spec.columns,
+            spec.predicates,
+            snapshot=snap,
+            split_size_bytes=self._split_size,
+            key_range=spec.key_range,
         )
         table.client._observe(snap - 1)
         return [ScanToken(table.client, t) for t in tokens]

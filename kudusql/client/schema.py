@@ -14,23 +14,50 @@ from typing import Any
 
 import pyarrow as pa
 
-from kudusql.common.errors import NotSupportedError, ProgrammingError
+from kudusql.client.row import KuduValue, PartialRow
+from kudusql.common.errors import (
+    KuduIndexError,
+    KuduInvalidArgument,
+    KuduKeyError,
+    KuduNotSupported,
+    KuduValueError,
+    NotSupportedError,
+    ProgrammingError,
+)
+from kudusql.common.schema import AUTO_INCREMENTING_COLUMN
 from kudusql.common.schema import ColumnSchema as CoreColumn
 from kudusql.common.schema import Schema as CoreSchema
 from kudusql.common.types import DataType, TypeKind
 
 __all__ = [
+    "BINARY",
+    "BOOL",
     "COMPRESSION_DEFAULT",
     "COMPRESSION_LZ4",
     "COMPRESSION_NONE",
+    "COMPRESSION_SNAPPY",
+    "COMPRESSION_ZLIB",
     "COMPRESSION_ZSTD",
+    "DATE",
+    "DECIMAL",
+    "DOUBLE",
     "ENCODING_AUTO",
     "ENCODING_BIT_SHUFFLE",
     "ENCODING_DICT",
     "ENCODING_PLAIN",
+    "ENCODING_PREFIX",
     "ENCODING_RLE",
+    "FLOAT",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "STRING",
+    "UNIXTIME_MICROS",
+    "VARCHAR",
     "ColumnSchema",
     "ColumnSpec",
+    "ColumnTypeAttributes",
     "KuduType",
     "Schema",
     "SchemaBuilder",
@@ -54,14 +81,24 @@ __all__ = [
 
 
 class KuduType:
-    """A column type by Kudu's name (``kudu.int64.name == 'int64'``). DECIMAL and VARCHAR
-    take their precision/scale or length from the column spec."""
+    """A column type by Kudu's name (``kudu.int64.name == 'int64'``); ``type`` is its
+    type code (``kudu.schema.INT64``). DECIMAL and VARCHAR take their precision/scale or
+    length from the column spec."""
 
     __slots__ = ("kind", "name")
 
     def __init__(self, name: str, kind: TypeKind) -> None:
         self.name = name
         self.kind = kind
+
+    @property
+    def type(self) -> TypeKind:
+        """The type code, one of ``INT8`` ... ``DATE`` of this module."""
+        return self.kind
+
+    def new_value(self, value: Any) -> KuduValue:
+        """``value`` as a ``KuduValue`` of this type."""
+        return KuduValue(self, value)
 
     def __repr__(self) -> str:
         return f"KuduType({self.name})"
@@ -90,6 +127,21 @@ unixtime_micros = KuduType("unixtime_micros", TypeKind.TIMESTAMP)
 decimal = KuduType("decimal", TypeKind.DECIMAL)
 varchar = KuduType("varchar", TypeKind.VARCHAR)
 date = KuduType("date", TypeKind.DATE)
+
+#: Type codes (``KuduType.type``), by Kudu's names.
+INT8 = TypeKind.INT8
+INT16 = TypeKind.INT16
+INT32 = TypeKind.INT32
+INT64 = TypeKind.INT64
+STRING = TypeKind.STRING
+BOOL = TypeKind.BOOL
+FLOAT = TypeKind.FLOAT
+DOUBLE = TypeKind.DOUBLE
+BINARY = TypeKind.BINARY
+UNIXTIME_MICROS = TypeKind.TIMESTAMP
+DECIMAL = TypeKind.DECIMAL
+VARCHAR = TypeKind.VARCHAR
+DATE = TypeKind.DATE
 
 _BY_KIND = {
     t.kind: t
@@ -147,23 +199,49 @@ def resolve_type(
             base = DataType.parse(t)  # DECIMAL(10,2), VARCHAR(20), BIGINT, ...
             kind = base.kind
     else:
-        raise ProgrammingError(f"unknown type {t!r}{where}")
+        raise KuduValueError(f"Invalid type: unknown type {t!r}{where}")
     if kind is TypeKind.DECIMAL:
         p = precision if precision is not None else (base.precision if base else None)
         s = scale if scale is not None else (base.scale if base else 0)
         if p is None:
-            raise ProgrammingError(f"a DECIMAL column needs a precision{where}")
-        return DataType(kind, precision=p, scale=s)
+            raise KuduInvalidArgument(
+                f"no precision provided for DECIMAL column: {column} (a DECIMAL column "
+                "needs a precision)"
+            )
+        if length is not None:
+            raise KuduInvalidArgument(
+                f"length is not applicable to DECIMAL column: {column} (length applies to "
+                "VARCHAR only)"
+            )
+        return _data_type(kind, column, precision=p, scale=s or 0)
     if precision is not None or scale is not None:
-        raise ProgrammingError(f"precision and scale apply to DECIMAL only{where}")
+        what = "precision" if precision is not None else "scale"
+        raise KuduInvalidArgument(
+            f"{what} is not applicable to {kind.value} column: {column} (precision and "
+            "scale apply to DECIMAL only)"
+        )
     if kind is TypeKind.VARCHAR:
         n = length if length is not None else (base.length if base else None)
         if n is None:
-            raise ProgrammingError(f"a VARCHAR column needs a length{where}")
-        return DataType(kind, length=n)
+            raise KuduInvalidArgument(
+                f"no length provided for VARCHAR column: {column} (a VARCHAR column needs a length)"
+            )
+        if not 1 <= n <= 65535:
+            raise KuduInvalidArgument(f"length must be between 1 and 65535: {column}")
+        return _data_type(kind, column, length=n)
     if length is not None:
-        raise ProgrammingError(f"length applies to VARCHAR only{where}")
+        raise KuduInvalidArgument(
+            f"length is not applicable to {kind.value} column: {column} (length applies to "
+            "VARCHAR only)"
+        )
     return base if base is not None else DataType(kind)
+
+
+def _data_type(kind: TypeKind, column: str, **attrs: int) -> DataType:
+    try:
+        return DataType(kind, **attrs)
+    except ProgrammingError as e:
+        raise KuduInvalidArgument(f"{e}: {column}") from None
 
 
 # -- encodings and compression ----------------------------------------------------------------
@@ -172,11 +250,14 @@ ENCODING_PLAIN = "plain"
 ENCODING_DICT = "dict"
 ENCODING_RLE = "rle"
 ENCODING_BIT_SHUFFLE = "bit_shuffle"
+ENCODING_PREFIX = "prefix"
 
 COMPRESSION_DEFAULT = "default"
 COMPRESSION_NONE = "none"
 COMPRESSION_LZ4 = "lz4"
 COMPRESSION_ZSTD = "zstd"
+COMPRESSION_SNAPPY = "snappy"
+COMPRESSION_ZLIB = "zlib"
 
 _ENCODINGS: dict[str, str | None] = {
     "auto": None,
@@ -196,6 +277,9 @@ _ENCODINGS: dict[str, str | None] = {
     "prefix_encoding": "prefix_encoding",
     "group_varint": "group_varint",
 }
+#: The client's names of stored encoding names that differ.
+_SHOWN_ENCODINGS = {"prefix_encoding": ENCODING_PREFIX}
+
 _COMPRESSIONS: dict[str, str | None] = {
     "default": None,
     "default_compression": None,
@@ -215,9 +299,9 @@ def parse_encoding(name: str | None, column: str = "") -> str | None:
         return None
     key = str(name).strip().lower()
     if key not in _ENCODINGS:
-        raise ProgrammingError(
-            f"unknown encoding {name!r} of column {column!r} "
-            "(expected auto, plain, dict, rle or bit_shuffle)"
+        raise KuduValueError(
+            f"Invalid encoding type: {name!r} of column {column!r} "
+            "(expected auto, plain, prefix, dict, rle or bit_shuffle)"
         )
     return _ENCODINGS[key]
 
@@ -228,9 +312,9 @@ def parse_compression(name: str | None, column: str = "") -> str | None:
         return None
     key = str(name).strip().lower()
     if key not in _COMPRESSIONS:
-        raise ProgrammingError(
-            f"unknown compression {name!r} of column {column!r} "
-            "(expected default, lz4, zstd or none)"
+        raise KuduValueError(
+            f"Invalid compression type: {name} (column {column!r}; expected default, "
+            "none, lz4, zstd, snappy or zlib)"
         )
     return _COMPRESSIONS[key]
 
@@ -283,7 +367,8 @@ class ColumnSpec:
 
     def primary_key(self) -> ColumnSpec:
         """Make this column the (single-column) primary key; for a compound key use
-        ``SchemaBuilder.set_primary_keys``."""
+        ``SchemaBuilder.set_primary_keys``. Overrides ``non_unique_primary_key()``."""
+        self._set.pop("non_unique", None)
         return self._put("primary_key", True)
 
     def non_unique_primary_key(self) -> ColumnSpec:
@@ -298,14 +383,18 @@ class ColumnSpec:
 
     def clear_default(self) -> ColumnSpec:
         """Remove the default (when altering a column: drop its current default)."""
+        if not self._altering:
+            self._set["remove_default"] = True
         return self._put("default", None)
 
     remove_default = clear_default
 
     def compression(self, compression: str) -> ColumnSpec:
+        parse_compression(compression, self.name)  # an unknown name fails here
         return self._put("compression", compression)
 
     def encoding(self, encoding: str) -> ColumnSpec:
+        parse_encoding(encoding, self.name)  # an unknown name fails here
         return self._put("encoding", encoding)
 
     def block_size(self, block_size: int) -> ColumnSpec:
@@ -320,10 +409,12 @@ class ColumnSpec:
         """An immutable column: set at INSERT, never changed by UPDATE."""
         return self._put("immutable", bool(immutable))
 
+    def mutable(self, mutable: bool = True) -> ColumnSpec:
+        """Kudu's name for the opposite of ``immutable``."""
+        return self.immutable(not mutable)
+
     def rename(self, new_name: str) -> ColumnSpec:
-        """Rename the column (``alter_column`` only)."""
-        if not self._altering:
-            raise ProgrammingError("rename() applies to a column being altered")
+        """Rename the column (``alter_column`` only: a schema being built refuses it)."""
         return self._put("rename", str(new_name))
 
     # -- resolution ---------------------------------------------------------------------------
@@ -339,8 +430,21 @@ class ColumnSpec:
             column=self.name,
         )
 
+    def _check_creatable(self) -> None:
+        """Raises for the settings that only alter an existing column."""
+        if "rename" in self._set:
+            raise KuduNotSupported(
+                f"cannot rename a column during CreateTable: {self.name} (rename() applies "
+                "to a column being altered)"
+            )
+        if self._set.get("remove_default"):
+            raise KuduNotSupported(
+                f"cannot remove the default of a column during CreateTable: {self.name}"
+            )
+
     def _column(self, *, key: bool) -> CoreColumn:
         """The storage column this spec defines (``key``: it is a primary-key column)."""
+        self._check_creatable()
         t = self._data_type()
         nullable = self._set.get("nullable", not key)
         if key and nullable:
@@ -386,6 +490,8 @@ class ColumnSpec:
 
 
 def _convert_default(t: DataType, value: Any, column: str) -> Any:
+    if type(value) is KuduValue:
+        value = value.value
     try:
         return t.python_value(value)
     except ProgrammingError:
@@ -417,12 +523,11 @@ class SchemaBuilder:
         scale: int | None = None,
         length: int | None = None,
         comment: str | None = None,
+        non_unique_primary_key: bool = False,
     ) -> ColumnSpec:
         """Add a column; returns its spec for further chained settings."""
         if not isinstance(name, str) or not name:
-            raise ProgrammingError("a column needs a non-empty name")
-        if any(s.name == name for s in self._specs):
-            raise ProgrammingError(f"duplicate column name {name!r}")
+            raise KuduInvalidArgument("a column needs a non-empty name")
         spec = ColumnSpec(name).set(
             type=type_,
             nullable=nullable,
@@ -437,8 +542,19 @@ class SchemaBuilder:
         )
         if primary_key:
             spec.primary_key()
+        if non_unique_primary_key:
+            spec.non_unique_primary_key()
         self._specs.append(spec)
         return spec
+
+    def copy_column(self, colschema: ColumnSchema | pa.Field[Any]) -> ColumnSpec:
+        """Add a column like ``colschema`` (its name, full type and nullability): a
+        ``ColumnSchema`` or an Arrow field (``scanner.get_projection_schema()`` gives
+        them)."""
+        if isinstance(colschema, pa.Field):
+            t = DataType.from_arrow(colschema.type)
+            return self.add_column(colschema.name, t, colschema.nullable)
+        return self.add_column(colschema.name, colschema.data_type, colschema.nullable)
 
     def set_primary_keys(self, key_names: Sequence[str] | str) -> SchemaBuilder:
         """The primary key columns, in key order (a compound key)."""
@@ -460,35 +576,73 @@ class SchemaBuilder:
         """The schema. Key columns come first, in key order (Kudu requires them listed
         first; here they are moved there)."""
         if not self._specs:
-            raise ProgrammingError("a schema needs at least one column")
+            raise KuduInvalidArgument("a schema needs at least one column")
+        for s in self._specs:
+            s._check_creatable()
         marked = [s.name for s in self._specs if s._set.get("primary_key")]
         if self._key is not None and marked:
-            raise ProgrammingError(
-                "primary key given both by set_primary_keys() and on column(s) "
-                f"{', '.join(map(repr, marked))}"
+            call = "SetPrimaryKey()" if self._key_unique else "SetNonUniquePrimaryKey()"
+            raise KuduInvalidArgument(
+                f"primary key specified by both {call} and on a specific column: "
+                f"{', '.join(marked)} (set_primary_keys() or set_non_unique_primary_keys(), "
+                "and primary_key() or non_unique_primary_key())"
             )
         if len(marked) > 1:
-            raise ProgrammingError(
-                f"primary_key() set on several columns ({', '.join(map(repr, marked))}); "
-                "use set_primary_keys() for a compound key"
+            raise KuduInvalidArgument(
+                f"multiple columns specified for primary key: {', '.join(marked)} "
+                "(use set_primary_keys() for a compound key)"
             )
         key = self._key if self._key is not None else marked
         if not key:
-            raise ProgrammingError(
-                "no primary key: call primary_key() on a column or set_primary_keys()"
+            raise KuduInvalidArgument(
+                "no primary key specified: call primary_key() on a column or set_primary_keys()"
             )
         names = [s.name for s in self._specs]
+        seen: set[str] = set()
+        for s in self._specs:
+            if s.name in seen:
+                raise KuduInvalidArgument(f"Duplicate column name: {s.name}")
+            seen.add(s.name)
+            if s.name.lower() == AUTO_INCREMENTING_COLUMN:
+                raise KuduInvalidArgument(
+                    f"{AUTO_INCREMENTING_COLUMN} is a reserved column name (the hidden key "
+                    "column of a non-unique primary key)"
+                )
         for k in key:
             if k not in names:
-                raise ProgrammingError(f"primary key column {k!r} is not a column of the schema")
+                raise KuduInvalidArgument(
+                    f"primary key column not defined: {k} (not a column of the schema)"
+                )
         cols = [s._column(key=s.name in key) for s in self._specs]
         unique = self._key_unique and not any(s._set.get("non_unique") for s in self._specs)
-        return Schema(CoreSchema.build(cols, key, key_unique=unique))
+        try:
+            core = CoreSchema.build(cols, key, key_unique=unique)
+        except ProgrammingError as e:
+            raise KuduInvalidArgument(str(e)) from None
+        return Schema(core)
 
 
 def schema_builder() -> SchemaBuilder:
     """A new ``SchemaBuilder`` (``kudu.schema_builder()``)."""
     return SchemaBuilder()
+
+
+class ColumnTypeAttributes:
+    """A column's type attributes: ``precision`` and ``scale`` (DECIMAL), ``length``
+    (VARCHAR); None where they do not apply."""
+
+    __slots__ = ("length", "precision", "scale")
+
+    def __init__(self, t: DataType) -> None:
+        self.precision = t.precision
+        self.scale = t.scale
+        self.length = t.length
+
+    def __repr__(self) -> str:
+        return (
+            f"ColumnTypeAttributes(precision={self.precision}, scale={self.scale}, "
+            f"length={self.length})"
+        )
 
 
 class ColumnSchema:
@@ -542,7 +696,7 @@ class ColumnSchema:
     @property
     def encoding(self) -> str:
         e = self._core.encoding
-        return ENCODING_AUTO if e is None else e
+        return ENCODING_AUTO if e is None else _SHOWN_ENCODINGS.get(e, e)
 
     @property
     def compression(self) -> str:
@@ -565,6 +719,26 @@ class ColumnSchema:
     def immutable(self) -> bool:
         return self._core.immutable
 
+    @property
+    def mutable(self) -> bool:
+        """Kudu's name for the opposite of ``immutable``."""
+        return not self._core.immutable
+
+    @property
+    def type_attributes(self) -> ColumnTypeAttributes:
+        return ColumnTypeAttributes(self._core.type)
+
+    def type_to_string(self) -> str:
+        """The type and nullability as Kudu prints them (``DECIMAL(8, 2) NOT NULL``)."""
+        t = self._core.type
+        if t.kind is TypeKind.DECIMAL:
+            name = f"DECIMAL({t.precision}, {t.scale})"
+        elif t.kind is TypeKind.VARCHAR:
+            name = f"VARCHAR({t.length})"
+        else:
+            name = self.type.name.upper()
+        return f"{name} {'NULLABLE' if self.nullable else 'NOT NULL'}"
+
     def equals(self, other: ColumnSchema) -> bool:
         return replace(self._core, id=0) == replace(other._core, id=0)
 
@@ -575,10 +749,7 @@ class ColumnSchema:
         return hash((self.name, str(self._core.type)))
 
     def __repr__(self) -> str:
-        return (
-            f"ColumnSchema(name={self.name}, type={self._core.type}, "
-            f"nullable={self.nullable}{', primary_key=True' if self._is_key else ''})"
-        )
+        return f"ColumnSchema(name={self.name}, type={self.type.name}, nullable={self.nullable})"
 
 
 class Schema:
@@ -615,17 +786,33 @@ class Schema:
     def get_loc(self, name: str) -> int:
         return self._core.index_of(name)
 
+    @staticmethod
+    def get_auto_incrementing_column_name() -> str:
+        """The name of the hidden key column of a non-unique primary key."""
+        return AUTO_INCREMENTING_COLUMN
+
     def at(self, i: int) -> ColumnSchema:
         n = len(self._core.columns)
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise KuduKeyError(f"a column is named by a str or an int, not {i!r}")
         if not -n <= i < n:
-            raise ProgrammingError(f"column index {i} out of range (the schema has {n})")
+            raise KuduIndexError(f"Column index {i} is not in range (the schema has {n} columns)")
         i %= n
         return ColumnSchema(self._core.columns[i], i < self._core.num_key_columns)
 
     def __getitem__(self, key: int | str) -> ColumnSchema:
         if isinstance(key, str):
+            if not self._core.has_column(key):
+                raise KuduKeyError(
+                    f"unknown column {key!r} (columns: {', '.join(self._core.names)})"
+                )
             return self.at(self._core.index_of(key))
         return self.at(key)
+
+    def new_row(self, record: Any = None) -> PartialRow:
+        """A ``PartialRow`` of this schema, with the cells of ``record`` (dict, tuple or
+        list) if given."""
+        return PartialRow(self._core, record)
 
     def __len__(self) -> int:
         return len(self._core.columns)

@@ -48,6 +48,12 @@ from kudusql.common.errors import (
     DataError,
     Error,
     IntegrityError,
+    KuduInvalidArgument,
+    KuduOverflowError,
+    KuduTypeError,
+    KuduValueError,
+    KuduWriteDataError,
+    KuduWriteIntegrityError,
     NotSupportedError,
     OperationalError,
     ProgrammingError,
@@ -104,8 +110,36 @@ _STATUS_TEXT = {
 
 def _error_class(status: str) -> type[Error]:
     if status in ("AlreadyPresent", "NotFound"):
-        return IntegrityError
-    return DataError
+        return KuduWriteIntegrityError
+    return KuduWriteDataError
+
+
+#: The write operation metrics a session counts (Kudu's ``GetWriteOpMetrics``): for each
+#: kind of operation, the rows applied and the rows an IGNORE variant ignored.
+_METRIC_KIND = {
+    WriteOp.INSERT: "insert",
+    WriteOp.INSERT_IGNORE: "insert",
+    WriteOp.UPSERT: "upsert",
+    WriteOp.UPSERT_IGNORE: "upsert",
+    WriteOp.UPDATE: "update",
+    WriteOp.UPDATE_IGNORE: "update",
+    WriteOp.DELETE: "delete",
+    WriteOp.DELETE_IGNORE: "delete",
+}
+_IGNORING = {
+    WriteOp.INSERT_IGNORE,
+    WriteOp.UPSERT_IGNORE,
+    WriteOp.UPDATE_IGNORE,
+    WriteOp.DELETE_IGNORE,
+}
+
+
+def new_metrics() -> dict[str, int]:
+    out = {}
+    for kind in ("insert", "upsert", "update", "delete"):
+        out[f"successful_{kind}s"] = 0
+        out[f"{kind}_ignore_errors"] = 0
+    return out
 
 
 def parse_flush_mode(mode: str | int) -> str:
@@ -114,7 +148,7 @@ def parse_flush_mode(mode: str | int) -> str:
             return _FLUSH_MODE_CODES[mode]
     elif isinstance(mode, str) and mode.strip().lower() in _FLUSH_MODES:
         return _FLUSH_MODES[mode.strip().lower()]
-    raise ProgrammingError(f"invalid flush mode {mode!r} (manual, sync or background)")
+    raise KuduValueError(f"Invalid flush mode: {mode} (manual, sync or background)")
 
 
 class KuduError:
@@ -178,8 +212,12 @@ class Session:
         mutation_buffer_watermark: float = DEFAULT_WATERMARK,
         mutation_buffer_flush_interval: int = DEFAULT_FLUSH_INTERVAL_MS,
         error_buffer_size: int = DEFAULT_ERROR_BUFFER,
+        mutation_buffer_max_num: int = 2,
     ) -> None:
         self._client = client
+        self._metrics = new_metrics()
+        self._max_buffers = 2
+        self.set_mutation_buffer_max_num(mutation_buffer_max_num)
         self._lock = threading.RLock()
         self._buffer: list[WriteOperation] = []
         self._buffer_bytes = 0
@@ -219,15 +257,15 @@ class Session:
 
     def set_timeout_ms(self, ms: int) -> None:
         """Kept for compatibility: writes are local and never time out."""
-        if ms < 0:
-            raise ProgrammingError("a timeout cannot be negative")
+        _check_count(ms, "a timeout")
         self._timeout_ms = int(ms)
 
     def set_mutation_buffer_space(self, size_bytes: int) -> None:
         """The buffer space for operations waiting to be flushed, in (estimated) bytes of
         Python objects: about 120 bytes per operation, 40 per cell, plus string lengths."""
-        if size_bytes <= 0:
-            raise ProgrammingError("the mutation buffer space must be positive")
+        _check_count(size_bytes, "the mutation buffer space", "size_t")
+        if size_bytes == 0:
+            raise KuduInvalidArgument("the mutation buffer space must be positive")
         with self._lock:
             if self._buffer and size_bytes < self._buffer_bytes:
                 raise ProgrammingError(
@@ -237,21 +275,31 @@ class Session:
 
     def set_mutation_buffer_flush_watermark(self, watermark_pct: float) -> None:
         """The buffer fill level (0..1] at which a background session flushes."""
+        if isinstance(watermark_pct, bool) or not isinstance(watermark_pct, (int, float)):
+            raise KuduTypeError(f"a flush watermark is a number, not {watermark_pct!r}")
         if not 0.0 < watermark_pct <= 1.0:
-            raise ProgrammingError("the flush watermark must be in (0, 1]")
+            raise KuduInvalidArgument(
+                f"{round(watermark_pct * 100)}: watermark must be between 0 and 100 "
+                "inclusive (a fraction in (0, 1])"
+            )
         self._watermark = float(watermark_pct)
 
     def set_mutation_buffer_flush_interval(self, millis: int) -> None:
         """A background session also flushes at an ``apply`` this long after its last
         flush."""
-        if millis < 0:
-            raise ProgrammingError("the flush interval cannot be negative")
+        _check_count(millis, "the flush interval")
         self._interval_s = millis / 1000.0
+
+    def set_mutation_buffer_max_num(self, max_num: int) -> None:
+        """The most mutation buffers a session may hold while earlier ones flush (0:
+        no limit). A session here flushes synchronously, holding one buffer at a time,
+        so every limit is met."""
+        _check_count(max_num, "the number of mutation buffers")
+        self._max_buffers = int(max_num)
 
     def set_error_buffer_size(self, max_errors: int) -> None:
         """How many pending errors are kept; more set ``overflowed``."""
-        if max_errors < 0:
-            raise ProgrammingError("the error buffer size cannot be negative")
+        _check_count(max_errors, "the error buffer size")
         self._error_limit = int(max_errors)
 
     # -- state ---------------------------------------------------------------------------------
@@ -268,6 +316,15 @@ class Session:
 
     def count_pending_errors(self) -> int:
         return len(self._errors)
+
+    def get_write_op_metrics(self) -> dict[str, int]:
+        """Rows written since the session began, by kind of operation (Kudu's
+        ``GetWriteOpMetrics``): ``successful_inserts`` (INSERT and INSERT IGNORE rows
+        applied), ``insert_ignore_errors`` (INSERT IGNORE rows ignored), and the same for
+        upserts, updates and deletes. Row operations and Arrow writes with one operation
+        for every row count; Arrow writes with an operation column do not."""
+        with self._lock:
+            return dict(self._metrics)
 
     def get_pending_errors(self) -> tuple[list[KuduError], bool]:
         """Take the pending errors: (errors, overflowed), where ``overflowed`` says some
@@ -344,6 +401,8 @@ class Session:
             if self._buffer:
                 self._record(self._flush_buffer())
             result = table.write_arrow(data, op, op_column=op_column)
+            if op_column is None and op is not None:
+                self._count(WriteOp.parse(op), result.applied, result.ignored)
             self._record(
                 [
                     KuduError(e.status, e.message, row_index=e.index, key=e.key)
@@ -390,6 +449,11 @@ class Session:
             self._closed = True
 
     # -- internals -----------------------------------------------------------------------------
+    def _count(self, op: WriteOp, applied: int, ignored: int) -> None:
+        kind = _METRIC_KIND[op]
+        self._metrics[f"successful_{kind}s"] += applied
+        self._metrics[f"{kind}_ignore_errors"] += ignored
+
     def _record(self, errors: Sequence[KuduError], *, report: bool = True) -> None:
         if not errors:
             return
@@ -424,15 +488,24 @@ class Session:
         i = 0
         while i < len(ops):
             first = ops[i]
+            # One IGNORE kind at most per batch, so the rows it ignored are known by kind.
+            ignoring = first.op_type if first.op_type in _IGNORING else None
             j = i + 1
             while (
                 j < len(ops)
                 and ops[j]._table.id == first._table.id
                 and ops[j]._colset == first._colset
             ):
+                t = ops[j].op_type
+                if t in _IGNORING:
+                    if ignoring is not None and t != ignoring:
+                        break
+                    ignoring = t
                 j += 1
             try:
-                errors.extend(_write_run(ops[i:j]))
+                run_errors, ignored = _write_run(ops[i:j])
+                errors.extend(run_errors)
+                self._count_run(ops[i:j], run_errors, ignoring, ignored)
             except DatabaseError as e:  # e.g. the table was dropped: every operation fails
                 errors.extend(_exception_errors(e, ops[i:j]))
             except BaseException as e:
@@ -455,6 +528,33 @@ class Session:
             i = j
         return errors
 
+    def _count_run(
+        self,
+        ops: Sequence[WriteOperation],
+        errors: Sequence[KuduError],
+        ignoring: WriteOp | None,
+        ignored: int,
+    ) -> None:
+        """Count a batch's rows in the metrics: every row of a kind that did not fail
+        was applied, but for the rows the batch's IGNORE kind ignored."""
+        failed = {id(e.failed_op()) for e in errors}
+        for o in ops:
+            if id(o) not in failed:
+                self._metrics[f"successful_{_METRIC_KIND[o.op_type]}s"] += 1
+        if ignoring is not None and ignored:
+            kind = _METRIC_KIND[ignoring]
+            self._metrics[f"successful_{kind}s"] -= ignored
+            self._metrics[f"{kind}_ignore_errors"] += ignored
+
+
+def _check_count(n: Any, what: str, c_type: str = "unsigned int") -> None:
+    """Raises unless ``n`` is a non-negative int (an OverflowError too when negative, as
+    kudu-python's conversion to ``c_type``)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise KuduTypeError(f"{what} is an int, not {n!r}")
+    if n < 0:
+        raise KuduOverflowError(f"can't convert negative value to {c_type}: {what} is {n}")
+
 
 def _exception_status(e: Error) -> str:
     if isinstance(e, OperationalError):
@@ -468,8 +568,9 @@ def _exception_status(e: Error) -> str:
     return "IllegalState"
 
 
-def _write_run(ops: Sequence[WriteOperation]) -> list[KuduError]:
-    """One batch: operations on one table setting the same columns."""
+def _write_run(ops: Sequence[WriteOperation]) -> tuple[list[KuduError], int]:
+    """One batch: operations on one table setting the same columns. Returns the row
+    errors and how many rows an IGNORE operation ignored."""
     table = ops[0]._table
     schema = table.core.schema
     names = list(ops[0]._cells)
@@ -478,7 +579,7 @@ def _write_run(ops: Sequence[WriteOperation]) -> list[KuduError]:
         return [
             KuduError("InvalidArgument", f"unknown column {gone[0]!r} (dropped?)", op=o)
             for o in ops
-        ]
+        ], 0
     bad: dict[int, str] = {}
     arrays: list[pa.Array[Any]] = []
     for name in names:
@@ -501,7 +602,7 @@ def _write_run(ops: Sequence[WriteOperation]) -> list[KuduError]:
     errors = [(i, KuduError("InvalidArgument", msg, op=ops[i])) for i, msg in bad.items()]
     kept = [i for i in range(len(ops)) if i not in bad]
     if not kept:
-        return [e for _, e in sorted(errors, key=lambda p: p[0])]
+        return [e for _, e in sorted(errors, key=lambda p: p[0])], 0
     data = pa.Table.from_arrays(arrays, names=names)
     if bad:
         data = data.take(pa.array(kept, type=pa.int64()))
@@ -511,13 +612,15 @@ def _write_run(ops: Sequence[WriteOperation]) -> list[KuduError]:
     if len(kept) > 1 and bool((codes != codes[0]).any()):
         op, op_column = None, _OP_COLUMN
         data = data.append_column(_OP_COLUMN, pa.array(codes, type=pa.uint8()))
+    ignored = 0
     try:
         result = table._write(data, op, op_column=op_column)
     except DatabaseError as e:
         errors += zip(kept, _exception_errors(e, [ops[i] for i in kept]), strict=True)
     else:
+        ignored = result.ignored
         errors += [(kept[e.index], _row_error(ops[kept[e.index]], e)) for e in result.errors]
-    return [e for _, e in sorted(errors, key=lambda p: p[0])]
+    return [e for _, e in sorted(errors, key=lambda p: p[0])], ignored
 
 
 def _exception_errors(e: DatabaseError, ops: Sequence[WriteOperation]) -> list[KuduError]:

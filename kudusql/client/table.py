@@ -70,6 +70,16 @@ class Table:
         return Schema(self._core.schema)
 
     @property
+    def owner(self) -> str:
+        """The table's owner (Kudu's; "" if none was recorded)."""
+        return self._core.meta.owner
+
+    @property
+    def comment(self) -> str:
+        """The table's comment ("" if none)."""
+        return self._core.meta.comment
+
+    @property
     def num_columns(self) -> int:
         return len(self._core.schema.columns)
 

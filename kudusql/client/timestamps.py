@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kudusql.common.errors import ProgrammingError
+from kudusql.client.row import parse_timestamp
+from kudusql.common.errors import KuduValueError, ProgrammingError
 from kudusql.common.hybrid_time import LOGICAL_BITS, LOGICAL_MASK, from_micros
 
 __all__ = ["HybridTime", "raw_snapshot_of", "snapshot_of"]
@@ -55,12 +56,16 @@ class HybridTime(int):
 
 
 def micros_of(value: Any, fmt: str | None = None) -> int:
-    """Microseconds since the epoch of a datetime (naive means UTC), an int, or a string
-    parsed with ``fmt`` (``strptime``)."""
+    """Microseconds since the epoch of a datetime (naive means UTC), an int, a string
+    parsed with ``fmt`` (``strptime``; without one, ISO 8601) or a ``(string, format)``
+    pair."""
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(x, str) for x in value):
+        value, fmt = value
     if isinstance(value, str):
-        if not fmt:
-            raise ProgrammingError("a timestamp given as a string needs a format (see strftime(3))")
-        value = datetime.datetime.strptime(value, fmt)
+        try:
+            value = parse_timestamp(value, fmt or None)
+        except ValueError as e:
+            raise KuduValueError(f"invalid timestamp {value!r}: {e}") from None
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=datetime.UTC)

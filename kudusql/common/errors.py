@@ -66,3 +66,68 @@ class CorruptionError(DatabaseError):
         # Picklable (a merge worker process sends its errors back): rebuilt from the
         # constructor's arguments, not from the formatted message.
         return (type(self), (self.path, self.offset, self.what))
+
+
+# -- Kudu's Python client names ---------------------------------------------------------------
+# ``kudusql.client`` raises these, so code written for kudu-python catches what it expects
+# (``kudu.KuduNotFound``, ``KeyError``, ...) while PEP 249 code keeps catching the class
+# kudusql raised before: each is also the PEP 249 class of its kind.
+
+
+class KuduException(Error):
+    """Base of the errors with the names of Kudu's Python client (``kudu.errors``)."""
+
+
+class KuduBadStatus(KuduException, DatabaseError):
+    """An operation failed with a Kudu status (Kudu's ``KuduBadStatus``)."""
+
+
+class KuduNotFound(KuduBadStatus, ProgrammingError):
+    """A table, column or soft-deleted table that does not exist."""
+
+
+class KuduAlreadyPresent(KuduBadStatus, ProgrammingError):
+    """A table name that is already taken (soft-deleted tables keep theirs)."""
+
+
+class KuduInvalidArgument(KuduBadStatus, ProgrammingError):
+    """An argument Kudu refuses (a bad schema, an alteration of a soft-deleted table)."""
+
+
+class KuduNotSupported(KuduBadStatus, NotSupportedError):
+    """A Kudu feature that an embedded database does not have."""
+
+
+class KuduInvalidValue(KuduInvalidArgument, DataError):
+    """A cell or predicate value its column cannot take (NULL in a NOT NULL column)."""
+
+
+class KuduKeyError(KuduNotFound, KeyError):
+    """An unknown column looked up by name (a ``KeyError`` too, as in kudu-python)."""
+
+    def __str__(self) -> str:  # KeyError would show the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class KuduIndexError(KuduInvalidArgument, IndexError):
+    """A column position out of range (an ``IndexError`` too, as in kudu-python)."""
+
+
+class KuduTypeError(KuduInvalidValue, TypeError):
+    """A value or argument of the wrong type (a ``TypeError`` too, as in kudu-python)."""
+
+
+class KuduValueError(KuduInvalidArgument, ValueError):
+    """An option value that is not one of the known ones (a ``ValueError`` too)."""
+
+
+class KuduOverflowError(KuduInvalidArgument, OverflowError):
+    """A negative size or interval (an ``OverflowError`` too, as in kudu-python)."""
+
+
+class KuduWriteIntegrityError(KuduBadStatus, IntegrityError):
+    """A flush whose rows failed for their keys (AlreadyPresent, NotFound)."""
+
+
+class KuduWriteDataError(KuduBadStatus, DataError):
+    """A flush whose rows failed for their values (InvalidArgument, Immutable, ...)."""

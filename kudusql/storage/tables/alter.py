@@ -81,6 +81,20 @@ class SetProperties:
     properties: Mapping[str, str | None] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class SetOwner:
+    """Set the table's owner (Kudu's ``SetOwner``)."""
+
+    owner: str
+
+
+@dataclass(frozen=True)
+class SetComment:
+    """Set the table's comment (Kudu's ``SetComment``; "" removes it)."""
+
+    comment: str
+
+
 AlterStep = (
     AddColumn
     | DropColumn
@@ -90,6 +104,8 @@ AlterStep = (
     | AddRangePartition
     | DropRangePartition
     | SetProperties
+    | SetOwner
+    | SetComment
 )
 
 
@@ -112,6 +128,7 @@ def apply_alter(meta: TableMeta, steps: Sequence[AlterStep], next_tablet_id: int
     ps = meta.partition_schema
     name = meta.name
     props = dict(meta.properties)
+    owner, comment = meta.owner, meta.comment
     tablets = {t.partition_key_start: t for t in meta.tablets}
     added: dict[bytes, TabletEntry] = {}
     dropped: list[TabletEntry] = []
@@ -169,6 +186,12 @@ def apply_alter(meta: TableMeta, steps: Sequence[AlterStep], next_tablet_id: int
                     props.pop(prop, None)
                 else:
                     props[prop] = str(v)
+        elif isinstance(step, SetOwner):
+            if not step.owner:
+                raise ProgrammingError("a table owner needs a non-empty name")
+            owner = step.owner
+        elif isinstance(step, SetComment):
+            comment = step.comment
         else:  # pragma: no cover - the union above is exhaustive
             raise ProgrammingError(f"unknown ALTER TABLE step {step!r}")
     every = {**tablets, **added}
@@ -177,6 +200,8 @@ def apply_alter(meta: TableMeta, steps: Sequence[AlterStep], next_tablet_id: int
         schema=schema,
         partition_schema=ps,
         properties=props,
+        owner=owner,
+        comment=comment,
         schema_version=meta.schema_version + (schema != meta.schema),
     )
     order = [p.partition_key_start for p in create_partitions(ps, schema)]

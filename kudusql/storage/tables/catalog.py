@@ -88,6 +88,24 @@ class TableMeta:
     created_micros: int = 0
     #: Statistics of the last COMPUTE STATS (``Table.compute_statistics``), or None.
     statistics: dict[str, Any] | None = None
+    #: Kudu's table owner and comment ("" when none was given).
+    owner: str = ""
+    comment: str = ""
+    #: When the table was soft-deleted (wall-clock microseconds; 0: it is live) and for
+    #: how long it stays recallable after that.
+    soft_deleted_micros: int = 0
+    reserve_seconds: int = 0
+
+    @property
+    def soft_deleted(self) -> bool:
+        return self.soft_deleted_micros > 0
+
+    def expired(self, now_micros: int) -> bool:
+        """True for a soft-deleted table whose reserve time has passed (it is purged)."""
+        return (
+            self.soft_deleted
+            and now_micros >= self.soft_deleted_micros + self.reserve_seconds * 1_000_000
+        )
 
     def partitions(self) -> list[Partition]:
         """The table's partitions, in the order of ``tablets``."""
@@ -112,10 +130,19 @@ class TableMeta:
             "properties": dict(self.properties),
             "created_micros": self.created_micros,
             "statistics": self.statistics,
+            "owner": self.owner,
+            "comment": self.comment,
+            "soft_deleted": (
+                {"at_micros": self.soft_deleted_micros, "reserve_seconds": self.reserve_seconds}
+                if self.soft_deleted
+                else None
+            ),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TableMeta:
+        # owner, comment and soft_deleted are absent in catalogs written before them
+        soft = d.get("soft_deleted") or {}
         return cls(
             int(d["id"]),
             d["name"],
@@ -126,6 +153,10 @@ class TableMeta:
             {str(k): str(v) for k, v in d.get("properties", {}).items()},
             int(d.get("created_micros", 0)),
             d.get("statistics"),
+            str(d.get("owner", "")),
+            str(d.get("comment", "")),
+            int(soft.get("at_micros", 0)),
+            int(soft.get("reserve_seconds", 0)),
         )
 
 

@@ -236,6 +236,8 @@ class Database:
         self._closed = False
         if self._txns is not None and self._txns.pending_tablets():
             self._roll_forward()
+        if not read_only:
+            self.purge_expired_tables()
 
     def _roll_forward(self) -> None:
         """Open the participants of committed transactions that have not proved them
@@ -561,18 +563,44 @@ class Database:
         return self.snapshot()
 
     # -- tables --------------------------------------------------------------------------------
+    # A soft-deleted table (Kudu's soft delete) keeps its catalog entry, its name and its
+    # tablets until its reserve time passes: it is left out of ``table_names``,
+    # ``has_table`` and ``table`` (so SQL does not see it) unless ``soft_deleted=True``
+    # asks for it, and is gone for good once expired (``purge_expired_tables``).
+    def _visible(self, meta: TableMeta | None, soft_deleted: bool) -> bool:
+        if meta is None:
+            return False
+        if not meta.soft_deleted:
+            return True
+        return soft_deleted and not meta.expired(wall_micros())
+
     def table_names(self) -> list[str]:
+        """The live tables' names, sorted (soft-deleted ones are not listed)."""
         self._check_open()
-        return sorted(self._state.tables)
+        return sorted(n for n, m in self._state.tables.items() if not m.soft_deleted)
 
-    def has_table(self, name: str) -> bool:
-        return name in self._state.tables
+    def soft_deleted_table_names(self) -> list[str]:
+        """The soft-deleted tables still within their reserve time, sorted."""
+        self._check_open()
+        now = wall_micros()
+        return sorted(
+            n for n, m in self._state.tables.items() if m.soft_deleted and not m.expired(now)
+        )
 
-    def table(self, name: str) -> Table:
+    def has_table(self, name: str, *, soft_deleted: bool = False) -> bool:
+        return self._visible(self._state.tables.get(name), soft_deleted)
+
+    def table_meta(self, name: str, *, soft_deleted: bool = False) -> TableMeta | None:
+        """The catalog entry of table ``name`` (None if there is none)."""
+        meta = self._state.tables.get(name)
+        return meta if self._visible(meta, soft_deleted) else None
+
+    def table(self, name: str, *, soft_deleted: bool = False) -> Table:
         self._check_open()
         meta = self._state.tables.get(name)
-        if meta is None:
+        if not self._visible(meta, soft_deleted):
             raise ProgrammingError(f"table {name!r} does not exist")
+        assert meta is not None
         return Table(self, meta.id)
 
     def _runtime(self, table_id: int) -> TableRuntime:
@@ -598,6 +626,8 @@ class Database:
         *,
         properties: dict[str, str] | None = None,
         if_not_exists: bool = False,
+        owner: str = "",
+        comment: str = "",
     ) -> Table:
         """Create a table and its tablets (one per partition); nothing is visible, and
         nothing stays on disk, unless every tablet was created and the catalog saved."""
@@ -606,7 +636,14 @@ class Database:
             raise ProgrammingError("a table needs a name")
         ps = partition_schema or PartitionSchema()
         with self._ddl_lock:
-            if name in self._state.tables:
+            self.purge_expired_tables()
+            existing = self._state.tables.get(name)
+            if existing is not None:
+                if existing.soft_deleted:
+                    raise ProgrammingError(
+                        f"table {name!r} already exists: it is soft-deleted (id "
+                        f"{existing.id}); recall it or drop it first"
+                    )
                 if if_not_exists:
                     return self.table(name)
                 raise ProgrammingError(f"table {name!r} already exists")
@@ -631,6 +668,8 @@ class Database:
                 tuple(entries),
                 properties=dict(properties or {}),
                 created_micros=wall_micros(),
+                owner=owner,
+                comment=comment,
             )
             state.next_table_id += 1
             state.tables[name] = meta
@@ -664,11 +703,14 @@ class Database:
         for e in entries:
             directory.delete_tablet(self.path, e.id)
 
-    def drop_table(self, name: str, *, if_exists: bool = False) -> None:
-        """Drop a table: the catalog forgets it at once, then its tablets are deleted."""
+    def drop_table(self, name: str, *, if_exists: bool = False, soft_deleted: bool = False) -> None:
+        """Drop a table: the catalog forgets it at once, then its tablets are deleted.
+        ``soft_deleted=True`` also drops a soft-deleted table of that name."""
         self._check_writable()
         with self._ddl_lock:
             meta = self._state.tables.get(name)
+            if meta is not None and meta.soft_deleted and not soft_deleted:
+                meta = None
             if meta is None:
                 if if_exists:
                     return
@@ -698,8 +740,12 @@ class Database:
         self._check_writable()
         with self._ddl_lock:
             meta = self._state.tables.get(name)
-            if meta is None:
+            if meta is None or meta.expired(wall_micros()):
                 raise ProgrammingError(f"table {name!r} does not exist")
+            if meta.soft_deleted:
+                raise ProgrammingError(
+                    f"soft_deleted table {name} should not be altered (recall it first)"
+                )
             rt = self._runtime(meta.id)
             with rt.write_lock:
                 res = apply_alter(meta, steps, self._state.next_tablet_id)
@@ -740,6 +786,76 @@ class Database:
                         if t.schema != new.schema:
                             t.alter_schema(new.schema)
         return Table(self, new.id)
+
+    def _replace_meta(self, old: TableMeta, new: TableMeta) -> None:
+        """Save the catalog with ``old``'s entry replaced by ``new`` (same tablets)."""
+        state = self._state.copy()
+        del state.tables[old.name]
+        state.tables[new.name] = new
+        catalog.save(self.path, state, sync=self.options.sync)
+        self._state = state
+        rt = self._runtimes.get(new.id)
+        if rt is not None:
+            rt.meta = new
+
+    def soft_drop_table(self, name: str, reserve_seconds: int) -> None:
+        """Soft-delete a live table (Kudu's ``SoftDeleteTable``): it is hidden, keeps its
+        name and data, and stays recallable (``recall_table``) for ``reserve_seconds``;
+        then it is purged. ``reserve_seconds <= 0`` drops it at once."""
+        self._check_writable()
+        if isinstance(reserve_seconds, bool) or not isinstance(reserve_seconds, int):
+            raise ProgrammingError(
+                f"reserve_seconds is a number of seconds, not {reserve_seconds!r}"
+            )
+        with self._ddl_lock:
+            self.purge_expired_tables()
+            meta = self._state.tables.get(name)
+            if meta is None:
+                raise ProgrammingError(f"table {name!r} does not exist")
+            if meta.soft_deleted:
+                raise ProgrammingError(
+                    f"soft_deleted table {name} should not be soft deleted again"
+                )
+            if reserve_seconds <= 0:
+                self.drop_table(name)
+                return
+            self._replace_meta(
+                meta,
+                meta.with_(soft_deleted_micros=wall_micros(), reserve_seconds=reserve_seconds),
+            )
+
+    def recall_table(self, table_id: int, new_name: str | None = None) -> Table:
+        """Bring back a soft-deleted table within its reserve time (Kudu's
+        ``RecallTable``), under ``new_name`` if given."""
+        self._check_writable()
+        with self._ddl_lock:
+            self.purge_expired_tables()
+            meta = next((m for m in self._state.tables.values() if m.id == table_id), None)
+            if meta is None or not meta.soft_deleted:
+                raise ProgrammingError(
+                    f"table id {table_id} is not a soft-deleted table (soft-deleted state "
+                    f"{'false' if meta is None else 'true'}, expired state false), can't recall"
+                )
+            name = new_name or meta.name
+            if name != meta.name and name in self._state.tables:
+                raise ProgrammingError(f"table {name!r} already exists")
+            self._replace_meta(
+                meta, meta.with_(name=name, soft_deleted_micros=0, reserve_seconds=0)
+            )
+            return Table(self, meta.id)
+
+    def purge_expired_tables(self) -> list[str]:
+        """Drop the soft-deleted tables whose reserve time has passed; their names.
+        A writer runs it at open and before soft deletes, recalls and creations; a
+        read-only view only hides them."""
+        if self.read_only or self._closed:
+            return []
+        now = wall_micros()
+        with self._ddl_lock:
+            gone = [n for n, m in self._state.tables.items() if m.expired(now)]
+            for n in gone:
+                self.drop_table(n, soft_deleted=True, if_exists=True)
+        return gone
 
     def _set_statistics(self, table_id: int, stats: dict[str, Any]) -> None:
         if self.read_only:

@@ -154,9 +154,13 @@ def plan_scan_tokens(
     predicates: Sequence[ColumnPredicate],
     snapshot: int | None,
     split_size_bytes: int | None,
+    *,
+    key_range: tuple[bytes | None, bytes | None] = (None, None),
 ) -> list[ScanToken]:
     """One token per tablet the predicates keep, more where a tablet exceeds
-    ``split_size_bytes``; all at one snapshot (the latest unless given)."""
+    ``split_size_bytes``; all at one snapshot (the latest unless given). Each token's
+    key range is cut to ``key_range`` (encoded keys ``[lo, hi)``); a piece left empty
+    by it is dropped."""
     if split_size_bytes is not None and split_size_bytes <= 0:
         raise ProgrammingError("the split size must be positive")
     rt = table._rt()
@@ -172,6 +176,9 @@ def plan_scan_tokens(
         entry = meta.tablets[slot]
         desc = rt.partitions[slot].describe(meta.partition_schema)
         for lo, hi, size in split_tablet(rt.tablet(slot), split_size_bytes):
+            lo, hi = _intersect((lo, hi), key_range)
+            if lo is not None and hi is not None and lo >= hi:
+                continue
             tokens.append(
                 ScanToken(
                     table.db.path,
@@ -189,6 +196,15 @@ def plan_scan_tokens(
                 )
             )
     return tokens
+
+
+def _intersect(
+    a: tuple[bytes | None, bytes | None], b: tuple[bytes | None, bytes | None]
+) -> tuple[bytes | None, bytes | None]:
+    """The intersection of two encoded key ranges ``[lo, hi)`` (None: unbounded)."""
+    los = [x for x in (a[0], b[0]) if x is not None]
+    his = [x for x in (a[1], b[1]) if x is not None]
+    return (max(los) if los else None, min(his) if his else None)
 
 
 def split_tablet(

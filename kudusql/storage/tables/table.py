@@ -559,10 +559,12 @@ class Table(WriteShortcuts):
         *,
         snapshot: int | None = None,
         ordered: bool = False,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> pa.RecordBatchReader:
         """Rows live at ``snapshot`` (default: the latest) matching every predicate, read
         from the tablets the predicates do not prune, in parallel. ``ordered=True``
-        returns them in primary-key order."""
+        returns them in primary-key order. ``key_range`` limits every tablet's scan to
+        encoded primary keys in ``[lo, hi)`` (None: unbounded; a client's key bounds)."""
         rt = self._rt()
         schema = rt.meta.schema
         names = list(schema.names if columns is None else columns)
@@ -570,14 +572,15 @@ class Table(WriteShortcuts):
             schema.index_of(c)  # unknown column: ProgrammingError
         preds = [p.bind(schema) for p in predicates]
         out_schema = schema.arrow_schema(names)
-        key = _full_key(schema, preds) if snapshot is None and names else None
+        bounded = key_range != (None, None)
+        key = _full_key(schema, preds) if snapshot is None and names and not bounded else None
         if key is not None:
             return self._scan_one_key(key, names, preds, out_schema)
         snap = self.db.snapshot(snapshot)
         keep = prune_partitions(rt.meta.partition_schema, schema, rt.partitions, preds)
         tablets = [rt.tablet(i) for i in keep]
         if not ordered:
-            jobs = [_scan_job(t, names, preds, snap) for t in tablets]
+            jobs = [_scan_job(t, names, preds, snap, key_range) for t in tablets]
             return pa.RecordBatchReader.from_batches(
                 out_schema, _parallel(jobs, self.db.options.threads)
             )
@@ -585,12 +588,14 @@ class Table(WriteShortcuts):
             # Range partitions are disjoint and in key order: concatenate.
             def ranges() -> Iterator[pa.RecordBatch]:
                 for t in tablets:
-                    yield from t.scan(names, preds, snapshot=snap, ordered=True)
+                    yield from t.scan(
+                        names, preds, snapshot=snap, ordered=True, key_range=key_range
+                    )
 
             return pa.RecordBatchReader.from_batches(out_schema, ranges())
         keys = schema.key_names
         extra = [k for k in keys if k not in names]
-        jobs = [_scan_job(t, names + extra, preds, snap) for t in tablets]
+        jobs = [_scan_job(t, names + extra, preds, snap, key_range) for t in tablets]
         batches = list(_parallel(jobs, self.db.options.threads))
         table = pa.Table.from_batches(batches, schema=schema.arrow_schema(names + extra))
         if table.num_rows:
@@ -699,11 +704,15 @@ class Table(WriteShortcuts):
         *,
         snapshot: int | None = None,
         split_size_bytes: int | None = None,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> list[ScanToken]:
-        """Serializable pieces of a scan at one fixed snapshot (see ``scan_token``)."""
+        """Serializable pieces of a scan at one fixed snapshot (see ``scan_token``),
+        limited to encoded primary keys in ``key_range`` ``[lo, hi)``."""
         from kudusql.storage.tables.scan_token import plan_scan_tokens
 
-        return plan_scan_tokens(self, columns, predicates, snapshot, split_size_bytes)
+        return plan_scan_tokens(
+            self, columns, predicates, snapshot, split_size_bytes, key_range=key_range
+        )
 
     # -- maintenance and statistics ---------------------------------------------------------
     def flush(self) -> None:
@@ -932,10 +941,14 @@ def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:
 
 
 def _scan_job(
-    t: Tablet, names: list[str], preds: list[ColumnPredicate], snap: int
+    t: Tablet,
+    names: list[str],
+    preds: list[ColumnPredicate],
+    snap: int,
+    key_range: tuple[bytes | None, bytes | None] = (None, None),
 ) -> Callable[[], Iterator[pa.RecordBatch]]:
     def run() -> Iterator[pa.RecordBatch]:
-        return iter(t.scan(names, preds, snapshot=snap))
+        return iter(t.scan(names, preds, snapshot=snap, key_range=key_range))
 
     return run
 
