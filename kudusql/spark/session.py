@@ -58,7 +58,8 @@ def _finds_kudusql(python: str) -> bool:
     """Whether ``python`` finds the modules a Spark worker needs for the source."""
     probe = (
         "import importlib.util as u, sys; "
-        "sys.exit(0 if all(u.find_spec(m) for m in ('pyspark_kudusql', 'pyarrow')) else 1)"
+        "mods = ('pyspark_kudusql', 'pyspark', 'pyarrow'); "
+        "sys.exit(0 if all(u.find_spec(m) for m in mods) else 1)"
     )
     try:
         done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60)
