@@ -2,8 +2,10 @@
 
 Spark imports every top-level ``pyspark_*`` module it finds in its Python workers and
 registers the ``DefaultSource`` it exposes, so installing kudusql with the ``spark``
-extra is all a job needs. The implementation lives in ``kudusql.spark``; this module
-only exposes it under the name Spark looks for.
+extra is all a job needs (``pyspark_kudusql_kudu`` and ``pyspark_kudusql_kudu_spark``
+add kudu-spark's names, ``kudu`` and ``org.apache.kudu.spark.kudu``). The
+implementation lives in ``kudusql.spark``; this module only exposes it under the name
+Spark looks for, with the session helpers.
 """
 
 from __future__ import annotations

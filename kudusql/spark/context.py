@@ -8,7 +8,10 @@ partitioning, ``insert_rows``, ``insert_ignore_rows``, ``upsert_rows``, ``update
 last write is kept (``last_timestamp_micros``: the highest timestamp of the writes
 made through this context that applied something) for reads that must see it, as
 kudu-spark's timestamp accumulator does. DDL opens the database as its writer for the
-duration of the call only.
+duration of the call only. A write with ``repartition=True`` (``kudu.repartition``)
+first repartitions the DataFrame by the table's partitioning (``repartition.py``). The
+constructor checks that Spark's Python workers can import kudusql
+(``session.check_worker_python``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from pyspark.sql.types import StructType
 from kudusql.client.partitioning import Partitioning
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
-from kudusql.spark.options import database_path, storage_table_name
+from kudusql.spark.options import database_path, parse_options, storage_table_name
 from kudusql.spark.publish import JobSummary
+from kudusql.spark.repartition import repartition_by_tablet
+from kudusql.spark.session import check_worker_python
 from kudusql.spark.source import missing_table
 from kudusql.spark.spark_schema import kudusql_type, pruned_schema
 from kudusql.storage.tables.database import Database
@@ -34,6 +39,7 @@ from kudusql.storage.tables.database import Database
 
 class KuduContext:
     def __init__(self, master: str, spark: SparkSession) -> None:
+        check_worker_python(spark)
         self.master = master
         self.database = database_path(master)
         self.spark = spark
@@ -134,6 +140,9 @@ class KuduContext:
                 opts[_option_name(k)] = str(v).lower() if isinstance(v, bool) else str(v)
             if operation in ("delete", "delete_ignore"):
                 df = df.select(*[_df_column(df, k) for k in keys])
+            parsed = parse_options(opts)
+            if parsed.repartition:
+                df = self._repartition(df, parsed.table, sort=parsed.repartition_sort)
             writer = df.write.format("kudusql").options(**opts)
             writer.mode("overwrite" if overwrite else "append").save()
             with open(report) as f:
@@ -143,6 +152,13 @@ class KuduContext:
                 self.last_timestamp_micros or 0, summary.timestamp_micros
             )
         return summary
+
+    def _repartition(self, df: DataFrame, name: str, *, sort: bool) -> DataFrame:
+        with Database(self.database, read_only=True) as db:
+            meta = db.table(name).meta
+        return repartition_by_tablet(
+            df, meta.schema, meta.partition_schema, len(meta.tablets), sort=sort
+        )
 
     def _write_target(self, table: str) -> list[str]:
         """The key columns of ``table``, checked here on the driver: a missing table is
@@ -161,10 +177,16 @@ class KuduContext:
         return {"kudu.master": self.database, "kudu.table": table}
 
 
+#: Keyword names whose option is not the camel-cased ``kudu.`` name.
+_OPTION_NAMES = {"repartition_sort": "kudu.repartition.sort"}
+
+
 def _option_name(key: str) -> str:
     """``ignore_row_errors`` -> ``kudu.ignoreRowErrors``; dotted names pass through."""
     if "." in key:
         return key
+    if key in _OPTION_NAMES:
+        return _OPTION_NAMES[key]
     head, *rest = key.split("_")
     return "kudu." + head + "".join(p.capitalize() for p in rest)
 

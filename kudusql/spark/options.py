@@ -2,13 +2,16 @@
 
 Spark hands options over as a case-insensitive mapping with lower-cased keys
 (``.option(...)``, ``load(path)`` as ``path``, ``OPTIONS (...)`` of a SQL view). This
-module owns the list of options the source understands (kudu-spark's names, so a job
-written for Kudu reads the same), turns them into a typed ``SourceOptions``, and fails
-with one clear message naming an unknown option or a bad value.
+module owns the list of options the source understands: every option of kudu-spark's
+``DefaultSource`` (so a job written for Kudu runs unchanged apart from ``kudu.master``),
+kudusql's own ``kudusql.*`` options, and what each does here. It turns them into a
+typed ``SourceOptions`` and fails with one clear message on a bad value. An option it
+does not know is logged as a warning and ignored, as kudu-spark ignores unknown options.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,33 +19,64 @@ from urllib.parse import unquote, urlparse
 
 from kudusql.common.errors import ProgrammingError
 
-#: Write operations, as kudu-spark names them.
+log = logging.getLogger("kudusql.spark")
+
+#: Write operations (storage's names); kudu-spark's hyphenated spellings
+#: (``insert-ignore``) name the same ones.
 OPERATIONS = (
     "insert",
     "insert_ignore",
     "upsert",
+    "upsert_ignore",
     "update",
     "update_ignore",
     "delete",
     "delete_ignore",
 )
 
-#: Every option, lower-cased (Spark lower-cases keys), with what it does.
+#: The prefix of the table names Impala gives the Kudu tables it creates
+#: (``impala::db.t``); the SQL layer names the same table ``db.t``.
+IMPALA_PREFIX = "impala::"
+
+#: Every option, lower-cased (Spark lower-cases keys), with what it does here. The
+#: first block is kudu-spark's ``DefaultSource`` (``docs/SPARK.md`` has the table).
 KNOWN_OPTIONS = {
     "kudu.master": "the database: a directory path or a file:// URI",
-    "path": "the database, when given as load(path) / save(path)",
-    "kudu.table": "the table: t (default database) or db.t",
-    "kudu.snapshottimestampmicros": "read at this wall-clock time (microseconds since the epoch)",
-    "kudu.snapshottimestampms": "read at this wall-clock time (milliseconds, as kudu-spark)",
-    "kudu.splitsizebytes": "split a tablet's scan into pieces of about this many bytes",
-    "kudu.batchsize": "bytes per Arrow batch a read task yields (default 20 MiB)",
-    "kudu.faulttolerantscan": "true: each piece returns its rows in primary-key order",
-    "kudu.scanlocality": "accepted for kudu-spark jobs; every replica is local here",
-    "kudu.operation": "insert, insert_ignore, upsert (default), update, update_ignore, "
-    "delete or delete_ignore",
+    "kudu.table": "the table: t (database default), db.t, or Impala's impala::db.t",
+    "kudu.operation": "insert, insert-ignore, upsert (default), upsert-ignore, update, "
+    "update-ignore, delete or delete-ignore (or with _ for -)",
+    "kudu.faulttolerantscan": "true: each scan piece returns its rows in primary-key order",
+    "kudu.scanlocality": "closest_replica or leader_only: every tablet is local here",
     "kudu.ignorenull": "true: a NULL in an upsert or update leaves the stored value",
+    "kudu.ignoreduplicaterowerrors": "true: an insert skips rows whose key exists (insert-ignore)",
+    "kudu.repartition": "true: KuduContext writes repartition the DataFrame by the table's "
+    "partitioning (one task per tablet); every write routes rows to tablets anyway",
+    "kudu.repartition.sort": "with kudu.repartition: sort each partition by primary key "
+    "(default true); every write sorts each tablet's rows by key anyway",
+    "kudu.scanrequesttimeoutms": "accepted: a scan here waits on no tablet server",
+    "kudu.socketreadtimeoutms": "accepted: deprecated in kudu-spark, no effect there either",
+    "kudu.batchsize": "bytes per Arrow batch a read task yields (default 20 MiB)",
+    "kudu.keepaliveperiodms": "accepted: there is no remote scanner to keep alive",
+    "kudu.splitsizebytes": "split a tablet's scan into pieces of about this many bytes",
+    "kudu.handleschemadrift": "true: add the DataFrame's columns the table lacks, as "
+    "nullable columns, before writing",
+    "kudu.usedrivermetadata": "accepted: tasks always get the table's metadata from the "
+    "driver (in scan tokens and the write plan)",
+    "kudu.snapshottimestampms": "read at this wall-clock time (milliseconds)",
+    "kudu.saslprotocolname": "accepted: an embedded database has no connection to authenticate",
+    "kudu.requireauthentication": "accepted: an embedded database has no connection to "
+    "authenticate; access is the file system's permissions",
+    "kudu.encryptionpolicy": "optional, required or required_remote: accepted, nothing "
+    "travels over a network",
+    # -- beyond kudu-spark's DefaultSource ---------------------------------------------------
+    "path": "the database, when given as load(path) / save(path)",
+    "kudu.snapshottimestampmicros": "read at this wall-clock time (microseconds since the epoch)",
     "kudu.ignorerowerrors": "true: apply the good rows and count the bad ones "
     "instead of failing the job",
+    "kudu.operation.timeout.ms": "how long a write's commit waits for the database's "
+    "writer lock (default 30000, Kudu's operation timeout)",
+    "kudu.operationtimeoutms": "the same as kudu.operation.timeout.ms",
+    "checkpointlocation": "a streaming query's checkpoint (Spark's option)",
     "kudusql.pushfilters": "refused when true (Spark reuses a relation's last pushed read plan "
     "for later queries; see docs/SPARK.md); false is accepted",
     "kudusql.reportfile": "write a JSON summary of a write job (rows, errors) to this file",
@@ -68,6 +102,8 @@ DEFAULT_BATCH_BYTES = 20 << 20
 #: Spark's own default for packing files into read partitions
 #: (``spark.sql.files.maxPartitionBytes``).
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
+#: Kudu's default operation timeout (``kudu.operation.timeout.ms``).
+DEFAULT_LOCK_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -85,11 +121,20 @@ class SourceOptions:
     #: None: the CPU count of the process planning the read.
     min_partitions: int | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
+    repartition: bool = False
+    repartition_sort: bool = True
+    handle_schema_drift: bool = False
+    #: Seconds a commit waits for the database's writer lock.
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
 
 
 def storage_table_name(name: str) -> str:
-    """The storage name of a SQL table name: ``default.t`` and ``t`` are ``t``."""
+    """The storage name of a table name as a Kudu job gives it: ``t``, ``db.t``, or the
+    name Impala gave a Kudu table it created, ``impala::db.t``, which the SQL layer calls
+    ``db.t``; ``default.t`` is ``t`` (the SQL layer's database ``default``)."""
     name = name.strip()
+    if name.lower().startswith(IMPALA_PREFIX):
+        name = name[len(IMPALA_PREFIX) :].strip()
     if not name:
         raise ProgrammingError("option kudu.table is empty")
     db, dot, table = name.partition(".")
@@ -136,13 +181,61 @@ def _int_option(opts: Mapping[str, str], name: str) -> int | None:
     return _positive_int(name, opts[key]) if key in opts else None
 
 
+def operation_name(value: str) -> str:
+    """Storage's name of a ``kudu.operation`` value (``insert-ignore`` is
+    ``insert_ignore``; any case)."""
+    op = value.strip().lower().replace("-", "_")
+    if op not in OPERATIONS:
+        raise ProgrammingError(
+            f"option kudu.operation: unknown operation {value.strip()!r}; expected one of "
+            + ", ".join(o.replace("_", "-") for o in OPERATIONS)
+        )
+    return op
+
+
+_warned: set[str] = set()
+
+
+def _warn_unknown(keys: list[str]) -> None:
+    """Log each unknown option once per process (the source parses its options in every
+    call Spark makes)."""
+    new = [k for k in keys if k not in _warned]
+    if new:
+        _warned.update(new)
+        log.warning(
+            "kudusql: ignoring unknown option(s) %s (kudu-spark ignores unknown options too; "
+            "see docs/SPARK.md for the options kudusql knows)",
+            ", ".join(new),
+        )
+
+
+def _choice(opts: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
+    v = opts.get(name.lower(), default).strip().lower()
+    if v not in allowed:
+        raise ProgrammingError(f"option {name}: expected {' or '.join(allowed)}, got {v!r}")
+    return v
+
+
+def _timeout_s(opts: Mapping[str, str]) -> float:
+    for name in ("kudu.operation.timeout.ms", "kudu.operationTimeoutMs"):
+        if name.lower() in opts:
+            v = opts[name.lower()]
+            try:
+                ms = int(str(v).strip())
+            except ValueError:
+                raise ProgrammingError(f"option {name}: expected an integer, got {v!r}") from None
+            if ms < 0:
+                raise ProgrammingError(f"option {name}: must not be negative, got {ms}")
+            return ms / 1000
+    return DEFAULT_LOCK_TIMEOUT_S
+
+
 def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> SourceOptions:
     """Validate and type the options Spark passed (keys in any case)."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
     unknown = sorted(k for k in opts if k not in KNOWN_OPTIONS)
     if unknown:
-        known = ", ".join(k for k in KNOWN_OPTIONS if k != "path")
-        raise ProgrammingError(f"unknown kudusql option(s) {', '.join(unknown)}; known: {known}")
+        _warn_unknown(unknown)
     master = opts.get("kudu.master") or opts.get("path")
     if not master:
         raise ProgrammingError("option kudu.master (the database path) is required")
@@ -158,19 +251,20 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
     batch = _int_option(opts, "kudu.batchSize") or DEFAULT_BATCH_BYTES
     min_parts = _int_option(opts, "kudusql.minPartitions")
     max_part = _int_option(opts, "kudusql.maxPartitionBytes") or DEFAULT_MAX_PARTITION_BYTES
-    op = opts.get("kudu.operation", "upsert").strip().lower()
-    if op not in OPERATIONS:
-        raise ProgrammingError(
-            f"option kudu.operation: unknown operation {op!r}; expected one of "
-            + ", ".join(OPERATIONS)
-        )
+    # Accepted, with nothing to do here (docs/SPARK.md); their values are still checked.
+    for name in ("kudu.scanRequestTimeoutMs", "kudu.socketReadTimeoutMs", "kudu.keepAlivePeriodMs"):
+        _int_option(opts, name)
+    for name in ("kudu.useDriverMetadata", "kudu.requireAuthentication"):
+        _bool(name, opts.get(name.lower(), "false"))
+    _choice(opts, "kudu.encryptionPolicy", ("optional", "required", "required_remote"), "optional")
+    op = operation_name(opts.get("kudu.operation", "upsert"))
+    if op == "insert" and _bool(
+        "kudu.ignoreDuplicateRowErrors", opts.get("kudu.ignoreduplicaterowerrors", "false")
+    ):
+        op = "insert_ignore"  # kudu-spark's older spelling of insert-ignore
     if _bool("kudusql.pushFilters", opts.get("kudusql.pushfilters", "false")):
         raise ProgrammingError(PUSH_FILTERS_REFUSED)
-    locality = opts.get("kudu.scanlocality", "closest_replica").strip().lower()
-    if locality not in ("closest_replica", "leader_only"):
-        raise ProgrammingError(
-            f"option kudu.scanLocality: expected closest_replica or leader_only, got {locality!r}"
-        )
+    _choice(opts, "kudu.scanLocality", ("closest_replica", "leader_only"), "closest_replica")
     return SourceOptions(
         database=database_path(master),
         table=storage_table_name(table) if table.strip() else "",
@@ -184,4 +278,10 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
         report_file=opts.get("kudusql.reportfile") or None,
         min_partitions=min_parts,
         max_partition_bytes=max_part,
+        repartition=_bool("kudu.repartition", opts.get("kudu.repartition", "false")),
+        repartition_sort=_bool("kudu.repartition.sort", opts.get("kudu.repartition.sort", "true")),
+        handle_schema_drift=_bool(
+            "kudu.handleSchemaDrift", opts.get("kudu.handleschemadrift", "false")
+        ),
+        lock_timeout_s=_timeout_s(opts),
     )

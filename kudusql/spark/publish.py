@@ -1,7 +1,8 @@
 """The commit of a Spark write job: apply every staged row at one timestamp, or none.
 
 Runs in the Python worker Spark starts for ``commit``. It opens the database as its
-writer (another writer process holding it is a clear OperationalError), checks the
+writer (``open_writer``: waiting up to ``kudu.operation.timeout.ms`` while another
+writer process holds it, then a clear OperationalError naming that process), checks the
 table is the one the job planned against (not dropped, not altered), reads the files
 the successful tasks staged, and under ``Table.exclusive`` (no other writer of the
 table in between):
@@ -30,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kudusql.common.errors import ProgrammingError
+from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.common.hybrid_time import to_micros
-from kudusql.common.row_operations import WriteOp
+from kudusql.common.row_operations import WriteOp, WriteResult
 from kudusql.spark.staging import (
     RowErrorsFailure,
     StagedTask,
@@ -47,6 +48,8 @@ from kudusql.storage.tables.table import Table
 
 SAMPLE_ERRORS = 5
 _OP_COLUMN = "__kudusql_op"
+#: Operations for which kudu.ignoreNull keeps the stored value of a NULL.
+_KEEPS_STORED = (WriteOp.UPSERT, WriteOp.UPSERT_IGNORE, WriteOp.UPDATE, WriteOp.UPDATE_IGNORE)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class JobPlan:
     report_file: str | None = None
     #: Tasks stage DiskRowSets (an INSERT into a table empty when the job was planned).
     stage_rowsets: bool = False
+    #: Seconds the commit waits for the database's writer lock.
+    lock_timeout_s: float = 30.0
 
 
 @dataclass
@@ -83,6 +88,10 @@ class JobSummary:
     #: sees the job's rows (kudu-spark's propagated timestamp).
     timestamp_micros: int | None = None
     seconds: float = 0.0
+    #: A streaming sink's micro-batch: its id, and whether its query had committed it
+    #: before (then it applied nothing).
+    batch_id: int | None = None
+    batch_already_committed: bool = False
 
 
 def commit_job(plan: JobPlan, tasks: Sequence[StagedTask | None]) -> JobSummary:
@@ -92,9 +101,9 @@ def commit_job(plan: JobPlan, tasks: Sequence[StagedTask | None]) -> JobSummary:
     summary = JobSummary(plan.table, plan.operation, tasks=len(done))
     summary.rows_staged = sum(t.rows for t in done)
     try:
-        with Database(plan.database, maintenance=False) as db:
+        with open_writer(plan.database, plan.lock_timeout_s) as db:
             remove_stale_jobs(plan.database, keep=plan.job_dir)
-            table = _planned_table(db, plan)
+            table = planned_table(db, plan)
             if plan.stage_rowsets:
                 _adopt(table, done, summary)
                 return _finish(plan, summary, t0)
@@ -111,6 +120,27 @@ def commit_job(plan: JobPlan, tasks: Sequence[StagedTask | None]) -> JobSummary:
     finally:
         remove_job(plan.job_dir)
     return _finish(plan, summary, t0)
+
+
+#: What ``DirLock`` says when another process holds the database's writer lock.
+_LOCKED = "is locked by"
+
+
+def open_writer(database: str, timeout_s: float) -> Database:
+    """The database opened as its writer, waiting up to ``timeout_s`` seconds (polling,
+    with backoff) while another process holds its writer lock; then the lock's
+    OperationalError, which names the holder."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.02
+    while True:
+        try:
+            return Database(database, maintenance=False)
+        except OperationalError as e:
+            left = deadline - time.monotonic()
+            if _LOCKED not in str(e) or left <= 0:
+                raise
+            time.sleep(min(delay, left))
+            delay = min(2 * delay, 0.5)
 
 
 def _finish(plan: JobPlan, summary: JobSummary, t0: float) -> JobSummary:
@@ -135,7 +165,7 @@ def abort_job(plan: JobPlan) -> None:
     remove_job(plan.job_dir)
 
 
-def _planned_table(db: Database, plan: JobPlan) -> Table:
+def planned_table(db: Database, plan: JobPlan) -> Table:
     if not db.has_table(plan.table):
         raise ProgrammingError(
             f"table {plan.table!r} was dropped while the write job ran; nothing was written"
@@ -150,27 +180,44 @@ def _planned_table(db: Database, plan: JobPlan) -> Table:
     return table
 
 
-def _apply(table: Table, plan: JobPlan, data: pa.Table, summary: JobSummary) -> None:
+def prepare_batch(
+    table: Table, plan: JobPlan, data: pa.Table, summary: JobSummary, snapshot: int
+) -> tuple[pa.Table, WriteOp | None, str | None]:
+    """The job's rows as the one write that applies them (inside ``table.exclusive()``,
+    whose snapshot is ``snapshot``): with overwrite, the DELETE of every live row and the
+    INSERT of the job's rows (per-row operations in ``op_column``); with ignoreNull,
+    NULLs taken from the stored rows. Raises the job's row-error failure if the batch
+    has row errors and the job does not ignore them. Returns (data, op, op_column)."""
     op = WriteOp.parse(plan.operation)
-    with table.exclusive() as snapshot:
-        op_column = None
-        if plan.overwrite:
-            data, summary.rows_deleted_by_overwrite = _with_truncate(table, data, snapshot)
-            op_column = _OP_COLUMN
-        elif plan.ignore_null and op in (WriteOp.UPSERT, WriteOp.UPDATE, WriteOp.UPDATE_IGNORE):
-            data = _fill_nulls(table, data, snapshot)
-        if not data.num_rows:
-            return
-        wop = None if op_column else op
+    op_column = None
+    if plan.overwrite:
+        data, summary.rows_deleted_by_overwrite = _with_truncate(table, data, snapshot)
+        op_column = _OP_COLUMN
+    elif plan.ignore_null and op in _KEEPS_STORED:
+        data = _fill_nulls(table, data, snapshot)
+    wop = None if op_column else op
+    if data.num_rows:
         errors = table.check_write(data, wop, op_column=op_column)
         if errors and not plan.ignore_row_errors:
             raise RowErrorsFailure(failure_message(len(errors), [str(e) for e in errors]))
-        result = table.write(data, wop, op_column=op_column)
+    return data, wop, op_column
+
+
+def record_result(summary: JobSummary, result: WriteResult) -> None:
     summary.rows_applied = result.applied
     summary.rows_ignored = result.ignored
     summary.rows_rejected = len(result.errors)
     summary.sample_errors = [str(e) for e in result.errors[:SAMPLE_ERRORS]]
     summary.timestamp_micros = to_micros(result.timestamp) + 1
+
+
+def _apply(table: Table, plan: JobPlan, data: pa.Table, summary: JobSummary) -> None:
+    with table.exclusive() as snapshot:
+        data, op, op_column = prepare_batch(table, plan, data, summary, snapshot)
+        if not data.num_rows:
+            return
+        result = table.write(data, op, op_column=op_column)
+    record_result(summary, result)
 
 
 def _with_truncate(table: Table, data: pa.Table, snapshot: int) -> tuple[pa.Table, int]:

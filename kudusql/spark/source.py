@@ -1,31 +1,55 @@
 """``DefaultSource``: the kudusql data source as Spark sees it (``format("kudusql")``).
 
-Spark imports the top-level module ``pyspark_kudusql`` in its Python workers and
-registers this class under its ``name()``, so no registration call is needed;
-``register(spark)`` in ``kudusql.spark.session`` does it explicitly. The source reads
-the table's schema from the database (opened read-only), and hands out a reader
-(``reader``) or a writer (``writer``) for one table.
+Spark imports the top-level modules ``pyspark_*`` in its Python workers and registers
+the ``DefaultSource`` of each under its ``name()``, so no registration call is needed:
+``pyspark_kudusql`` registers ``kudusql``, and ``pyspark_kudusql_kudu`` and
+``pyspark_kudusql_kudu_spark`` register the same source as kudu-spark's names,
+``kudu`` and ``org.apache.kudu.spark.kudu`` (``KuduAlias``, ``KuduSparkAlias``; Spark
+resolves a JVM source of the same name first, so with kudu-spark's jar on the
+classpath those names are kudu-spark's). ``register(spark)`` in
+``kudusql.spark.session`` registers all three explicitly. The source reads the table's
+schema from the database (opened read-only), and hands out a reader (``reader``), a
+writer (``writer``) or a streaming writer (``streamWriter``) for one table. Planning a
+write with ``kudu.handleSchemaDrift`` first adds the DataFrame's new columns to the
+table (``add_new_columns``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from kudusql.common.errors import ProgrammingError
+from kudusql.common.schema import ColumnSchema
 from kudusql.spark.options import SourceOptions, parse_options
-from kudusql.spark.publish import JobPlan
+from kudusql.spark.publish import JobPlan, open_writer
 from kudusql.spark.reader import KudusqlReader
-from kudusql.spark.spark_schema import check_write_schema, read_columns, spark_schema
+from kudusql.spark.spark_schema import (
+    check_write_schema,
+    find_column,
+    kudusql_type,
+    read_columns,
+    spark_schema,
+)
 from kudusql.spark.staging import new_job_dir
+from kudusql.spark.streaming import KudusqlStreamWriter
 from kudusql.spark.writer import KudusqlWriter
+from kudusql.storage.tables.alter import AddColumn
 from kudusql.storage.tables.database import Database
-from kudusql.storage.tables.staging import can_stage, staging_target
+from kudusql.storage.tables.staging import StagingTarget, can_stage, staging_target
 from kudusql.storage.tables.table import Table
+
+log = logging.getLogger("kudusql.spark")
 
 #: pyspark's worker prints an error's message without its Python traceback when this
 #: variable is set in the worker process (``pyspark.util.handle_worker_exception``).
@@ -67,6 +91,30 @@ def open_table(db: Database, opts: SourceOptions, *, write: bool = False) -> Tab
     return db.table(opts.table)
 
 
+def add_new_columns(opts: SourceOptions, schema: StructType) -> None:
+    """``kudu.handleSchemaDrift``: add each DataFrame column the table lacks (matched
+    ignoring case) as a nullable column of the Spark type's kudusql type, as kudu-spark
+    does; a column another writer added meanwhile is kept as it is."""
+    with Database(opts.database, read_only=True) as db:
+        have = open_table(db, opts, write=True).schema
+    new = [f for f in schema.fields if find_column(have, f.name) is None]
+    if not new:
+        return
+    steps = [
+        AddColumn(ColumnSchema(f.name, kudusql_type(f.dataType, f.name)), if_not_exists=True)
+        for f in new
+    ]
+    with open_writer(opts.database, opts.lock_timeout_s) as db:
+        open_table(db, opts, write=True)
+        db.alter_table(opts.table, steps)
+    log.info(
+        "kudusql: added %d column(s) to table %r for schema drift: %s",
+        len(new),
+        opts.table,
+        ", ".join(f.name for f in new),
+    )
+
+
 class DefaultSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -91,10 +139,23 @@ class DefaultSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         with user_errors():
-            return self._writer(schema, overwrite)
+            opts = self._opts()
+            plan, table = self._plan(opts, schema, overwrite, stream=False)
+            return KudusqlWriter(plan, table)
 
-    def _writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        opts = self._opts()
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The streaming sink (Spark calls this when the query starts, and again for
+        every batch's commit); see ``kudusql.spark.streaming``."""
+        with user_errors():
+            opts = self._opts()
+            plan, table = self._plan(opts, schema, overwrite, stream=True)
+            return KudusqlStreamWriter(plan, table, self.options.get("checkpointLocation"))
+
+    def _plan(
+        self, opts: SourceOptions, schema: StructType, overwrite: bool, *, stream: bool
+    ) -> tuple[JobPlan, StagingTarget]:
+        if opts.handle_schema_drift:
+            add_new_columns(opts, schema)
         with Database(opts.database, read_only=True) as db:
             table = open_table(db, opts, write=True)
             meta = table.meta
@@ -112,7 +173,11 @@ class DefaultSource(DataSource):
             columns = check_write_schema(meta.schema, opts.table, schema, op)
             # An INSERT into an empty table: tasks write DiskRowSets the commit adopts.
             rowsets = (
-                op == "insert" and not overwrite and not opts.ignore_row_errors and can_stage(table)
+                not stream
+                and op == "insert"
+                and not overwrite
+                and not opts.ignore_row_errors
+                and can_stage(table)
             )
             plan = JobPlan(
                 database=opts.database,
@@ -124,8 +189,30 @@ class DefaultSource(DataSource):
                 overwrite=overwrite,
                 ignore_null=opts.ignore_null,
                 ignore_row_errors=opts.ignore_row_errors,
-                job_dir=new_job_dir(opts.database),
+                # a streaming query stages each batch in its own directory (streaming.py)
+                job_dir="" if stream else new_job_dir(opts.database),
                 report_file=opts.report_file,
                 stage_rowsets=rowsets,
+                lock_timeout_s=opts.lock_timeout_s,
             )
-            return KudusqlWriter(plan, staging_target(table))
+            return plan, staging_target(table)
+
+
+class KuduAlias(DefaultSource):
+    """The source under kudu-spark's short name, ``format("kudu")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kudu"
+
+
+class KuduSparkAlias(DefaultSource):
+    """The source under kudu-spark's package name, ``format("org.apache.kudu.spark.kudu")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "org.apache.kudu.spark.kudu"
+
+
+#: Every name the source answers to.
+SOURCES: tuple[type[DefaultSource], ...] = (DefaultSource, KuduAlias, KuduSparkAlias)

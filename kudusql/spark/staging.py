@@ -18,6 +18,12 @@ directory itself; removal first renames it aside, so a task Spark has not yet st
 (a cancelled sibling of a failed task, a speculative attempt) fails to stage instead of
 re-creating a directory nobody will remove. A directory left behind by a driver that
 died is removed by a later commit once it is older than ``STALE_AFTER_S``.
+
+A streaming query stages every micro-batch in one directory of its own,
+``stream-<query id>/`` (``stream_dir``), which its tasks create when it is missing;
+each file is named by its batch (``b<batch id>-part-...``). The commit of batch N
+removes every file of batches up to N (``remove_stream_batches``): what the commit
+applied, and what failed or repeated attempts left behind.
 """
 
 from __future__ import annotations
@@ -112,11 +118,18 @@ def _ended(job_dir: str) -> JobEnded:
 
 
 def stage_batches(
-    job_dir: str, partition: int, attempt: int, batches: Iterable[pa.RecordBatch]
+    job_dir: str,
+    partition: int,
+    attempt: int,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    prefix: str = "",
 ) -> StagedTask:
-    """Write ``batches`` to one new IPC file of the job; an empty task stages nothing."""
+    """Write ``batches`` to one new IPC file of the job (its name starts with
+    ``prefix``); an empty task stages nothing."""
     task = StagedTask(partition, attempt)
-    path = os.path.join(job_dir, f"part-{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
+    name = f"{prefix}part-{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.arrow"
+    path = os.path.join(job_dir, name)
     writer: ipc.RecordBatchStreamWriter | None = None
     try:
         for b in batches:
@@ -180,6 +193,42 @@ def stage_rowset_batches(
     if pending:
         flush()
     return task
+
+
+def stream_dir_path(database: str, query_id: str) -> str:
+    """Where streaming query ``query_id`` stages its batches."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in query_id)
+    return os.path.join(database, STAGING_DIR, f"stream-{safe}")
+
+
+def stream_dir(database: str, query_id: str) -> str:
+    """The staging directory of streaming query ``query_id``, created if missing (a task
+    creates it: a streaming query has no driver-side plan per batch)."""
+    path = stream_dir_path(database, query_id)
+    for attempt in range(5):
+        try:
+            os.makedirs(path, exist_ok=True)
+            break
+        except FileNotFoundError:  # a job's removal took the empty staging root meanwhile
+            if attempt == 4:
+                raise
+    return path
+
+
+def batch_prefix(batch_id: int) -> str:
+    """The name prefix of the files a streaming query stages for ``batch_id``."""
+    return f"b{batch_id}-"
+
+
+def remove_stream_batches(directory: str, up_to: int) -> None:
+    """Remove every file of ``directory`` (a query's ``stream_dir``) staged for a batch
+    id up to ``up_to``."""
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory):
+            head = name.partition("-")[0]
+            if head[:1] == "b" and head[1:].isdigit() and int(head[1:]) <= up_to:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(directory, name))
 
 
 def read_staged(files: Iterable[str]) -> Iterator[pa.RecordBatch]:

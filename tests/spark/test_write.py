@@ -253,7 +253,8 @@ def test_a_database_locked_by_another_writer(spark: SparkSession, tmp_path: Path
     holder = kudusql.connect(db)  # this process is the writer now
     try:
         with pytest.raises(Exception, match=rf"locked.*{os.getpid()}"):
-            write(frame(spark, [(1, "x", 1)]), db)
+            # no wait for the lock (the default is Kudu's operation timeout, 30 s)
+            write(frame(spark, [(1, "x", 1)]), db, **{"kudu.operation.timeout.ms": "0"})
     finally:
         holder.close()
     assert table(db)[1] == (1, "s1", 10)

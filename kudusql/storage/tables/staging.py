@@ -14,12 +14,18 @@ that no key was staged twice in a tablet and has the tablets adopt them
 Rows that fail a check are a ``StagedRowErrors`` with their count and a few samples,
 raised before anything is written or adopted; the caller words the failure. Where the
 staging directories live and when they are removed belongs to the caller.
+
+A commit that must record what it published in the same breath (a Spark streaming
+sink's batch id beside the batch's rows) hands both batches to ``write_together``: one
+transaction of the commit log over the tablets of several tables, so a crash leaves
+both or neither.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -27,15 +33,18 @@ import numpy as np
 import pyarrow as pa
 
 from kudusql.common.arrays import sorted_unique
-from kudusql.common.errors import DataError
+from kudusql.common.errors import DataError, OperationalError, ProgrammingError
 from kudusql.common.keys import decode_key
-from kudusql.common.row_operations import RowError, WriteOp, WriteResult
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult, operations
 from kudusql.common.schema import Schema
 from kudusql.storage.tables.partition import NO_TABLET_MESSAGE, PartitionSchema, partition_for_batch
-from kudusql.storage.tables.table import Table
+from kudusql.storage.tables.table import MIN_BULK_PART_ROWS, Table
+from kudusql.storage.tables.txn_log import CommitOutcomeUnknown
 from kudusql.storage.tablet.bulk_load import repeated_rows, stage_rowsets, staged_duplicates
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta, default_column
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
+from kudusql.storage.tablet.tablet import Tablet
+from kudusql.storage.tablet.txn_part import TxnPart, abort_part, commit_part
 from kudusql.storage.tablet.write_ops import prepare
 from kudusql.storage.tablet.write_path import row_errors
 
@@ -163,3 +172,99 @@ def adopt(table: Table, staged: Iterable[StagedRowSet]) -> WriteResult:
     if dups:
         raise StagedRowErrors(dups, samples)
     return table.adopt_staged(by_tablet)
+
+
+class TableWrite(NamedTuple):
+    """One table's batch of a ``write_together``: one operation for every row, or each
+    row's from ``op_column`` (as ``Table.write`` takes them)."""
+
+    table: Table
+    data: pa.Table
+    op: WriteOp | None = None
+    op_column: str | None = None
+
+
+def write_together(writes: Sequence[TableWrite]) -> list[WriteResult]:
+    """Apply each table's batch at one timestamp as one transaction of the database's
+    commit log (the protocol of ``Table.write`` for a batch that spans tablets,
+    ``txn_log.py``): every part of every table prepared and durable, the COMMIT made
+    durable, then every part applied. A failure or crash before the COMMIT leaves
+    nothing of any batch; after it, replay applies all of them. Row errors are reported
+    per table, as ``Table.write`` reports them (bad rows are skipped); returns one
+    ``WriteResult`` per write, in order.
+
+    The tables' write locks are taken in table-id order, then the participant tablets'
+    in tablet-id order, and held until every part is applied."""
+    if not writes:
+        return []
+    db = writes[0].table.db
+    if any(w.table.db is not db for w in writes):
+        raise ProgrammingError("write_together: every table must belong to one database")
+    db._check_writable()
+    order = sorted(range(len(writes)), key=lambda i: writes[i].table.id)
+    errors: dict[int, list[RowError]] = {}
+    held: list[tuple[int, int, Tablet, pa.Table, np.ndarray | None]] = []
+    with contextlib.ExitStack() as stack:
+        for i in order:
+            w = writes[i]
+            ops = operations(w.data, w.op, w.op_column)
+            rt, parts, errs = stack.enter_context(w.table._routed(w.data, ops))
+            errors[i] = errs
+            tablets = rt.tablets()
+            held += [
+                (i, rt.meta.tablets[p.slot].id, tablets[p.slot], p.data, p.rows) for p in parts
+            ]
+        held.sort(key=lambda h: h[1])
+        total = sum(h[3].num_rows for h in held)
+        bulk_rows = None
+        if total >= db.options.bulk_load_rows:
+            bulk_rows = min(db.options.bulk_load_rows, MIN_BULK_PART_ROWS)
+        for h in held:
+            stack.enter_context(h[2].hold(maint=bulk_rows is not None))
+        txns = db.txn_log()
+        txn = txns.begin()
+        ts = db.mvcc.start_op()
+        prepared: list[TxnPart] = []
+        try:
+            for i, _, tablet, data, _rows in held:
+                w = writes[i]
+                prepared.append(
+                    tablet.prepare_part(
+                        data, w.op, op_column=w.op_column, timestamp=ts, bulk_rows=bulk_rows
+                    )
+                )
+            for x in prepared:
+                x.wait_durable()
+            txns.commit(txn, ts, [h[1] for h, x in zip(held, prepared, strict=True) if x.holds])
+        except BaseException as e:
+            for x in prepared:
+                abort_part(x)
+            if isinstance(e, CommitOutcomeUnknown):
+                db.poison(str(e))
+            else:
+                txns.abort(txn)
+            db.mvcc.abort_op(ts)
+            raise
+        failures: list[Exception] = []
+        for h, x in zip(held, prepared, strict=True):
+            try:
+                commit_part(x)
+            except OperationalError as err:
+                failures.append(err)
+                continue
+            if x.logged:  # a bulk part proves it at its tablet's next save
+                txns.finalized(ts, h[1], x.tablet)
+        db.mvcc.finish_op(ts)
+    if failures:
+        raise failures[0]
+    results = [WriteResult(ts, 0, 0, errors[i]) for i in range(len(writes))]
+    for (i, _, _, _, rows), x in zip(held, prepared, strict=True):
+        r = results[i]
+        r.applied += x.result.applied
+        r.ignored += x.result.ignored
+        for re in x.result.errors:
+            idx = re.index if rows is None else int(rows[re.index])
+            r.errors.append(RowError(idx, re.op, re.key, re.status, re.message))
+    for r in results:
+        r.errors.sort(key=lambda re: re.index)
+    return results
