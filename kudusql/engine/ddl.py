@@ -63,10 +63,13 @@ def set_option(session: Session, s: st.SetOption) -> Result:
 
 
 def _properties(s: st.CreateTable) -> dict[str, str]:
-    props = dict(s.properties)
-    if s.comment:
-        props["comment"] = s.comment
-    return props
+    """The table properties of a CREATE TABLE; Impala's ``comment`` property is the
+    table's comment (``_comment``), not a property."""
+    return {k: v for k, v in s.properties.items() if k != "comment"}
+
+
+def _comment(s: st.CreateTable, inherited: str = "") -> str:
+    return s.comment or s.properties.get("comment", "") or inherited
 
 
 def _fresh(schema: Schema) -> Schema:
@@ -94,7 +97,14 @@ def create_table(session: Session, s: st.CreateTable) -> Result:
         schema = _fresh(src.schema)
         ps = s.partition_schema(schema) if s.partitioning else src.partition_schema
         props = {**src.meta.properties, **_properties(s)}
-        session.db.create_table(name, schema, ps, properties=props, if_not_exists=s.if_not_exists)
+        session.db.create_table(
+            name,
+            schema,
+            ps,
+            properties=props,
+            if_not_exists=s.if_not_exists,
+            comment=_comment(s, src.meta.comment),
+        )
         return Result(warnings=warnings)
     if s.as_select is not None:
         return _create_table_as(session, s, name, warnings)
@@ -105,6 +115,7 @@ def create_table(session: Session, s: st.CreateTable) -> Result:
         s.partition_schema(schema),
         properties=_properties(s),
         if_not_exists=s.if_not_exists,
+        comment=_comment(s),
     )
     return Result(warnings=warnings)
 
@@ -128,7 +139,7 @@ def _create_table_as(session: Session, s: st.CreateTable, name: str, warnings: l
         data.schema, key, str(s.table), key_unique=s.key_unique
     )
     table = session.db.create_table(
-        name, schema, s.partition_schema(schema), properties=_properties(s)
+        name, schema, s.partition_schema(schema), properties=_properties(s), comment=_comment(s)
     )
     try:
         res = session._write(table, data.select(order), order, WriteOp.INSERT)

@@ -272,7 +272,7 @@ def create_table_sql(t: Table) -> str:
     if levels:
         out += "\nPARTITION BY " + ", ".join(levels)
     props = dict(t.meta.properties)
-    comment = props.pop("comment", "")
+    comment = t.meta.comment
     if comment:
         out += f"\nCOMMENT {literal_sql(comment)}"
     out += "\nSTORED AS KUDU"

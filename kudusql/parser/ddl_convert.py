@@ -34,6 +34,8 @@ from kudusql.storage.tables.alter import (
     AlterColumn,
     DropColumn,
     DropRangePartition,
+    SetComment,
+    SetOwner,
     SetProperties,
 )
 from kudusql.storage.tables.partition import HashDimension, RangeBounds
@@ -363,10 +365,23 @@ def _alter_step(node: exp.Expr) -> st.ParserStep | list[st.ParserStep]:
         return st.RenameTo(table_name(node.this))
     if isinstance(node, nodes.AlterColumnAction):
         return _alter_column(node)
+    if isinstance(node, nodes.SetOwnerAction):
+        return SetOwner(ident(node.this))
     if isinstance(node, nodes.SetTblPropertiesAction):
-        props = _properties(node.expressions)
-        return SetProperties(props if not node.args.get("unset") else dict.fromkeys(props))
+        return _set_properties(_properties(node.expressions), bool(node.args.get("unset")))
     raise StatementError(f"unsupported ALTER TABLE action {node.sql('kudusql')}", node)
+
+
+def _set_properties(props: dict[str, str | None], unset: bool) -> list[st.ParserStep]:
+    """SET / UNSET TBLPROPERTIES (UNSET: values None). Impala's ``comment`` property is
+    the table's comment, which Kudu keeps as a field of its own (``SetComment``); the
+    rest are properties."""
+    out: list[st.ParserStep] = []
+    if "comment" in props:
+        out.append(SetComment("" if unset else props.pop("comment") or ""))
+    if props:
+        out.append(SetProperties(dict.fromkeys(props) if unset else props))
+    return out
 
 
 def _alter_column(node: exp.Expr) -> list[st.ParserStep]:

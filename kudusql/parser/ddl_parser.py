@@ -430,7 +430,15 @@ class DdlParser(DuckDBParser):
             return self.expression(nodes.RenameTableAction(this=self._k_table()))
         if self._match(TokenType.ALTER):
             return self._k_alter_column()
-        if self._match(TokenType.SET) and self._match_text_seq("TBLPROPERTIES"):
+        if self._match(TokenType.SET):
+            if self._match_text_seq("OWNER"):
+                if self._match_text_seq("ROLE"):
+                    self.raise_error("a Kudu table's owner is a user: SET OWNER USER name")
+                if not self._match_text_seq("USER"):
+                    self.raise_error("Expected USER after SET OWNER")
+                return self.expression(nodes.SetOwnerAction(this=self._k_ident("a user name")))
+            if not self._match_text_seq("TBLPROPERTIES"):
+                self.raise_error("Expected TBLPROPERTIES or OWNER after SET")
             return self.expression(
                 nodes.SetTblPropertiesAction(expressions=self._k_properties(with_values=True))
             )
@@ -442,7 +450,7 @@ class DdlParser(DuckDBParser):
             )
         self.raise_error(
             "Expected an ALTER TABLE action: ADD, DROP, CHANGE, RENAME TO, ALTER COLUMN, "
-            "SET TBLPROPERTIES, UNSET TBLPROPERTIES or EXECUTE"
+            "SET TBLPROPERTIES, UNSET TBLPROPERTIES, SET OWNER or EXECUTE"
         )
         raise AssertionError("unreachable")
 

@@ -269,6 +269,9 @@ class KuduGenerator(DuckDBGenerator):
         props = ", ".join(self.sql(p) for p in e.expressions)
         return f"{'UNSET' if e.args.get('unset') else 'SET'} TBLPROPERTIES ({props})"
 
+    def k_set_owner(self, e: nodes.SetOwnerAction) -> str:
+        return f"SET OWNER USER {self.sql(e, 'this')}"
+
     TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
         **DuckDBGenerator.TRANSFORMS,
         nodes.CreateDatabase: k_create_database,
@@ -306,6 +309,7 @@ class KuduGenerator(DuckDBGenerator):
         nodes.RenameTableAction: k_rename_table,
         nodes.AlterColumnAction: k_alter_column,
         nodes.SetTblPropertiesAction: k_set_properties,
+        nodes.SetOwnerAction: k_set_owner,
     }
 
 

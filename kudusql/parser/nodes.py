@@ -175,6 +175,12 @@ class SetTblPropertiesAction(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"expressions": True, "unset": False}
 
 
+class SetOwnerAction(exp.Expression):
+    """``SET OWNER USER name``: the table's owner (Kudu keeps it on the table)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
 # -- maintenance ------------------------------------------------------------------------
 class MaintainTable(KuduStatement):
     """``ALTER TABLE t EXECUTE FLUSH | COMPACT | GC | MAINTENANCE`` and the short forms

@@ -192,3 +192,25 @@ def test_auto_incrementing_column_alterations_follow_kudu(client: kudu.Client) -
     alterer.alter_column(col).comment("row number")
     alterer.alter()
     assert client.table("t").schema[col].comment == "row number"
+
+
+def test_sql_and_the_client_share_owner_and_comment(tmp_path: Path) -> None:
+    """SQL's COMMENT / ``comment`` property and SET OWNER USER are the values the client
+    reads and sets (one comment, not a property beside a field)."""
+    path = str(tmp_path / "db")
+    with kudusql.connect(path) as conn:
+        cur = conn.cursor()
+        cur.execute(
+            "CREATE TABLE t (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2 "
+            "COMMENT 'from sql'"
+        )
+        cur.execute("ALTER TABLE t SET OWNER USER alice")
+    client = kudu.connect(path)
+    t = client.table("t")
+    assert (t.owner, t.comment) == ("alice", "from sql")
+    client.new_table_alterer(t).set_comment("from the client").alter()
+    client.close()
+    with kudusql.connect(path) as conn:
+        cur = conn.cursor()
+        cur.execute("SHOW CREATE TABLE t")
+        assert "COMMENT 'from the client'" in cur.fetchone()[0]

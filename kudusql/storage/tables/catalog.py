@@ -141,8 +141,13 @@ class TableMeta:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TableMeta:
-        # owner, comment and soft_deleted are absent in catalogs written before them
+        # owner, comment and soft_deleted are absent in catalogs written before them;
+        # there the comment is the table property "comment" (as Impala keeps it).
         soft = d.get("soft_deleted") or {}
+        props = {str(k): str(v) for k, v in d.get("properties", {}).items()}
+        comment = str(d.get("comment", "")) or props.get("comment", "")
+        if "comment" not in d:
+            props.pop("comment", None)
         return cls(
             int(d["id"]),
             d["name"],
@@ -150,11 +155,11 @@ class TableMeta:
             PartitionSchema.from_dict(d["partition_schema"]),
             tuple(TabletEntry.from_dict(t) for t in d["tablets"]),
             int(d.get("schema_version", 0)),
-            {str(k): str(v) for k, v in d.get("properties", {}).items()},
+            props,
             int(d.get("created_micros", 0)),
             d.get("statistics"),
             str(d.get("owner", "")),
-            str(d.get("comment", "")),
+            comment,
             int(soft.get("at_micros", 0)),
             int(soft.get("reserve_seconds", 0)),
         )

@@ -210,7 +210,7 @@ syntax error at line 1, column 7: Expected TABLE after FLUSH
 -- statement
 ALTER TABLE t
 -- error
-syntax error at line 1, column 14: Expected an ALTER TABLE action: ADD, DROP, CHANGE, RENAME TO, ALTER COLUMN, SET TBLPROPERTIES, UNSET TBLPROPERTIES or EXECUTE (the statement ended early)
+syntax error at line 1, column 14: Expected an ALTER TABLE action: ADD, DROP, CHANGE, RENAME TO, ALTER COLUMN, SET TBLPROPERTIES, UNSET TBLPROPERTIES, SET OWNER or EXECUTE (the statement ended early)
   ALTER TABLE t
                ^
 
@@ -257,7 +257,7 @@ syntax error at line 1, column 27: Expected one of ENCODING, COMPRESSION, BLOCK_
 -- statement
 ALTER TABLE t REPLACE COLUMNS (a INT)
 -- error
-syntax error at line 1, column 15: Expected an ALTER TABLE action: ADD, DROP, CHANGE, RENAME TO, ALTER COLUMN, SET TBLPROPERTIES, UNSET TBLPROPERTIES or EXECUTE
+syntax error at line 1, column 15: Expected an ALTER TABLE action: ADD, DROP, CHANGE, RENAME TO, ALTER COLUMN, SET TBLPROPERTIES, UNSET TBLPROPERTIES, SET OWNER or EXECUTE
   ALTER TABLE t REPLACE COLUMNS (a INT)
                 ^
 

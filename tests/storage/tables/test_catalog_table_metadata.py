@@ -57,3 +57,17 @@ def test_soft_drop_with_no_reserve_drops(tmp_path: Path) -> None:
         db.soft_drop_table("t", 0)
         assert db.table_names() == [] and db.soft_deleted_table_names() == []
         assert not (path / "tablets" / "00000001").exists()
+
+
+def test_an_older_catalogs_comment_property_becomes_the_comment() -> None:
+    """Before the comment field, SQL kept a table comment as the property ``comment``
+    (Impala's way): such a catalog reads it as the comment, not as a property."""
+    body = load_json(str(FIXTURE / catalog.CATALOG_FILE), catalog.MAGIC, catalog.VERSION, "catalog")
+    old = dict(body["tables"][0])
+    assert "comment" not in old
+    old["properties"] = {"comment": "from SQL", "x": "1"}
+    back = catalog.TableMeta.from_dict(old)
+    assert (back.comment, back.properties) == ("from SQL", {"x": "1"})
+    # A catalog with the field keeps a property of that name as it is.
+    kept = catalog.TableMeta.from_dict({**old, "comment": "field", "properties": {"comment": "p"}})
+    assert (kept.comment, kept.properties) == ("field", {"comment": "p"})
