@@ -33,18 +33,16 @@ import numpy as np
 import pyarrow as pa
 
 from kudusql.common.arrays import sorted_unique
-from kudusql.common.errors import DataError, OperationalError, ProgrammingError
+from kudusql.common.errors import DataError, ProgrammingError
 from kudusql.common.keys import decode_key
 from kudusql.common.row_operations import RowError, WriteOp, WriteResult, operations
 from kudusql.common.schema import Schema
 from kudusql.storage.tables.partition import NO_TABLET_MESSAGE, PartitionSchema, partition_for_batch
-from kudusql.storage.tables.table import MIN_BULK_PART_ROWS, Table
-from kudusql.storage.tables.txn_log import CommitOutcomeUnknown
+from kudusql.storage.tables.table import Table
+from kudusql.storage.tables.transaction import TabletWrite, write_transaction
 from kudusql.storage.tablet.bulk_load import repeated_rows, stage_rowsets, staged_duplicates
 from kudusql.storage.tablet.diskrowset import DiskRowSet, RowSetMeta, default_column
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
-from kudusql.storage.tablet.tablet import Tablet
-from kudusql.storage.tablet.txn_part import TxnPart, abort_part, commit_part
 from kudusql.storage.tablet.write_ops import prepare
 from kudusql.storage.tablet.write_path import row_errors
 
@@ -186,85 +184,45 @@ class TableWrite(NamedTuple):
 
 def write_together(writes: Sequence[TableWrite]) -> list[WriteResult]:
     """Apply each table's batch at one timestamp as one transaction of the database's
-    commit log (the protocol of ``Table.write`` for a batch that spans tablets,
-    ``txn_log.py``): every part of every table prepared and durable, the COMMIT made
-    durable, then every part applied. A failure or crash before the COMMIT leaves
-    nothing of any batch; after it, replay applies all of them. Row errors are reported
-    per table, as ``Table.write`` reports them (bad rows are skipped); returns one
-    ``WriteResult`` per write, in order.
+    commit log (``transaction.write_transaction``, the protocol of ``Table.write`` for a
+    batch that spans tablets): a failure or crash before the COMMIT leaves nothing of any
+    batch; after it, replay applies all of them. Row errors are reported per table, as
+    ``Table.write`` reports them (bad rows are skipped); returns one ``WriteResult`` per
+    write, in order. Each table appears once.
 
-    The tables' write locks are taken in table-id order, then the participant tablets'
-    in tablet-id order, and held until every part is applied."""
+    The tables' write locks are taken in table-id order (so two such writes over the
+    same tables cannot deadlock) and held until every part is applied; the tablets are
+    then held in tablet-id order, as every multi-tablet write holds them."""
     if not writes:
         return []
     db = writes[0].table.db
     if any(w.table.db is not db for w in writes):
         raise ProgrammingError("write_together: every table must belong to one database")
+    if len({w.table.id for w in writes}) != len(writes):
+        raise ProgrammingError("write_together: a table appears in more than one write")
     db._check_writable()
-    order = sorted(range(len(writes)), key=lambda i: writes[i].table.id)
     errors: dict[int, list[RowError]] = {}
-    held: list[tuple[int, int, Tablet, pa.Table, np.ndarray | None]] = []
+    parts: list[TabletWrite] = []
+    owner: list[int] = []  # the write each part belongs to
     with contextlib.ExitStack() as stack:
-        for i in order:
+        for i in sorted(range(len(writes)), key=lambda i: writes[i].table.id):
             w = writes[i]
             ops = operations(w.data, w.op, w.op_column)
-            rt, parts, errs = stack.enter_context(w.table._routed(w.data, ops))
-            errors[i] = errs
+            rt, routed, errors[i] = stack.enter_context(w.table._routed(w.data, ops))
             tablets = rt.tablets()
-            held += [
-                (i, rt.meta.tablets[p.slot].id, tablets[p.slot], p.data, p.rows) for p in parts
-            ]
-        held.sort(key=lambda h: h[1])
-        total = sum(h[3].num_rows for h in held)
-        bulk_rows = None
-        if total >= db.options.bulk_load_rows:
-            bulk_rows = min(db.options.bulk_load_rows, MIN_BULK_PART_ROWS)
-        for h in held:
-            stack.enter_context(h[2].hold(maint=bulk_rows is not None))
-        txns = db.txn_log()
-        txn = txns.begin()
-        ts = db.mvcc.start_op()
-        prepared: list[TxnPart] = []
-        try:
-            for i, _, tablet, data, _rows in held:
-                w = writes[i]
-                prepared.append(
-                    tablet.prepare_part(
-                        data, w.op, op_column=w.op_column, timestamp=ts, bulk_rows=bulk_rows
-                    )
+            for p in routed:
+                tablet_id = rt.meta.tablets[p.slot].id
+                parts.append(
+                    TabletWrite(tablet_id, tablets[p.slot], p.data, w.op, w.op_column, p.rows)
                 )
-            for x in prepared:
-                x.wait_durable()
-            txns.commit(txn, ts, [h[1] for h, x in zip(held, prepared, strict=True) if x.holds])
-        except BaseException as e:
-            for x in prepared:
-                abort_part(x)
-            if isinstance(e, CommitOutcomeUnknown):
-                db.poison(str(e))
-            else:
-                txns.abort(txn)
-            db.mvcc.abort_op(ts)
-            raise
-        failures: list[Exception] = []
-        for h, x in zip(held, prepared, strict=True):
-            try:
-                commit_part(x)
-            except OperationalError as err:
-                failures.append(err)
-                continue
-            if x.logged:  # a bulk part proves it at its tablet's next save
-                txns.finalized(ts, h[1], x.tablet)
-        db.mvcc.finish_op(ts)
-    if failures:
-        raise failures[0]
+                owner.append(i)
+        ts, part_results = write_transaction(db, parts)
     results = [WriteResult(ts, 0, 0, errors[i]) for i in range(len(writes))]
-    for (i, _, _, _, rows), x in zip(held, prepared, strict=True):
+    for i, part, res in zip(owner, parts, part_results, strict=True):
         r = results[i]
-        r.applied += x.result.applied
-        r.ignored += x.result.ignored
-        for re in x.result.errors:
-            idx = re.index if rows is None else int(rows[re.index])
-            r.errors.append(RowError(idx, re.op, re.key, re.status, re.message))
+        r.applied += res.applied
+        r.ignored += res.ignored
+        r.errors += part.batch_errors(res.errors)
     for r in results:
-        r.errors.sort(key=lambda re: re.index)
+        r.errors.sort(key=lambda e: e.index)
     return results

@@ -14,8 +14,8 @@ written, so the batch applies everywhere or nowhere.
 
 Writes to one table are serialized (the table's write lock), so each tablet applies
 batches in timestamp order. A batch that spans tablets is one transaction through the
-database's commit log (``txn_log.py``, ``_write_txn``): all of it or none, on error and
-on crash, for every reader.
+database's commit log (``transaction.write_transaction``): all of it or none, on error
+and on crash, for every reader.
 
 Scans: partition pruning picks the tablets, the tablets are scanned in parallel at one
 snapshot by the scan's own producer threads (not the database's thread pool, which
@@ -29,7 +29,6 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +40,6 @@ from kudusql.common.errors import (
     DataError,
     Error,
     IntegrityError,
-    OperationalError,
     ProgrammingError,
 )
 from kudusql.common.hybrid_time import to_micros
@@ -51,7 +49,6 @@ from kudusql.common.row_operations import (
     WriteOp,
     WriteResult,
     WriteShortcuts,
-    atomic_rejection,
     operations,
 )
 from kudusql.common.schema import Schema
@@ -65,7 +62,12 @@ from kudusql.storage.tables.partition import (
     partition_for_row,
 )
 from kudusql.storage.tables.pruning import prune_partitions
-from kudusql.storage.tables.txn_log import CommitOutcomeUnknown
+from kudusql.storage.tables.transaction import (
+    TabletWrite,
+    bulk_rows,
+    part_errors,
+    write_transaction,
+)
 from kudusql.storage.tablet.diskrowset import RowSetMeta
 from kudusql.storage.tablet.row_write import (
     SMALL_WRITE_ROWS,
@@ -74,21 +76,16 @@ from kudusql.storage.tablet.row_write import (
     rows_to_arrow,
 )
 from kudusql.storage.tablet.tablet import Tablet
-from kudusql.storage.tablet.txn_part import TxnPart, abort_part, commit_part
 
 if TYPE_CHECKING:
     from kudusql.storage.tables.database import Database, TableRuntime
     from kudusql.storage.tables.scan_token import ScanToken
 
-#: Batches smaller than this are written tablet after tablet; larger ones in parallel.
-PARALLEL_WRITE_ROWS = 50_000
 #: Batches up to this many rows are routed row by row with Python values.
 SMALL_BATCH_ROWS = SMALL_WRITE_ROWS
 #: ``write_rows`` writes up to this many rows as Python values (the row path); a caller
 #: with more rows gains nothing from handing them over as Python values.
 ROW_PATH_ROWS = SMALL_WRITE_ROWS
-#: In a bulk-sized batch, a tablet's part of at least this many rows is bulk loaded.
-MIN_BULK_PART_ROWS = 10_000
 
 
 @dataclass
@@ -201,22 +198,20 @@ class Table(WriteShortcuts):
                 raise DataError(
                     f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
                 )
-            tablets = rt.tablets()
-            if len(parts) > 1:
-                ts, results = self._write_txn(rt, tablets, parts, op, op_column, atomic)
+            writes = _tablet_writes(rt, parts, op, op_column)
+            if len(writes) > 1:
+                ts, results = write_transaction(self.db, writes, atomic=atomic)
             else:
                 ts = self.db.mvcc.start_op()
                 try:
-                    results = self._write_parts(tablets, parts, op, op_column, atomic, ts)
+                    results = [self._write_part(w, atomic, ts) for w in writes]
                 finally:
                     self.db.mvcc.finish_op(ts)
         applied = ignored = 0
-        for part, res in zip(parts, results, strict=True):
+        for w, res in zip(writes, results, strict=True):
             applied += res.applied
             ignored += res.ignored
-            for e in res.errors:
-                idx = e.index if part.rows is None else int(part.rows[e.index])
-                errors.append(RowError(idx, e.op, e.key, e.status, e.message))
+            errors += w.batch_errors(res.errors)
         errors.sort(key=lambda e: e.index)
         return WriteResult(ts, applied, ignored, errors)
 
@@ -381,30 +376,17 @@ class Table(WriteShortcuts):
             slots.append(slot)
         return np.array(slots, dtype=np.int64)
 
-    def _write_parts(
-        self,
-        tablets: Sequence[Tablet],
-        parts: list[_Part],
-        op: WriteOp | str | int | None,
-        op_column: str | None,
-        atomic: bool,
-        ts: int,
-    ) -> list[WriteResult]:
-        total = sum(p.data.num_rows for p in parts)
-        # The bulk path is chosen for the batch, not per tablet: a big load spread over
-        # many tablets still skips the WAL, unless a tablet's share is tiny.
-        bulk_rows = None
-        if total >= self.db.options.bulk_load_rows:
-            bulk_rows = min(self.db.options.bulk_load_rows, MIN_BULK_PART_ROWS)
-
-        def one(p: _Part) -> WriteResult:
-            return tablets[p.slot].write(
-                p.data, op, op_column=op_column, atomic=atomic, timestamp=ts, bulk_rows=bulk_rows
-            )
-
-        if len(parts) > 1 and total >= PARALLEL_WRITE_ROWS:
-            return list(self.db.pool.map(one, parts))
-        return [one(p) for p in parts]
+    def _write_part(self, w: TabletWrite, atomic: bool, ts: int) -> WriteResult:
+        """A batch bound for one tablet, written there at ``ts``: the tablet commits it
+        alone, no commit-log transaction needed."""
+        return w.tablet.write(
+            w.data,
+            w.op,
+            op_column=w.op_column,
+            atomic=atomic,
+            timestamp=ts,
+            bulk_rows=bulk_rows(self.db.options, w.data.num_rows),
+        )
 
     def check_write(
         self,
@@ -421,7 +403,7 @@ class Table(WriteShortcuts):
             data = pa.Table.from_batches([data])
         ops = operations(data, op, op_column)
         with self._routed(data, ops) as (rt, parts, errors):
-            errors += _part_errors(rt.tablets(), parts, op, op_column, self.db.pool)
+            errors += part_errors(_tablet_writes(rt, parts, op, op_column), self.db.pool)
         errors.sort(key=lambda e: e.index)
         return errors
 
@@ -446,7 +428,7 @@ class Table(WriteShortcuts):
                     f"table {self.name!r}: tablet(s) {gone} were dropped after the rows were staged"
                 )
             tablets = rt.tablets()
-            slots = sorted(slot_of[t] for t in staged)
+            slots = [slot_of[t] for t in sorted(staged)]  # tablet-id order (``transaction.py``)
             with contextlib.ExitStack() as stack:
                 for slot in slots:
                     stack.enter_context(tablets[slot].exclusive())
@@ -464,92 +446,6 @@ class Table(WriteShortcuts):
                 finally:
                     self.db.mvcc.finish_op(ts)
         return WriteResult(ts, applied, 0, [])
-
-    def _write_txn(
-        self,
-        rt: TableRuntime,
-        tablets: Sequence[Tablet],
-        parts: list[_Part],
-        op: WriteOp | str | int | None,
-        op_column: str | None,
-        atomic: bool,
-    ) -> tuple[int, list[WriteResult]]:
-        """A batch that spans tablets, as one transaction (``txn_log.py``): every tablet
-        held, every part prepared (decided and logged, nothing applied) and durable, the
-        COMMIT made durable, then every part applied. A failure before the COMMIT leaves
-        nothing applied anywhere, on error and on crash."""
-        db = self.db
-        txns = db.txn_log()
-        total = sum(p.data.num_rows for p in parts)
-        # The bulk path is chosen for the batch, not per tablet: a big load spread over
-        # many tablets still skips the WAL, unless a tablet's share is tiny.
-        bulk_rows = None
-        if total >= db.options.bulk_load_rows:
-            bulk_rows = min(db.options.bulk_load_rows, MIN_BULK_PART_ROWS)
-        with contextlib.ExitStack() as stack:
-            for p in sorted(parts, key=lambda p: p.slot):
-                stack.enter_context(tablets[p.slot].hold(maint=bulk_rows is not None))
-            if atomic:
-                _raise_atomic(_part_errors(tablets, parts, op, op_column, db.pool))
-            txn = txns.begin()
-            ts = db.mvcc.start_op()
-            prepared: list[TxnPart] = []
-
-            def one(p: _Part) -> TxnPart:
-                return tablets[p.slot].prepare_part(
-                    p.data,
-                    op,
-                    op_column=op_column,
-                    atomic=atomic,
-                    timestamp=ts,
-                    bulk_rows=bulk_rows,
-                )
-
-            parallel = total >= PARALLEL_WRITE_ROWS
-            try:
-                if parallel:
-                    futures = [db.pool.submit(one, p) for p in parts]
-                    wait(futures)  # every part finishes before any outcome is decided
-                    prepared = [f.result() for f in futures if f.exception() is None]
-                    for f in futures:
-                        f.result()  # the first failure, if any
-                else:
-                    for p in parts:
-                        prepared.append(one(p))
-                for x in prepared:
-                    x.wait_durable()
-                # Participants are the tablets that hold something of the transaction.
-                held = zip(parts, prepared, strict=True)
-                ids = [rt.meta.tablets[p.slot].id for p, x in held if x.holds]
-                txns.commit(txn, ts, ids)
-            except BaseException as e:
-                for x in prepared:
-                    abort_part(x)
-                if not isinstance(e, CommitOutcomeUnknown):
-                    txns.abort(txn)
-                else:
-                    db.poison(str(e))
-                db.mvcc.abort_op(ts)
-                raise
-
-            def apply(p: _Part, x: TxnPart) -> OperationalError | None:
-                try:
-                    commit_part(x)
-                except OperationalError as e:
-                    return e
-                if x.logged:  # a bulk part proves it at its tablet's next save
-                    txns.finalized(ts, rt.meta.tablets[p.slot].id, x.tablet)
-                return None
-
-            if parallel:
-                outcomes = list(db.pool.map(apply, parts, prepared))
-            else:
-                outcomes = [apply(p, x) for p, x in zip(parts, prepared, strict=True)]
-            failures = [e for e in outcomes if e is not None]
-            db.mvcc.finish_op(ts)
-        if failures:
-            raise failures[0]
-        return ts, [x.result for x in prepared]
 
     # -- reads ----------------------------------------------------------------------------
     def scan(
@@ -786,34 +682,18 @@ class Table(WriteShortcuts):
         return stats
 
 
-def _raise_atomic(errors: list[RowError]) -> None:
-    """An atomic batch with row errors is rejected whole."""
-    if errors:
-        errors.sort(key=lambda e: e.index)
-        raise atomic_rejection(errors)
-
-
-def _part_errors(
-    tablets: Sequence[Tablet],
+def _tablet_writes(
+    rt: TableRuntime,
     parts: list[_Part],
     op: WriteOp | str | int | None,
     op_column: str | None,
-    pool: Executor | None,
-) -> list[RowError]:
-    """Each part's row errors from its tablet's check, as indices of the whole batch
-    (the parts checked in parallel on ``pool`` when given and the batch is big)."""
-
-    def one(p: _Part) -> list[RowError]:
-        out = []
-        for e in tablets[p.slot].check_write(p.data, op, op_column=op_column):
-            idx = e.index if p.rows is None else int(p.rows[e.index])
-            out.append(RowError(idx, e.op, e.key, e.status, e.message))
-        return out
-
-    total = sum(p.data.num_rows for p in parts)
-    if pool is not None and len(parts) > 1 and total >= PARALLEL_WRITE_ROWS:
-        return [e for errs in pool.map(one, parts) for e in errs]
-    return [e for p in parts for e in one(p)]
+) -> list[TabletWrite]:
+    """The routed parts as the tablets' writes of a transaction (``transaction.py``)."""
+    tablets = rt.tablets()
+    return [
+        TabletWrite(rt.meta.tablets[p.slot].id, tablets[p.slot], p.data, op, op_column, p.rows)
+        for p in parts
+    ]
 
 
 #: A few Python rows converted by the row layout and routed by their key values: the
