@@ -12,6 +12,8 @@ import datetime
 import decimal
 from typing import Any
 
+import numpy as np
+
 from kudusql.client.row import ISO_FORMAT, parse_timestamp
 from kudusql.common.errors import KuduTypeError, KuduValueError
 
@@ -55,9 +57,11 @@ def to_unixtime_micros(timestamp: Any, format: str = ISO_FORMAT) -> int:
 
 def from_unixtime_micros(unixtime_micros: int) -> datetime.datetime:
     """The UTC-aware datetime of microseconds since the epoch."""
-    if isinstance(unixtime_micros, bool) or not isinstance(unixtime_micros, int):
+    if isinstance(unixtime_micros, bool | np.bool_) or not isinstance(
+        unixtime_micros, int | np.integer
+    ):
         raise KuduValueError(f"Invalid unixtime_micros value: {unixtime_micros!r} is not an int")
-    return _EPOCH + datetime.timedelta(microseconds=unixtime_micros)
+    return _EPOCH + datetime.timedelta(microseconds=int(unixtime_micros))
 
 
 def from_hybridtime(hybridtime: int) -> datetime.datetime:

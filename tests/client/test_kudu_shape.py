@@ -9,6 +9,7 @@ import decimal
 import getpass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -410,6 +411,9 @@ def test_util_conversions() -> None:
     assert util.to_unixtime_micros("2020-01-01T00:00:01.000000") == micros
     assert util.to_unixtime_micros(("2020-01-01 00:00:01", "%Y-%m-%d %H:%M:%S")) == micros
     assert util.from_unixtime_micros(micros) == dt
+    assert util.from_unixtime_micros(np.int64(micros)) == dt  # as pandas and Arrow hand out
+    with pytest.raises(ValueError):
+        util.from_unixtime_micros(np.bool_(True))
     assert util.from_hybridtime(micros << 12) == dt + datetime.timedelta(microseconds=1)
     with pytest.raises(ValueError):
         util.to_unixtime_micros(5)

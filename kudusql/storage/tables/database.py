@@ -831,10 +831,14 @@ class Database:
         with self._ddl_lock:
             self.purge_expired_tables()
             meta = next((m for m in self._state.tables.values() if m.id == table_id), None)
-            if meta is None or not meta.soft_deleted:
+            if meta is None:
                 raise ProgrammingError(
-                    f"table id {table_id} is not a soft-deleted table (soft-deleted state "
-                    f"{'false' if meta is None else 'true'}, expired state false), can't recall"
+                    f"table id {table_id} does not exist (dropped, or purged when its "
+                    "reserve time passed): can't recall"
+                )
+            if not meta.soft_deleted:
+                raise ProgrammingError(
+                    f"table {meta.name!r} (id {table_id}) is not soft-deleted: can't recall"
                 )
             name = new_name or meta.name
             if name != meta.name and name in self._state.tables:

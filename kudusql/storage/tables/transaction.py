@@ -163,6 +163,8 @@ def write_transaction(
             raise
 
         def apply(p: TabletWrite, x: TxnPart) -> OperationalError | None:
+            """Every part is applied, whatever happens to another: the COMMIT is durable,
+            so the transaction is visible whole or (a failed tablet reloads) after replay."""
             try:
                 commit_part(x)
             except OperationalError as e:
@@ -170,15 +172,24 @@ def write_transaction(
             # A logged part's FINALIZE is in its log now; a bulk part proves its commit
             # at its tablet's next superblock save.
             if x.logged:
-                txns.finalized(ts, p.tablet_id, x.tablet)
+                try:
+                    txns.finalized(ts, p.tablet_id, x.tablet)
+                except Exception as e:  # the commit log's checkpoint failed (I/O)
+                    return OperationalError(
+                        f"the write committed, but the commit log could not record it ({e})"
+                    )
             return None
 
-        if parallel:
-            outcomes = list(db.pool.map(apply, parts, prepared))
-        else:
-            outcomes = [apply(p, x) for p, x in zip(parts, prepared, strict=True)]
+        # The timestamp is finished however the apply phase ends: an operation left in
+        # flight would hold every later snapshot below it.
+        try:
+            if parallel:
+                outcomes = list(db.pool.map(apply, parts, prepared))
+            else:
+                outcomes = [apply(p, x) for p, x in zip(parts, prepared, strict=True)]
+        finally:
+            db.mvcc.finish_op(ts)
         failures = [e for e in outcomes if e is not None]
-        db.mvcc.finish_op(ts)
     if failures:
         raise failures[0]
     return ts, [x.result for x in prepared]

@@ -71,3 +71,14 @@ def test_an_older_catalogs_comment_property_becomes_the_comment() -> None:
     # A catalog with the field keeps a property of that name as it is.
     kept = catalog.TableMeta.from_dict({**old, "comment": "field", "properties": {"comment": "p"}})
     assert (kept.comment, kept.properties) == ("field", {"comment": "p"})
+
+
+def test_recall_names_why_it_cannot(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURE, tmp_path / "fixture")
+    with Database(str(tmp_path / "fixture"), TabletOptions(sync=False), maintenance=False) as db:
+        meta = db.table_meta("t")
+        assert meta is not None
+        with pytest.raises(ProgrammingError, match=r"table 't' \(id \d+\) is not soft-deleted"):
+            db.recall_table(meta.id)
+        with pytest.raises(ProgrammingError, match="table id 999 does not exist"):
+            db.recall_table(999)

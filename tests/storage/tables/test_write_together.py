@@ -162,3 +162,26 @@ def test_a_big_write_prepares_its_parts_on_the_database_pool(
         assert (ra.applied, rb.applied) == (n, 1)
         assert threads and all(name.startswith("db") for name in threads)
         assert a.count_rows() == n
+
+
+def test_a_commit_log_failure_after_the_commit_keeps_the_write_whole_and_later_writes_visible(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The commit log failing to record a part (its checkpoint's I/O) after the COMMIT:
+    the write reports the error, every part is applied (the transaction is visible
+    whole) and the timestamp is finished, so later writes are visible too."""
+    from kudusql.storage.tables import txn_log
+
+    with Database(str(tmp_path / "db"), OPTS, maintenance=False) as db:
+        t = hashed(db, "t", buckets=4)
+
+        def failing(self: Any, *args: Any) -> None:
+            raise OSError("no space left on device")
+
+        with monkeypatch.context() as m:
+            m.setattr(txn_log.TxnLog, "finalized", failing)
+            with pytest.raises(OperationalError, match="could not record it"):
+                t.insert(rows(range(6)))
+        assert content(t) == dict.fromkeys(range(6), "x")
+        t.insert(rows([100]))
+        assert content(t) == dict.fromkeys([*range(6), 100], "x")
