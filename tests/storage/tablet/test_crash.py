@@ -156,8 +156,8 @@ def run_crashes(tmp_path: Any, kills: int, seed: int) -> None:
             t.close()
 
 
-def test_sigkill_writer_25_times(tmp_path: Any) -> None:
-    run_crashes(tmp_path, kills=25, seed=7)
+def test_sigkill_writer_15_times(tmp_path: Any) -> None:
+    run_crashes(tmp_path, kills=15, seed=7)
 
 
 @pytest.mark.slow
