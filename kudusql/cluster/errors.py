@@ -42,16 +42,10 @@ class MalformedMessage(InterfaceError):
 
 
 def _classes() -> dict[str, type[Error]]:
-    found: dict[str, type[Error]] = {}
-    for module_classes in (
-        inspect.getmembers(common_errors, inspect.isclass),
-        [(c.__name__, c) for c in (ServiceUnavailable, RpcTimedOut, Unauthenticated)],
-        [("MalformedMessage", MalformedMessage)],
-    ):
-        for name, cls in module_classes:
-            if issubclass(cls, Error):
-                found[name] = cls
-    return found
+    ours = (ServiceUnavailable, RpcTimedOut, Unauthenticated, MalformedMessage)
+    members = [*inspect.getmembers(common_errors, inspect.isclass)]
+    members += [(cls.__name__, cls) for cls in ours]
+    return {name: cls for name, cls in members if issubclass(cls, Error)}
 
 
 #: Wire code (the class name) → class. Codes are never renamed: a renamed class keeps

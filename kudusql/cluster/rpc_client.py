@@ -20,6 +20,7 @@ kudusql error the server raised.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import threading
@@ -140,7 +141,7 @@ class RpcClient:
         self._tls_root = tls_root
         scheme = "grpc+tls" if tls_root is not None else "grpc+tcp"
         self._location = f"{scheme}://{self.address.host}:{self.address.port}"
-        self._headers = [(SECRET_HEADER.encode(), secret.encode())] if secret else []
+        self._headers = [(SECRET_HEADER, secret)] if secret else []
         self._lock = threading.Lock()
         self._client: flight.FlightClient | None = None
 
@@ -222,7 +223,7 @@ class RpcClient:
             try:
                 writer.write_table(data, max_chunksize=STREAM_BATCH_ROWS)
                 writer.done_writing()
-                answer = metadata.read()
+                answer = metadata.read()  # type: ignore[attr-defined]
             finally:
                 writer.close()
             if answer is None:
@@ -268,7 +269,7 @@ class RpcClient:
             options = flight.FlightCallOptions(timeout=max(budget, 0.001), headers=self._headers)
             client = self._connection()
             try:
-                return self._translate(request, budget, lambda: attempt(client, options))
+                return self._translate(request, budget, functools.partial(attempt, client, options))
             except _Retriable as failure:
                 self._reconnect(client)
                 wait = (
@@ -292,8 +293,7 @@ class RpcClient:
             return run()
         except flight.FlightUnauthenticatedError:
             raise Unauthenticated(
-                f"{who} refused the call: unauthenticated (the cluster secret is missing"
-                " or wrong)"
+                f"{who} refused the call: unauthenticated (no cluster secret, or a wrong one)"
             ) from None
         except flight.FlightUnavailableError as exc:
             raise _Retriable(ServiceUnavailable(f"{who} is unavailable: {_reason(exc)}")) from None
@@ -320,7 +320,7 @@ class RpcClient:
         self.observed.observe(envelope.timestamp)
         return make_error(envelope.message.code, envelope.message.message)
 
-    def _response(self, request: Request, data: bytes, expected: type[Response]) -> Any:
+    def _response(self, request: Request, data: bytes, expected: type[Response]) -> Response:
         envelope: Envelope = decode(data)
         self.observed.observe(envelope.timestamp)
         if isinstance(envelope.message, ErrorResponse):

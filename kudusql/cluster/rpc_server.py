@@ -114,7 +114,7 @@ class RpcServer(flight.FlightServerBase):  # type: ignore[misc]
         options: dict[str, Any] = {}
         if tls is not None:
             cert, key = tls.read()
-            options["tls_certificates"] = [flight.CertKeyPair(cert, key)]
+            options["tls_certificates"] = [flight.CertKeyPair(cert.decode(), key.decode())]
         if secret is not None:
             options["middleware"] = {"secret": _SecretCheckFactory(secret)}
         try:
@@ -190,26 +190,26 @@ class RpcServer(flight.FlightServerBase):  # type: ignore[misc]
                 " the details"
             )
         response = ErrorResponse.of(exc)
-        return flight.FlightServerError(response.message, extra_info=self._reply(response))
+        return flight.FlightServerError(  # type: ignore[call-arg]
+            response.message, extra_info=self._reply(response)
+        )
 
     # -- Flight ---------------------------------------------------------------------------
 
-    def list_actions(self, context: Any) -> list[tuple[str, str]]:
+    def list_actions(self, context: Any) -> list[tuple[str, str]]:  # type: ignore[override]
         types = message_types()
         return [(name, (types[name].__doc__ or "").split("\n")[0]) for name in self._actions]
 
-    def do_action(self, context: Any, action: flight.Action) -> Iterator[flight.Result]:
+    def do_action(self, context: Any, action: flight.Action) -> Iterator[bytes]:
         try:
             request, handler = self._receive(action.body.to_pybytes(), self._actions)
             if action.type != request.TYPE:
-                raise MalformedMessage(
-                    f"action {action.type!r} carries a {request.TYPE!r} message"
-                )
+                raise MalformedMessage(f"action {action.type!r} carries a {request.TYPE!r} message")
             response = handler(request)
             body = self._reply(response)
         except Exception as exc:
             raise self._failure(exc, f"action {action.type}") from None
-        return iter([flight.Result(pa.py_buffer(body))])
+        return iter([body])
 
     def do_get(self, context: Any, ticket: flight.Ticket) -> flight.FlightDataStream:
         try:
@@ -225,11 +225,14 @@ class RpcServer(flight.FlightServerBase):  # type: ignore[misc]
             first = self._reply(GetResponse())
         except Exception as exc:
             raise self._failure(exc, f"get {self._type_of(ticket.ticket)}") from None
-        return flight.GeneratorStream(reader.schema, self._stream(reader, first, request))
+        return flight.GeneratorStream(
+            reader.schema,
+            self._stream(reader, first, request),  # type: ignore[arg-type]
+        )
 
     def _stream(
         self, reader: pa.RecordBatchReader, first: bytes, request: Request
-    ) -> Iterator[tuple[pa.RecordBatch, pa.Buffer]]:
+    ) -> Iterator[tuple[pa.RecordBatch, pa.Buffer | None]]:
         metadata: pa.Buffer | None = pa.py_buffer(first)
         try:
             for batch in reader:
@@ -252,7 +255,7 @@ class RpcServer(flight.FlightServerBase):  # type: ignore[misc]
         writer: flight.FlightMetadataWriter,
     ) -> None:
         try:
-            request, handler = self._receive(descriptor.command, self._puts)
+            request, handler = self._receive(descriptor.command or b"", self._puts)
             response = handler(request, reader.to_reader())
             writer.write(pa.py_buffer(self._reply(response)))
         except Exception as exc:
