@@ -141,7 +141,7 @@ class RpcClient:
         self._tls_root = tls_root
         scheme = "grpc+tls" if tls_root is not None else "grpc+tcp"
         self._location = f"{scheme}://{self.address.host}:{self.address.port}"
-        self._headers = [(SECRET_HEADER, secret)] if secret else []
+        self._headers = [(SECRET_HEADER.encode(), secret.encode())] if secret else []
         self._lock = threading.Lock()
         self._client: flight.FlightClient | None = None
 
@@ -266,7 +266,10 @@ class RpcClient:
             attempts += 1
             elapsed = self._monotonic() - start
             budget = min(per_attempt, self.retry.deadline - elapsed) if may_retry else per_attempt
-            options = flight.FlightCallOptions(timeout=max(budget, 0.001), headers=self._headers)
+            options = flight.FlightCallOptions(
+                timeout=max(budget, 0.001),
+                headers=self._headers,  # type: ignore[arg-type]  # bytes at run time
+            )
             client = self._connection()
             try:
                 return self._translate(request, budget, functools.partial(attempt, client, options))
