@@ -222,11 +222,23 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
     raise MalformedMessage(f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
 
 
+_Shape = tuple[dict[str, Any], dict[str, "dataclasses.Field[Any]"]]
+_SHAPES: dict[type[Any], _Shape] = {}
+
+
+def _shape(cls: type[Any]) -> _Shape:
+    """The type hints and fields of a message class (computed once per class)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = (typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)})
+        _SHAPES[cls] = shape
+    return shape
+
+
 def _build(cls: type[Any], body: Any, where: str) -> Any:
     if type(body) is not dict:
         raise MalformedMessage(f"{where}: expected an object, got {body!r}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints, fields = _shape(cls)
     unknown = sorted(set(body) - set(fields))
     if unknown:
         raise MalformedMessage(f"{where}: unknown field(s) {', '.join(unknown)}")
