@@ -1,0 +1,79 @@
+"""The errors a remote call raises, and their names on the wire.
+
+A server turns a kudusql error raised by a handler into an error response naming its
+class (``code``) and message; the client raises the same class again. Only classes
+listed here travel: every ``kudusql.common.errors`` class and the RPC errors below. Any
+other exception is a server-side bug: the server logs it with its traceback and the
+client gets an ``InternalError`` that names the server, never the traceback.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from kudusql.common import errors as common_errors
+from kudusql.common.errors import DatabaseError, Error, InterfaceError, OperationalError
+
+__all__ = [
+    "MalformedMessage",
+    "RpcTimedOut",
+    "ServiceUnavailable",
+    "Unauthenticated",
+    "error_class",
+    "error_code",
+    "make_error",
+]
+
+
+class ServiceUnavailable(OperationalError):
+    """A server could not be reached (down, restarting, refusing connections)."""
+
+
+class RpcTimedOut(OperationalError):
+    """A server did not answer within the call's deadline (it may have acted)."""
+
+
+class Unauthenticated(OperationalError):
+    """A server refused a call without the cluster secret, or with a wrong one."""
+
+
+class MalformedMessage(InterfaceError):
+    """A message that is not valid JSON, or of an unknown version, type or shape."""
+
+
+def _classes() -> dict[str, type[Error]]:
+    ours = (ServiceUnavailable, RpcTimedOut, Unauthenticated, MalformedMessage)
+    members = [*inspect.getmembers(common_errors, inspect.isclass)]
+    members += [(cls.__name__, cls) for cls in ours]
+    return {name: cls for name, cls in members if issubclass(cls, Error)}
+
+
+#: Wire code (the class name) → class. Codes are never renamed: a renamed class keeps
+#: its old name here as an alias.
+_BY_CODE: dict[str, type[Error]] = _classes()
+
+
+def error_code(exc: Error) -> str:
+    """The wire code of an error: its class, or the nearest listed base class."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _BY_CODE and _BY_CODE[cls.__name__] is cls:
+            return cls.__name__
+    return "DatabaseError"
+
+
+def error_class(code: str) -> type[Error]:
+    """The class of a wire code; an unknown code (a newer server) is a DatabaseError."""
+    return _BY_CODE.get(code, DatabaseError)
+
+
+def make_error(code: str, message: str) -> Error:
+    """The error a client raises for an error response: the class of ``code`` with the
+    server's message (a class whose constructor takes more than a message, such as
+    ``CorruptionError``, comes back as its nearest base that takes one)."""
+    for cls in error_class(code).__mro__:
+        if isinstance(cls, type) and issubclass(cls, Error):
+            try:
+                return cls(message)
+            except TypeError:
+                continue
+    return DatabaseError(message)
