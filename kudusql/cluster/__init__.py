@@ -1,0 +1,1 @@
+"""The cluster: a master (catalog, placement, DDL) and tablet servers (issue 35)."""
