@@ -28,11 +28,12 @@ Invariants:
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kudusql.cluster.catalog.records import (
     TABLES_ENTRY,
+    TABLETS_ENTRY,
     CatalogCorruptionError,
     CatalogRecord,
     RecordKey,
@@ -469,7 +470,7 @@ class MasterState:
         self._reported_version[tablet_id] = max(version, self._reported_version.get(tablet_id, -1))
 
     def _view(self, tablet_id: str, batch: _Batch) -> TabletRecord | None:
-        key = (2, tablet_id)
+        key = (TABLETS_ENTRY, tablet_id)
         if key in batch.changes:
             record = batch.changes[key]
             assert record is None or isinstance(record, TabletRecord)
@@ -547,8 +548,3 @@ class MasterState:
             if table_id in self._tables:
                 requests.extend(self._table_requests(table_id, now, only_due=True))
         return requests
-
-
-def catalog_summary(records: Iterable[CatalogRecord]) -> Mapping[RecordKey, CatalogRecord]:
-    """Records keyed as stored (for comparing a master's catalog with its store)."""
-    return {r.key: r for r in records}

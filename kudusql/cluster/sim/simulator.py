@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from kudusql.cluster.catalog.records import (
+    TABLES_ENTRY,
+    TABLETS_ENTRY,
     TableRecord,
     TableState,
     TabletRecord,
@@ -376,7 +378,7 @@ class Simulation:
                 if table.state is TableState.REMOVED:
                     continue
                 for location in self.master.tablet_locations(table.name):
-                    record = stored.get((2, location.tablet_id))
+                    record = stored.get((TABLETS_ENTRY, location.tablet_id))
                     if not isinstance(record, TabletRecord) or record.state is not RUNNING:
                         self.fail(f"location of a tablet that is not RUNNING: {location}")
                         return
@@ -386,7 +388,7 @@ class Simulation:
     def check_request_backed(self, request: TabletServerRequest) -> None:
         """Write-ahead: every request the master sends follows from a persisted record."""
         stored = self.stored()
-        record = stored.get((2, request.tablet_id))
+        record = stored.get((TABLETS_ENTRY, request.tablet_id))
         if isinstance(request, CreateTabletRequest):
             if (
                 not isinstance(record, TabletRecord)
@@ -395,14 +397,18 @@ class Simulation:
             ):
                 self.fail(f"create sent without a persisted CREATING record: {describe(request)}")
         elif isinstance(request, AlterTabletRequest):
-            table = stored.get((1, record.table_id)) if isinstance(record, TabletRecord) else None
+            table = (
+                stored.get((TABLES_ENTRY, record.table_id))
+                if isinstance(record, TabletRecord)
+                else None
+            )
             if not isinstance(table, TableRecord) or table.schema_version < request.schema_version:
                 self.fail(f"alter sent ahead of the persisted schema: {describe(request)}")
         else:
             self.check_delete_safe(request.tserver_uuid, request.tablet_id)
 
     def check_delete_safe(self, uuid: str, tablet_id: str) -> None:
-        record = self.stored().get((2, tablet_id))
+        record = self.stored().get((TABLETS_ENTRY, tablet_id))
         if (
             isinstance(record, TabletRecord)
             and record.tserver_uuid == uuid
