@@ -1,0 +1,149 @@
+"""The catalog's durable records (a table, a tablet) and their byte encoding.
+
+A record is keyed as a row of Kudu's system catalog, ``(entry type, entry id)``, and its
+value is versioned UTF-8 JSON (``FORMAT.md`` beside this module). Decoding checks every
+field, so a store that hands back something else raises ``CatalogCorruptionError``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+FORMAT_VERSION = 1
+
+#: The entry types of the system catalog's key, as Kudu's ``SysRowEntryType``.
+TABLES_ENTRY = 1
+TABLETS_ENTRY = 2
+
+RecordKey = tuple[int, str]
+
+
+class CatalogCorruptionError(Exception):
+    """A stored catalog record that does not decode."""
+
+
+class TableState(Enum):
+    """A table's lifecycle, as Kudu's ``SysTablesEntryPB.State``."""
+
+    PREPARING = "PREPARING"  # created; some tablet is not RUNNING at the table's version
+    RUNNING = "RUNNING"  # every tablet RUNNING and reported at the table's schema version
+    ALTERING = "ALTERING"  # altered; some tablet has not reported the new version
+    REMOVED = "REMOVED"  # dropped; records go once every tablet's delete is confirmed
+
+
+class TabletState(Enum):
+    """A tablet's lifecycle, as Kudu's ``SysTabletsEntryPB.State``."""
+
+    PREPARING = "PREPARING"  # not placed yet (kept for Kudu's vocabulary; unused)
+    CREATING = "CREATING"  # placed; its tablet server has not reported it
+    RUNNING = "RUNNING"  # reported by the tablet server it is assigned to
+    REPLACED = "REPLACED"  # failed to create in time; a new tablet covers its partition
+    DELETED = "DELETED"  # its table is dropped; a delete goes to its server until confirmed
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    """A table as the catalog keeps it durably."""
+
+    table_id: str
+    name: str
+    schema: str  # opaque to the master: the tablet servers' schema text
+    schema_version: int
+    state: TableState
+
+    @property
+    def key(self) -> RecordKey:
+        return (TABLES_ENTRY, self.table_id)
+
+
+@dataclass(frozen=True)
+class TabletRecord:
+    """A tablet as the catalog keeps it durably: one replica on one tablet server."""
+
+    tablet_id: str
+    table_id: str
+    partition: str  # opaque to the master: the partition this tablet covers
+    tserver_uuid: str
+    state: TabletState
+
+    @property
+    def key(self) -> RecordKey:
+        return (TABLETS_ENTRY, self.tablet_id)
+
+
+CatalogRecord = TableRecord | TabletRecord
+
+
+def encode_record(record: CatalogRecord) -> bytes:
+    """The stored value of ``record``."""
+    body: dict[str, Any]
+    if isinstance(record, TableRecord):
+        body = {
+            "v": FORMAT_VERSION,
+            "table_id": record.table_id,
+            "name": record.name,
+            "schema": record.schema,
+            "schema_version": record.schema_version,
+            "state": record.state.value,
+        }
+    else:
+        body = {
+            "v": FORMAT_VERSION,
+            "tablet_id": record.tablet_id,
+            "table_id": record.table_id,
+            "partition": record.partition,
+            "tserver_uuid": record.tserver_uuid,
+            "state": record.state.value,
+        }
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _field(body: dict[str, Any], name: str, kind: type) -> Any:
+    value = body.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise CatalogCorruptionError(f"catalog record field {name!r} is missing or malformed")
+    return value
+
+
+def decode_record(key: RecordKey, value: bytes) -> CatalogRecord:
+    """The record stored under ``key``; raises ``CatalogCorruptionError`` if it does not decode."""
+    try:
+        body = json.loads(value.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CatalogCorruptionError(f"catalog record {key[1]!r} is not valid JSON") from e
+    if not isinstance(body, dict) or body.get("v") != FORMAT_VERSION:
+        raise CatalogCorruptionError(f"catalog record {key[1]!r} has an unknown format version")
+    entry_type, entry_id = key
+    try:
+        if entry_type == TABLES_ENTRY:
+            table = TableRecord(
+                table_id=_field(body, "table_id", str),
+                name=_field(body, "name", str),
+                schema=_field(body, "schema", str),
+                schema_version=_field(body, "schema_version", int),
+                state=TableState(_field(body, "state", str)),
+            )
+            record: CatalogRecord = table
+            ident = table.table_id
+        elif entry_type == TABLETS_ENTRY:
+            tablet = TabletRecord(
+                tablet_id=_field(body, "tablet_id", str),
+                table_id=_field(body, "table_id", str),
+                partition=_field(body, "partition", str),
+                tserver_uuid=_field(body, "tserver_uuid", str),
+                state=TabletState(_field(body, "state", str)),
+            )
+            record = tablet
+            ident = tablet.tablet_id
+        else:
+            raise CatalogCorruptionError(
+                f"catalog record {entry_id!r} has unknown type {entry_type}"
+            )
+    except ValueError as e:
+        raise CatalogCorruptionError(f"catalog record {entry_id!r} has an unknown state") from e
+    if ident != entry_id:
+        raise CatalogCorruptionError(f"catalog record {entry_id!r} is stored under another key")
+    return record

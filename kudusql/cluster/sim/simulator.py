@@ -1,0 +1,476 @@
+"""The deterministic cluster simulator: one master, N tablet servers, a faulty network.
+
+``Simulation(seed, ...).run()`` drives random DDL from clients, heartbeats, master ticks,
+message deliveries (lost, duplicated, delayed, reordered), master crashes (also between
+persisting records and sending the requests they imply) and tablet-server crashes, and
+checks the safety invariants after every event. Then faults stop and it checks liveness at
+quiescence: every DDL has finished, every server hosts exactly what the master assigns it,
+and no record of a dropped or replaced tablet is left. A violation raises
+``SimulationFailure`` with the seed and a readable trace.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from kudusql.cluster.catalog.records import (
+    TABLES_ENTRY,
+    TABLETS_ENTRY,
+    TableRecord,
+    TableState,
+    TabletRecord,
+    TabletState,
+    decode_record,
+)
+from kudusql.cluster.catalog.store import InMemoryCatalogStore
+from kudusql.cluster.master_protocol import (
+    AlterTabletRequest,
+    CreateTabletRequest,
+    DeleteTabletRequest,
+    HeartbeatResponse,
+    TabletReport,
+    TabletServerRequest,
+)
+from kudusql.cluster.master_state import (
+    CatalogError,
+    DdlResult,
+    HeartbeatResult,
+    MasterOptions,
+    MasterState,
+)
+from kudusql.cluster.sim.network import NetworkFaults, SimNetwork
+from kudusql.cluster.sim.tserver_model import TabletServerModel
+
+MASTER = "master"
+RUNNING = TabletState.RUNNING
+
+#: Master timeouts scaled to the simulator's short runs.
+SIM_MASTER_OPTIONS = MasterOptions(
+    tserver_unresponsive_timeout=4.0, tablet_creation_timeout=6.0, request_retry_interval=1.0
+)
+HEARTBEAT_INTERVAL = 1.0
+
+
+_Output = TypeVar("_Output", DdlResult, HeartbeatResult, list[TabletServerRequest])
+
+
+class SimulationFailure(AssertionError):
+    """An invariant that does not hold; the message names the seed and has the trace."""
+
+
+@dataclass(frozen=True)
+class FaultRates:
+    """Per-step probabilities of each fault while faults are on."""
+
+    network: NetworkFaults = field(
+        default_factory=lambda: NetworkFaults(drop=0.15, duplicate=0.15, max_delay=2.5)
+    )
+    master_crash: float = 0.02
+    crash_before_send: float = 0.05  # a master crash right after persisting, before sending
+    tserver_crash: float = 0.02
+    tserver_restart: float = 0.15
+    ddl: float = 0.15
+
+
+@dataclass(frozen=True)
+class _Heartbeat:
+    uuid: str
+    address: str
+    report: TabletReport
+
+
+@dataclass(frozen=True)
+class _HeartbeatAnswer:
+    incarnation: int
+    response: HeartbeatResponse
+
+
+@dataclass(frozen=True)
+class _AlterAnswer:
+    uuid: str
+    tablet_id: str
+    schema_version: int
+
+
+@dataclass(frozen=True)
+class _DeleteAnswer:
+    uuid: str
+    tablet_id: str
+
+
+class Simulation:
+    def __init__(
+        self,
+        seed: int,
+        *,
+        tservers: int = 3,
+        steps: int = 150,
+        faults: FaultRates | None = None,
+        table_names: int = 3,
+    ) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.steps = steps
+        self.faults = faults or FaultRates()
+        self.table_names = [f"t{i}" for i in range(table_names)]
+        self.now = 0.0
+        self.trace: list[str] = []
+        self.store = InMemoryCatalogStore()
+        self.master = MasterState(
+            self.store, random.Random(self.rng.getrandbits(64)), SIM_MASTER_OPTIONS
+        )
+        self.master_up = True
+        self.network = SimNetwork(random.Random(self.rng.getrandbits(64)))
+        self.tservers = {
+            f"ts{i}": TabletServerModel(f"ts{i}", f"127.0.0.1:{7050 + i}") for i in range(tservers)
+        }
+        for ts in self.tservers.values():
+            ts.start()
+        self.next_heartbeat = {u: self.rng.uniform(0, HEARTBEAT_INTERVAL) for u in self.tservers}
+        self.partitions_of: dict[str, frozenset[str]] = {}
+        self.faulty = True
+        self._decoded: dict[tuple[tuple[int, str], bytes], TableRecord | TabletRecord] = {}
+
+    # -- running ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.network.faults = self.faults.network
+        for _ in range(self.steps):
+            self.step()
+        self.quiesce()
+
+    def step(self) -> None:
+        self.now = round(self.now + self.rng.uniform(0.05, 0.4), 6)
+        f = self.faults
+        roll = self.rng.random()
+        if roll < f.master_crash:
+            self.crash_master()
+        elif not self.master_up and roll < 0.3:
+            self.restart_master()
+        roll = self.rng.random()
+        if roll < f.tserver_crash:
+            ts = self.tservers[self.rng.choice(sorted(self.tservers))]
+            if ts.up:
+                ts.crash()
+                self.log(f"{ts.uuid} crashes")
+        elif roll < f.tserver_restart:
+            down = [u for u, t in self.tservers.items() if not t.up]
+            if down:
+                self.start_tserver(self.rng.choice(down))
+        self.heartbeats()
+        if self.master_up:
+            self.master_input("tick", lambda: self.master.tick(self.now))
+        if self.master_up and self.rng.random() < f.ddl:
+            self.client_ddl()
+        for _ in range(self.rng.randint(0, 6)):
+            envelope = self.network.take(self.now)
+            if envelope is None:
+                break
+            self.deliver(envelope.destination, envelope.payload)
+
+    def quiesce(self, rounds: int = 30) -> None:
+        """Stop faults, restart everything, run until quiet, then check liveness."""
+        self.faulty = False
+        self.network.faults = NetworkFaults()
+        self.log("-- faults stop --")
+        if not self.master_up:
+            self.restart_master()
+        for uuid, ts in self.tservers.items():
+            if not ts.up:
+                self.start_tserver(uuid)
+        self.drain()
+        for _ in range(rounds):
+            self.now = round(self.now + HEARTBEAT_INTERVAL, 6)
+            for uuid in self.tservers:
+                self.next_heartbeat[uuid] = self.now
+            self.heartbeats()
+            self.master_input("tick", lambda: self.master.tick(self.now))
+            self.drain()
+        self.check_liveness()
+
+    def drain(self) -> None:
+        while (envelope := self.network.take_any()) is not None:
+            self.deliver(envelope.destination, envelope.payload)
+
+    # -- actors -------------------------------------------------------------------------------
+
+    def log(self, line: str) -> None:
+        self.trace.append(f"[{self.now:8.3f}] {line}")
+
+    def crash_master(self) -> None:
+        if self.master_up:
+            self.master_up = False
+            self.log("master crashes")
+
+    def restart_master(self) -> None:
+        self.master_up = True
+        self.master.master_restart()
+        self.log(f"master restarts from {sum(1 for _ in self.store.scan())} records")
+        self.check_safety()
+
+    def start_tserver(self, uuid: str) -> None:
+        ts = self.tservers[uuid]
+        ts.start()
+        self.next_heartbeat[uuid] = self.now
+        self.log(f"{uuid} starts (incarnation {ts.incarnation}, {len(ts.tablets)} tablets)")
+
+    def heartbeats(self) -> None:
+        for uuid, ts in self.tservers.items():
+            if ts.up and self.now >= self.next_heartbeat[uuid]:
+                self.next_heartbeat[uuid] = self.now + HEARTBEAT_INTERVAL
+                report = ts.report()
+                self.network.send(MASTER, _Heartbeat(uuid, ts.address, report), self.now)
+
+    def client_ddl(self) -> None:
+        name = self.rng.choice(self.table_names)
+        table = self.master.table(name)
+        try:
+            if table is None:
+                parts = [f"p{i}" for i in range(self.rng.randint(1, 4))]
+                result = self.master_input(
+                    f"create {name} {parts}",
+                    lambda: self.master.create_table(name, f"schema-of-{name}", parts, self.now),
+                )
+                self.partitions_of[result.table_id] = frozenset(parts)
+            elif self.rng.random() < 0.6:
+                version = table.schema_version + 1
+                self.master_input(
+                    f"alter {name} to v{version}",
+                    lambda: self.master.alter_table(name, self.now, schema=f"{name}-v{version}"),
+                )
+            else:
+                self.master_input(f"drop {name}", lambda: self.master.drop_table(name, self.now))
+        except CatalogError as e:
+            self.log(f"client: {e}")
+
+    def master_input(self, what: str, call: Callable[[], _Output]) -> _Output:
+        """Run one master input, check safety, send its outputs (unless the master crashes)."""
+        result = call()
+        requests = tuple(result) if isinstance(result, list) else result.requests
+        if requests or what != "tick":
+            self.log(f"master {what} -> {len(requests)} requests")
+        self.check_safety()
+        for request in requests:
+            self.check_request_backed(request)
+        if self.faulty and requests and self.rng.random() < self.faults.crash_before_send:
+            self.log("master crashes after persisting, before sending")
+            self.crash_master()
+            return result
+        for request in requests:
+            self.log(f"  send {describe(request)}")
+            self.network.send(request.tserver_uuid, request, self.now)
+        return result
+
+    def deliver(self, destination: str, payload: object) -> None:
+        if destination == MASTER:
+            if not self.master_up:
+                return
+            if isinstance(payload, _Heartbeat):
+                p = payload
+                result = self.master_input(
+                    f"heartbeat {p.uuid} {describe_report(p.report)}",
+                    lambda: self.master.heartbeat(p.uuid, p.address, p.report, self.now),
+                )
+                answer = _HeartbeatAnswer(p.report.incarnation, result.response)
+                self.network.send(p.uuid, answer, self.now)
+            elif isinstance(payload, _AlterAnswer):
+                a = payload
+                self.master_input(
+                    f"alter answer {a.uuid} {short(a.tablet_id)} v{a.schema_version}",
+                    lambda: self.master.alter_tablet_response(
+                        a.uuid, a.tablet_id, a.schema_version, self.now
+                    ),
+                )
+            elif isinstance(payload, _DeleteAnswer):
+                d = payload
+                self.master_input(
+                    f"delete answer {d.uuid} {short(d.tablet_id)}",
+                    lambda: self.master.delete_tablet_response(d.uuid, d.tablet_id, self.now),
+                )
+            return
+        ts = self.tservers[destination]
+        if not ts.up:
+            return
+        if isinstance(payload, _HeartbeatAnswer):
+            ts.heartbeat_response(payload.incarnation, payload.response)
+        elif isinstance(payload, CreateTabletRequest):
+            ts.create_tablet(payload)
+            self.log(f"{ts.uuid} applies {describe(payload)}")
+        elif isinstance(payload, AlterTabletRequest):
+            version = ts.alter_tablet(payload)
+            self.log(f"{ts.uuid} applies {describe(payload)}")
+            if version is not None:
+                self.network.send(
+                    MASTER, _AlterAnswer(ts.uuid, payload.tablet_id, version), self.now
+                )
+        elif isinstance(payload, DeleteTabletRequest):
+            self.check_delete_safe(ts.uuid, payload.tablet_id)
+            ts.delete_tablet(payload)
+            self.log(f"{ts.uuid} applies {describe(payload)}")
+            self.network.send(MASTER, _DeleteAnswer(ts.uuid, payload.tablet_id), self.now)
+        self.check_safety()
+
+    # -- invariants ---------------------------------------------------------------------------
+
+    def fail(self, message: str) -> None:
+        trace = "\n".join(self.trace[-200:])
+        raise SimulationFailure(f"seed {self.seed}: {message}\ntrace (last 200 events):\n{trace}")
+
+    def stored(self) -> dict[tuple[int, str], TableRecord | TabletRecord]:
+        try:
+            out = {}
+            for key, value in self.store.scan():
+                record = self._decoded.get((key, value))
+                if record is None:  # each distinct stored value is decoded once
+                    record = self._decoded[(key, value)] = decode_record(key, value)
+                out[key] = record
+            return out
+        except Exception as e:  # any decoding failure is the invariant's failure
+            self.fail(f"the persisted catalog does not decode: {e}")
+            raise
+
+    def check_safety(self) -> None:
+        stored = self.stored()
+        tables = {r.table_id: r for r in stored.values() if isinstance(r, TableRecord)}
+        tablets = [r for r in stored.values() if isinstance(r, TabletRecord)]
+        if self.master_up:
+            memory = {r.key: r for r in self.master.durable_records()}
+            if memory != stored:
+                self.fail("the master's catalog differs from its persisted records")
+        names = [t.name for t in tables.values() if t.state is not TableState.REMOVED]
+        if len(names) != len(set(names)):
+            self.fail(f"two live tables share a name: {sorted(names)}")
+        by_table: dict[str, list[TabletRecord]] = {t: [] for t in tables}
+        for tablet in tablets:
+            if tablet.table_id not in tables:
+                self.fail(f"tablet {short(tablet.tablet_id)} has no table record")
+            by_table[tablet.table_id].append(tablet)
+        for table_id, table in tables.items():
+            own = by_table[table_id]
+            if table.state is TableState.REMOVED:
+                if any(t.state in (TabletState.RUNNING, TabletState.CREATING) for t in own):
+                    self.fail(f"dropped table {table.name} has a live tablet")
+                continue
+            current = [t for t in own if t.state is not TabletState.REPLACED]
+            partitions = sorted(t.partition for t in current)
+            expected = sorted(self.partitions_of.get(table_id, partitions))
+            if partitions != expected:
+                self.fail(f"table {table.name} covers {partitions}, not {expected}")
+            if table.state is TableState.RUNNING:
+                for tablet in current:
+                    hosted = self.tservers[tablet.tserver_uuid].tablets.get(tablet.tablet_id)
+                    if tablet.state is not TabletState.RUNNING or hosted is None:
+                        self.fail(
+                            f"table {table.name} is RUNNING but tablet {short(tablet.tablet_id)}"
+                            f" is {tablet.state.value} / not hosted on {tablet.tserver_uuid}"
+                        )
+                        return
+                    if hosted.schema_version < table.schema_version:
+                        self.fail(
+                            f"table {table.name} is RUNNING at v{table.schema_version} but "
+                            f"{short(tablet.tablet_id)} is at v{hosted.schema_version}"
+                        )
+        if self.master_up:
+            for table in self.master.tables():
+                if table.state is TableState.REMOVED:
+                    continue
+                for location in self.master.tablet_locations(table.name):
+                    record = stored.get((TABLETS_ENTRY, location.tablet_id))
+                    if not isinstance(record, TabletRecord) or record.state is not RUNNING:
+                        self.fail(f"location of a tablet that is not RUNNING: {location}")
+                        return
+                    if tables[record.table_id].state is TableState.REMOVED:
+                        self.fail(f"location of a dropped table's tablet: {location}")
+
+    def check_request_backed(self, request: TabletServerRequest) -> None:
+        """Write-ahead: every request the master sends follows from a persisted record."""
+        stored = self.stored()
+        record = stored.get((TABLETS_ENTRY, request.tablet_id))
+        if isinstance(request, CreateTabletRequest):
+            if (
+                not isinstance(record, TabletRecord)
+                or record.state is not TabletState.CREATING
+                or record.tserver_uuid != request.tserver_uuid
+            ):
+                self.fail(f"create sent without a persisted CREATING record: {describe(request)}")
+        elif isinstance(request, AlterTabletRequest):
+            table = (
+                stored.get((TABLES_ENTRY, record.table_id))
+                if isinstance(record, TabletRecord)
+                else None
+            )
+            if not isinstance(table, TableRecord) or table.schema_version < request.schema_version:
+                self.fail(f"alter sent ahead of the persisted schema: {describe(request)}")
+        else:
+            self.check_delete_safe(request.tserver_uuid, request.tablet_id)
+
+    def check_delete_safe(self, uuid: str, tablet_id: str) -> None:
+        record = self.stored().get((TABLETS_ENTRY, tablet_id))
+        if (
+            isinstance(record, TabletRecord)
+            and record.tserver_uuid == uuid
+            and record.state in (TabletState.CREATING, TabletState.RUNNING)
+        ):
+            self.fail(f"delete of live tablet {short(tablet_id)} on {uuid}")
+
+    def check_liveness(self) -> None:
+        stored = self.stored()
+        for record in stored.values():
+            if isinstance(record, TableRecord) and record.state is not TableState.RUNNING:
+                self.fail(f"after quiescence table {record.name} is {record.state.value}")
+            if isinstance(record, TabletRecord) and record.state is not TabletState.RUNNING:
+                self.fail(
+                    f"after quiescence tablet {short(record.tablet_id)} is {record.state.value}"
+                )
+        versions = {
+            r.table_id: r.schema_version for r in stored.values() if isinstance(r, TableRecord)
+        }
+        for uuid, ts in self.tservers.items():
+            assigned = {
+                r.tablet_id: versions[r.table_id]
+                for r in stored.values()
+                if isinstance(r, TabletRecord) and r.tserver_uuid == uuid
+            }
+            hosted = {t: h.schema_version for t, h in ts.tablets.items()}
+            if hosted != assigned:
+                orphans = sorted(short(t) for t in set(hosted) - set(assigned))
+                missing = sorted(short(t) for t in set(assigned) - set(hosted))
+                self.fail(
+                    f"after quiescence {uuid} hosts {len(hosted)} tablets, the master assigns "
+                    f"{len(assigned)} (orphans {orphans}, missing {missing}, or versions differ)"
+                )
+
+
+def short(tablet_id: str) -> str:
+    return tablet_id[:6]
+
+
+def describe(request: TabletServerRequest) -> str:
+    if isinstance(request, CreateTabletRequest):
+        return (
+            f"create {short(request.tablet_id)} ({request.table_name} {request.partition} "
+            f"v{request.schema_version}) on {request.tserver_uuid}"
+        )
+    if isinstance(request, AlterTabletRequest):
+        version, where = request.schema_version, request.tserver_uuid
+        return f"alter {short(request.tablet_id)} to v{version} on {where}"
+    return f"delete {short(request.tablet_id)} on {request.tserver_uuid} ({request.reason})"
+
+
+def describe_report(report: TabletReport) -> str:
+    kind = "incremental" if report.is_incremental else "full"
+    tablets = ",".join(f"{short(t.tablet_id)}@v{t.schema_version}" for t in report.updated_tablets)
+    removed = ",".join(short(t) for t in report.removed_tablet_ids)
+    return f"#{report.incarnation}.{report.sequence_number} {kind} [{tablets}]" + (
+        f" removed [{removed}]" if removed else ""
+    )
+
+
+def run_seed(seed: int, **kwargs: object) -> Simulation:
+    """Run one simulation; raises ``SimulationFailure`` naming the seed on a violation."""
+    sim = Simulation(seed, **kwargs)  # type: ignore[arg-type]
+    sim.run()
+    return sim

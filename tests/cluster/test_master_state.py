@@ -1,0 +1,315 @@
+"""Hand-written scenarios of the master's catalog state machine: DDL, tablet reports,
+write-ahead recovery, lost and duplicated requests, creation timeouts, orphans."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kudusql.cluster.catalog.records import (
+    CatalogCorruptionError,
+    TableRecord,
+    TableState,
+    TabletRecord,
+    TabletState,
+    decode_record,
+    encode_record,
+)
+from kudusql.cluster.catalog.store import InMemoryCatalogStore
+from kudusql.cluster.master_protocol import (
+    AlterTabletRequest,
+    CreateTabletRequest,
+    DeleteTabletRequest,
+    ReportedTablet,
+    TabletReport,
+    TabletServerRequest,
+)
+from kudusql.cluster.master_state import CatalogError, MasterOptions, MasterState
+from kudusql.cluster.sim.tserver_model import TabletServerModel
+
+OPTIONS = MasterOptions(
+    tserver_unresponsive_timeout=5.0, tablet_creation_timeout=10.0, request_retry_interval=1.0
+)
+
+
+class Cluster:
+    """A master and tablet-server models wired by hand: the test decides what arrives."""
+
+    def __init__(self, tservers: int = 3, seed: int = 1) -> None:
+        self.store = InMemoryCatalogStore()
+        self.master = MasterState(self.store, random.Random(seed), OPTIONS)
+        self.ts = {f"ts{i}": TabletServerModel(f"ts{i}", f"h:{i}") for i in range(tservers)}
+        for ts in self.ts.values():
+            ts.start()
+        self.now = 0.0
+
+    def heartbeat(self, uuid: str) -> list[TabletServerRequest]:
+        ts = self.ts[uuid]
+        report = ts.report()
+        result = self.master.heartbeat(uuid, ts.address, report, self.now)
+        ts.heartbeat_response(report.incarnation, result.response)
+        return list(result.requests)
+
+    def heartbeat_all(self) -> list[TabletServerRequest]:
+        return [r for u in self.ts if self.ts[u].up for r in self.heartbeat(u)]
+
+    def deliver(self, requests: list[TabletServerRequest], answer: bool = True) -> None:
+        """Apply requests on their servers; answers go back to the master unless lost."""
+        for request in requests:
+            ts = self.ts[request.tserver_uuid]
+            if not ts.up:
+                continue
+            if isinstance(request, CreateTabletRequest):
+                ts.create_tablet(request)
+            elif isinstance(request, AlterTabletRequest):
+                version = ts.alter_tablet(request)
+                if answer and version is not None:
+                    self.master.alter_tablet_response(ts.uuid, request.tablet_id, version, self.now)
+            else:
+                ts.delete_tablet(request)
+                if answer:
+                    self.master.delete_tablet_response(ts.uuid, request.tablet_id, self.now)
+
+    def settle(self, rounds: int = 5) -> None:
+        for _ in range(rounds):
+            self.now += 1.0
+            self.deliver(self.heartbeat_all())
+            self.deliver(self.master.tick(self.now))
+
+    def stored(self) -> list[TableRecord | TabletRecord]:
+        return [decode_record(k, v) for k, v in self.store.scan()]
+
+
+def started(tservers: int = 3) -> Cluster:
+    cluster = Cluster(tservers)
+    cluster.heartbeat_all()
+    return cluster
+
+
+def test_create_table_places_tablets_and_runs_when_reported() -> None:
+    c = started()
+    result = c.master.create_table("t", "s0", ["p0", "p1", "p2", "p3", "p4", "p5"], c.now)
+    creates = [r for r in result.requests if isinstance(r, CreateTabletRequest)]
+    assert len(creates) == 6
+    assert {r.partition for r in creates} == {f"p{i}" for i in range(6)}
+    # Power of two choices with recent picks spreads a batch over every server.
+    assert {r.tserver_uuid for r in creates} == set(c.ts)
+    table = c.master.table("t")
+    assert table is not None and table.state is TableState.PREPARING
+    assert all(t.state is TabletState.CREATING for t in c.master.tablets_of(table.table_id))
+    assert c.master.tablet_locations("t") == []
+    c.deliver(list(result.requests))
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("t")
+    locations = c.master.tablet_locations("t")
+    assert sorted(loc.partition for loc in locations) == [f"p{i}" for i in range(6)]
+    assert all(loc.address == c.ts[loc.tserver_uuid].address for loc in locations)
+
+
+def test_ddl_errors_are_clear() -> None:
+    c = Cluster()
+    with pytest.raises(CatalogError, match="no live tablet servers"):
+        c.master.create_table("t", "s", ["p"], c.now)
+    c.heartbeat_all()
+    c.master.create_table("t", "s", ["p"], c.now)
+    with pytest.raises(CatalogError, match="table 't' already exists"):
+        c.master.create_table("t", "s", ["p"], c.now)
+    with pytest.raises(CatalogError, match="distinct partitions"):
+        c.master.create_table("u", "s", ["p", "p"], c.now)
+    with pytest.raises(CatalogError, match="table 'u' does not exist"):
+        c.master.drop_table("u", c.now)
+    c.now = 100.0  # every server is silent past the unresponsive timeout
+    assert c.master.live_tservers(c.now) == []
+    with pytest.raises(CatalogError, match="no live tablet servers"):
+        c.master.create_table("v", "s", ["p"], c.now)
+
+
+def test_master_crash_between_persisting_creating_and_sending() -> None:
+    c = started()
+    lost = c.master.create_table("t", "s0", ["p0", "p1"], c.now)  # never sent: the master dies
+    ids = {r.tablet_id for r in lost.requests}
+    c.master = MasterState(c.store, random.Random(99), OPTIONS)  # rebuilt from the records only
+    assert {t.tablet_id for t in c.master.tablets()} == ids
+    assert c.master.table("t").state is TableState.PREPARING  # type: ignore[union-attr]
+    c.heartbeat_all()  # servers register again with full reports
+    resent = c.master.tick(c.now)
+    assert {r.tablet_id for r in resent if isinstance(r, CreateTabletRequest)} == ids
+    c.deliver(resent)
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("t")
+
+
+def test_duplicate_create_makes_one_replica_and_a_late_one_cannot_resurrect() -> None:
+    c = started(1)
+    result = c.master.create_table("t", "s0", ["p0"], c.now)
+    c.deliver(list(result.requests) * 2)
+    assert len(c.ts["ts0"].tablets) == 1
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("t")
+    drop = c.master.drop_table("t", c.now)
+    c.deliver(list(drop.requests))
+    c.deliver(list(result.requests))  # a create delayed past the delete: the tombstone refuses it
+    assert c.ts["ts0"].tablets == {}
+    assert c.stored() == []
+
+
+def test_lost_delete_acks_are_retried_until_confirmed() -> None:
+    c = started()
+    created = c.master.create_table("t", "s0", ["p0", "p1", "p2"], c.now)
+    c.deliver(list(created.requests))
+    c.heartbeat_all()
+    drop = c.master.drop_table("t", c.now)
+    assert c.master.table("t") is None
+    assert all(isinstance(r, DeleteTabletRequest) for r in drop.requests)
+    c.deliver(list(drop.requests), answer=False)  # deleted on the servers, every ack lost
+    assert all(t.state is TabletState.DELETED for t in c.stored() if isinstance(t, TabletRecord))
+    c.now += OPTIONS.request_retry_interval
+    again = c.master.tick(c.now)
+    assert {r.tablet_id for r in again} == {r.tablet_id for r in drop.requests}
+    c.deliver(again, answer=False)  # deleting what is gone is a no-op; acks lost again
+    assert c.stored() != []
+    c.heartbeat_all()  # the incremental reports list the removed tablets
+    assert c.stored() == []
+    assert all(ts.tablets == {} for ts in c.ts.values())
+
+
+def test_full_report_confirms_deletes() -> None:
+    c = started(1)
+    created = c.master.create_table("t", "s0", ["p0"], c.now)
+    c.deliver(list(created.requests))
+    c.heartbeat_all()
+    drop = c.master.drop_table("t", c.now)
+    c.deliver(list(drop.requests), answer=False)
+    c.ts["ts0"].crash()
+    c.ts["ts0"].start()  # dirty marks are gone with the process; its first report is full
+    c.heartbeat_all()
+    assert c.stored() == []
+
+
+def test_full_report_after_tserver_restart_with_an_orphan() -> None:
+    c = started()
+    created = c.master.create_table("t", "s0", ["p0"], c.now)
+    c.deliver(list(created.requests))
+    c.heartbeat_all()
+    ts = c.ts["ts2"]
+    ts.crash()
+    ts.create_tablet(CreateTabletRequest("ts2", "f" * 32, "x", "gone", "p", "s", 0))  # on its disk
+    ts.start()
+    requests = c.heartbeat("ts2")
+    assert requests == [DeleteTabletRequest("ts2", "f" * 32, "orphan: not in the catalog")]
+    c.deliver(requests)
+    assert "f" * 32 not in ts.tablets
+    assert c.master.is_ddl_done("t")
+
+
+def test_incremental_report_from_an_unknown_server_asks_for_a_full_one() -> None:
+    c = started(1)
+    c.master.master_restart()
+    report = TabletReport(incarnation=1, sequence_number=5, is_incremental=True)
+    result = c.master.heartbeat("ts0", "h:0", report, c.now)
+    assert result.response.needs_full_report
+    assert c.master.live_tservers(c.now) == []
+    c.ts["ts0"].heartbeat_response(1, result.response)
+    c.heartbeat("ts0")  # now a full report
+    assert c.master.live_tservers(c.now) == ["ts0"]
+
+
+def test_a_report_older_than_one_processed_is_ignored() -> None:
+    c = started(1)
+    created = c.master.create_table("t", "s0", ["p0"], c.now)
+    c.deliver(list(created.requests))
+    tablet_id = created.requests[0].tablet_id
+    newer = TabletReport(1, 10, True, (ReportedTablet(tablet_id, 0),))
+    assert not c.master.heartbeat("ts0", "h:0", newer, c.now).response.needs_full_report
+    assert c.master.is_ddl_done("t")
+    c.master.drop_table("t", c.now)  # the delete is not delivered yet
+    older_full = TabletReport(1, 9, False, ())  # built before the tablet existed
+    c.master.heartbeat("ts0", "h:0", older_full, c.now)
+    assert [r.state for r in c.master.tablets()] == [TabletState.DELETED]  # not confirmed
+
+
+def test_alter_waits_for_every_tablet_to_report_the_new_version() -> None:
+    c = started()
+    created = c.master.create_table("t", "s0", ["p0", "p1", "p2"], c.now)
+    c.deliver(list(created.requests))
+    c.heartbeat_all()
+    altered = c.master.alter_table("t", c.now, schema="s1", new_name="u")
+    assert c.master.table("t") is None
+    table = c.master.table("u")
+    assert table is not None and table.state is TableState.ALTERING
+    assert table.schema_version == 1
+    alters = [r for r in altered.requests if isinstance(r, AlterTabletRequest)]
+    assert len(alters) == 3 and {r.schema_version for r in alters} == {1}
+    c.deliver(alters[:2])
+    assert not c.master.is_ddl_done("u")
+    c.deliver(alters[2:], answer=False)  # applied, answer lost: the report tells the master
+    assert not c.master.is_ddl_done("u")
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("u")
+    assert {ts.schema_version for s in c.ts.values() for ts in s.tablets.values()} == {1}
+
+
+def test_alter_after_master_restart_rolls_forward() -> None:
+    c = started()
+    created = c.master.create_table("t", "s0", ["p0", "p1"], c.now)
+    c.deliver(list(created.requests))
+    c.heartbeat_all()
+    c.master.alter_table("t", c.now, schema="s1")  # the alters are never sent
+    c.master.master_restart()
+    c.settle()
+    assert c.master.is_ddl_done("t")
+    assert {h.schema_version for s in c.ts.values() for h in s.tablets.values()} == {1}
+
+
+def test_a_tablet_that_fails_to_create_in_time_is_replaced() -> None:
+    c = started(2)
+    created = c.master.create_table("t", "s0", ["p0", "p1", "p2", "p3"], c.now)
+    victim = next(r for r in created.requests if r.tserver_uuid == "ts0")
+    c.ts["ts0"].crash()
+    c.deliver(list(created.requests))
+    for _ in range(int(OPTIONS.tablet_creation_timeout) + 2):
+        c.now += 1.0
+        c.deliver(c.heartbeat_all())
+        c.deliver(c.master.tick(c.now))
+    assert c.master.is_ddl_done("t")
+    tablets = c.master.tablets_of(c.master.table("t").table_id)  # type: ignore[union-attr]
+    replaced = [t for t in tablets if t.state is TabletState.REPLACED]
+    assert victim.tablet_id in {t.tablet_id for t in replaced}
+    running = [t for t in tablets if t.state is TabletState.RUNNING]
+    assert sorted(t.partition for t in running) == ["p0", "p1", "p2", "p3"]
+    assert all(t.tserver_uuid == "ts1" for t in running)
+    # The old server comes back and creates the stale replica: it is deleted and forgotten.
+    c.ts["ts0"].start()
+    c.deliver([victim])
+    c.settle()
+    assert c.ts["ts0"].tablets == {}
+    assert all(t.state is TabletState.RUNNING for t in c.master.tablets())
+
+
+def test_restart_rebuilds_exactly_the_persisted_catalog() -> None:
+    c = started()
+    for name in ("a", "b", "c"):
+        c.deliver(list(c.master.create_table(name, "s", ["p0", "p1"], c.now).requests))
+    c.heartbeat_all()
+    c.master.drop_table("b", c.now)
+    c.master.alter_table("c", c.now, schema="s2")
+    before = {r.key: r for r in c.master.durable_records()}
+    c.master.master_restart()
+    assert {r.key: r for r in c.master.durable_records()} == before
+    assert {r.key: r for r in c.stored()} == before
+
+
+def test_records_round_trip_and_corruption_is_reported() -> None:
+    table = TableRecord("a" * 32, "t", "schema", 3, TableState.ALTERING)
+    tablet = TabletRecord("b" * 32, "a" * 32, "p0", "ts0", TabletState.RUNNING)
+    for record in (table, tablet):
+        assert decode_record(record.key, encode_record(record)) == record
+    with pytest.raises(CatalogCorruptionError, match="not valid JSON"):
+        decode_record(table.key, b"\xff")
+    with pytest.raises(CatalogCorruptionError, match="unknown state"):
+        decode_record(table.key, encode_record(table).replace(b"ALTERING", b"MELTING"))
+    with pytest.raises(CatalogCorruptionError, match="another key"):
+        decode_record((1, "c" * 32), encode_record(table))
+    with pytest.raises(CatalogCorruptionError, match="schema_version"):
+        decode_record(table.key, encode_record(table).replace(b":3", b':"3"'))
