@@ -18,7 +18,6 @@ not exist, ...), each also the PEP 249 class (``kudusql.common.errors``).
 from __future__ import annotations
 
 import getpass
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +39,8 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.schema import Schema as CoreSchema
-from kudusql.storage.tables import directory
 from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.open_databases import open_database
 from kudusql.storage.tables.table import Table as CoreTable
 
 __all__ = [
@@ -94,53 +93,6 @@ def _current_user() -> str:
         return ""
 
 
-# The databases clients of this process opened by path, shared: a directory has one
-# writer process, and in it every client of one path uses one open Database (as
-# kudu-python clients of one cluster do), closed when its last client closes.
-_shared_lock = threading.Lock()
-
-
-@dataclass
-class _Shared:
-    db: Database
-    #: The Database options the first client gave (what later ones must match, if any).
-    given: dict[str, Any]
-    users: int = 0
-
-
-_shared: dict[tuple[str, bool], _Shared] = {}
-
-
-def _open_shared(path: str, kw: dict[str, Any]) -> Database:
-    key = (os.path.realpath(directory.database_path(path)), bool(kw.get("read_only", False)))
-    with _shared_lock:
-        entry = _shared.get(key)
-        if entry is not None and entry.db.closed:
-            del _shared[key]
-            entry = None
-        if entry is None:
-            entry = _Shared(Database(path, **kw), dict(kw))
-            _shared[key] = entry
-        elif kw and kw != entry.given:
-            raise KuduInvalidArgument(
-                f"database {key[0]} is already open in this process with other options; "
-                "connect with the same options (or none), or close the other clients"
-            )
-        entry.users += 1
-        return entry.db
-
-
-def _release_shared(db: Database) -> None:
-    with _shared_lock:
-        for key, entry in list(_shared.items()):
-            if entry.db is db:
-                entry.users -= 1
-                if entry.users <= 0:
-                    del _shared[key]
-                    db.close()
-                return
-
-
 class Client:
     """A connection to one database. ``Client(path, **database_options)`` opens (or
     creates) it, or shares the one another client of this process opened by the same
@@ -154,7 +106,15 @@ class Client:
             self._db = database
             self._own = False
         else:
-            self._db = _open_shared(str(database), kw)
+            options = kw.pop("options", None)
+            try:
+                self._db, self._release = open_database(
+                    str(database), {} if options is None else options, kw
+                )
+            except ProgrammingError as e:
+                if "already open in this process" in str(e):
+                    raise KuduInvalidArgument(str(e)) from None
+                raise
             self._own = True
         self._closed = False
         self._observed = 0
@@ -175,7 +135,7 @@ class Client:
         client of this process uses it)."""
         if self._own and not self._closed:
             self._closed = True
-            _release_shared(self._db)
+            self._release()
 
     def __enter__(self) -> Client:
         return self

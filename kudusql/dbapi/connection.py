@@ -43,12 +43,12 @@ import pyarrow as pa
 from kudusql.common.errors import InterfaceError, NotSupportedError, ProgrammingError, Warning
 from kudusql.common.options import TabletOptions
 from kudusql.dbapi.arrow_input import to_arrow_table
-from kudusql.dbapi.registry import open_database
 from kudusql.dbapi.types import describe
 from kudusql.engine.params import Params
 from kudusql.engine.result import Result
 from kudusql.engine.session import Session
 from kudusql.engine.settings import Settings
+from kudusql.storage.tables.open_databases import open_database
 
 _DB_KWARGS = {"read_only", "maintenance"}
 

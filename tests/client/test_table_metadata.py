@@ -214,3 +214,30 @@ def test_sql_and_the_client_share_owner_and_comment(tmp_path: Path) -> None:
         cur = conn.cursor()
         cur.execute("SHOW CREATE TABLE t")
         assert "COMMENT 'from the client'" in cur.fetchone()[0]
+
+
+def test_a_client_and_a_dbapi_connection_in_one_process_share_the_database(
+    tmp_path: Path,
+) -> None:
+    """One registry of open databases serves both: the directory's writer lock does not
+    refuse the second, and each sees the other's writes at once."""
+    path = str(tmp_path / "db")
+    with kudusql.connect(path) as conn:
+        cur = conn.cursor()
+        cur.execute(
+            "CREATE TABLE t (id INT PRIMARY KEY, v STRING) PARTITION BY HASH (id) PARTITIONS 2"
+        )
+        client = kudu.connect(path)
+        try:
+            t = client.table("t")
+            session = client.new_session()
+            session.apply(t.new_insert({"id": 1, "v": "from the client"}))
+            session.flush()
+            cur.execute("SELECT v FROM t")
+            assert cur.fetchall() == [("from the client",)]
+            cur.execute("INSERT INTO t VALUES (2, 'from sql')")
+            assert sorted(r[0] for r in t.scanner().open().read_all_tuples()) == [1, 2]
+        finally:
+            client.close()
+        cur.execute("SELECT count(*) FROM t")  # the connection's use outlives the client's
+        assert cur.fetchone() == (2,)

@@ -1,12 +1,13 @@
-"""The databases this process has open, shared by every connection to the same directory.
+"""The databases this process has open, shared by every user of the same directory.
 
 A database directory has one writer process (``storage/fs/lock.py``), and within it a
-``Database`` object serves any number of connections: ``connect(path)`` twice in one
-process gives two connections (each its own session, DuckDB connection and cursors) to
-one open database, as DuckDB's instance cache does. So each thread can have its own
-connection. The database closes when its last connection closes. Connections must ask
-for the same database options (a different configuration of an open database is
-refused, not silently ignored); read-only opens are kept apart from writable ones.
+``Database`` object serves any number of users: DB-API connections (each its own
+session, DuckDB connection and cursors, as DuckDB's instance cache gives) and Kudu-style
+clients (as kudu-python clients of one cluster share it) of one path share one open
+database, so each thread can have its own connection and a client beside them. The
+database closes when its last user releases it. Users must ask for the same database
+options (a different configuration of an open database is refused, not silently
+ignored); read-only opens are kept apart from writable ones.
 """
 
 from __future__ import annotations
@@ -37,27 +38,33 @@ _open: dict[tuple[str, bool], _Open] = {}
 
 
 def open_database(
-    path: str, tablet_options: dict[str, Any], db_options: dict[str, Any]
+    path: str, tablet_options: TabletOptions | dict[str, Any], db_options: dict[str, Any]
 ) -> tuple[Database, Callable[[], None]]:
-    """The open database at ``path`` (opened now if no connection of this process has
-    it) and the function that releases this use of it. ``tablet_options`` are the
-    ``TabletOptions`` fields the caller gave, ``db_options`` the ``Database`` keywords."""
+    """The open database at ``path`` (opened now if nothing in this process has it) and
+    the function that releases this use of it. ``tablet_options`` are the
+    ``TabletOptions`` the caller gave (the fields, or the whole value), ``db_options``
+    the ``Database`` keywords; nothing given accepts the open database as it is."""
     read_only = bool(db_options.get("read_only", False))
     key = (os.path.realpath(directory.database_path(path)), read_only)
-    given = {**tablet_options, **db_options}
+    if isinstance(tablet_options, TabletOptions):
+        options = tablet_options
+        given: dict[str, Any] = {"options": options, **db_options}
+    else:
+        options = TabletOptions().with_(**tablet_options)
+        given = {"options": options, **db_options} if tablet_options or db_options else {}
     with _lock:
         entry = _open.get(key)
         if entry is not None and entry.db.closed:
             del _open[key]
             entry = None
         if entry is None:
-            db = Database(path, TabletOptions().with_(**tablet_options), **db_options)
+            db = Database(path, options, **db_options)
             entry = _Open(db, given)
             _open[key] = entry
         elif given and given != entry.given:
             raise ProgrammingError(
                 f"database {key[0]} is already open in this process with other options; "
-                "connect with the same options (or none), or close the other connections"
+                "open it with the same options (or none), or close its other users"
             )
         entry.users += 1
     released = threading.Event()
