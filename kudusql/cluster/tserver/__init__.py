@@ -3,7 +3,7 @@
 | module | owns |
 |--------|------|
 | ``superblock.py`` | the durable list of hosted and tombstoned tablets |
-| ``tablet_manager.py`` | the hosted storage-engine tablets, their lifecycle, the maintenance manager |
+| ``tablet_manager.py`` | the hosted tablets, their lifecycle, the maintenance manager |
 | ``messages.py`` | the wire messages (create/alter/delete tablet, write, scan, tablet report) |
 | ``server.py`` | ``TabletServer``: the RPC server serving them |
 | ``__main__.py`` | the process: ``python -m kudusql.cluster.tserver --dir D`` |

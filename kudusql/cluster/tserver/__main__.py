@@ -62,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     address = str(server.address)
     write_file_atomic(os.path.join(directory, ADDRESS_FILE), address.encode())
     log = logging.getLogger(__name__)
-    log.info("tablet server %s listening on %s (incarnation %d)", server.uuid, address, server.tablets.incarnation)
+    log.info(
+        "tablet server %s listening on %s (incarnation %d)",
+        server.uuid,
+        address,
+        server.tablets.incarnation,
+    )
     print(address, flush=True)
     try:
         server.serve()

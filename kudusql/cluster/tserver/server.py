@@ -94,7 +94,9 @@ class TabletServer(RpcServer):
         return _changed(entry)
 
     def _alter(self, r: AlterTablet) -> TabletChanged:
-        return _changed(self.tablets.alter_tablet(r.tablet_id, parse_schema(r.schema), r.schema_version))
+        return _changed(
+            self.tablets.alter_tablet(r.tablet_id, parse_schema(r.schema), r.schema_version)
+        )
 
     def _delete(self, r: DeleteTablet) -> TabletChanged:
         entry = self.tablets.delete_tablet(r.tablet_id)

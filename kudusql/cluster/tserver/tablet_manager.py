@@ -283,7 +283,9 @@ class TabletManager:
         try:
             return tablet.write(data, op)
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
-            raise ProgrammingError(f"a write batch does not fit tablet {tablet_id}: {exc}") from None
+            raise ProgrammingError(
+                f"a write batch does not fit tablet {tablet_id}: {exc}"
+            ) from None
 
     def scan(
         self,
@@ -318,9 +320,7 @@ class TabletManager:
 
 def _check_tablet_id(tablet_id: str) -> None:
     if not tablet_id or not all(c.isalnum() or c in "-_" for c in tablet_id):
-        raise ProgrammingError(
-            f"bad tablet id {tablet_id!r}: letters, digits, '-' and '_' only"
-        )
+        raise ProgrammingError(f"bad tablet id {tablet_id!r}: letters, digits, '-' and '_' only")
 
 
 def _check_alterable(old: Schema, new: Schema) -> None:
