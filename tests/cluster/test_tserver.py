@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from kudusql.cluster.errors import TabletNotFound, Unauthenticated
+from kudusql.cluster.errors import MalformedMessage, TabletNotFound, Unauthenticated
 from kudusql.cluster.messages import Ping
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
@@ -67,7 +67,9 @@ def tserver(workdir: Path) -> Iterator[TServerProcess]:
     try:
         yield process
     finally:
-        process.stop()
+        assert process.stop() == 0
+    # Every refused call above was a clear error, not a bug with a traceback.
+    assert "Traceback" not in (workdir / "ts1" / "tserver.log").read_text()
 
 
 def client(address: str, **kwargs: object) -> RpcClient:
@@ -163,6 +165,20 @@ def test_unknown_tablet_is_tablet_not_found(tserver: TServerProcess) -> None:
             scan(c, ScanRequest("nope"))
         with pytest.raises(TabletNotFound):
             c.call(AlterTablet("nope", schema_text(), 2))
+
+
+def test_bad_requests_get_clear_errors(tserver: TServerProcess) -> None:
+    with client(tserver.address) as c:
+        c.call(create("t-bad"))
+        with pytest.raises(ProgrammingError, match="unknown write operation 'merge'"):
+            write(c, "t-bad", [{"id": 1, "name": "a"}], "merge")
+        with pytest.raises(MalformedMessage, match="not a valid schema"):
+            c.call(CreateTablet("t-bad2", "table-1", "people", "", "{}", 1))
+        with pytest.raises(ProgrammingError, match="bad tablet id"):
+            c.call(create("../escape"))
+        with pytest.raises(ProgrammingError, match="primary key"):
+            other_key = Schema.build([ColumnSchema("k", DataType.parse("STRING"))], ["k"])
+            c.call(AlterTablet("t-bad", json.dumps(other_key.to_dict()), 5))
 
 
 def test_snapshot_ahead_of_the_clock(tserver: TServerProcess) -> None:

@@ -324,5 +324,13 @@ def _check_tablet_id(tablet_id: str) -> None:
 
 
 def _check_alterable(old: Schema, new: Schema) -> None:
+    """Refuse, before anything is recorded, what ``Tablet.alter_schema`` would refuse (a
+    recorded alter the tablet refuses would keep the tablet from opening)."""
     if [(c.id, c.type) for c in new.key_columns] != [(c.id, c.type) for c in old.key_columns]:
         raise ProgrammingError("altering a tablet cannot change its primary key columns")
+    for c in new.columns:
+        prev = old.column_by_id(c.id)
+        if prev is not None and prev.type != c.type:
+            raise ProgrammingError(
+                f"cannot change the type of column {c.name!r} from {prev.type} to {c.type}"
+            )
