@@ -18,6 +18,7 @@ __all__ = [
     "MalformedMessage",
     "RpcTimedOut",
     "ServiceUnavailable",
+    "TabletNotFound",
     "Unauthenticated",
     "error_class",
     "error_code",
@@ -37,12 +38,17 @@ class Unauthenticated(OperationalError):
     """A server refused a call without the cluster secret, or with a wrong one."""
 
 
+class TabletNotFound(OperationalError):
+    """A tablet server does not host the tablet a call names (Kudu's TABLET_NOT_FOUND):
+    a client refreshes its cached locations from the master and tries again."""
+
+
 class MalformedMessage(InterfaceError):
     """A message that is not valid JSON, or of an unknown version, type or shape."""
 
 
 def _classes() -> dict[str, type[Error]]:
-    ours = (ServiceUnavailable, RpcTimedOut, Unauthenticated, MalformedMessage)
+    ours = (ServiceUnavailable, RpcTimedOut, Unauthenticated, MalformedMessage, TabletNotFound)
     members = [*inspect.getmembers(common_errors, inspect.isclass)]
     members += [(cls.__name__, cls) for cls in ours]
     return {name: cls for name, cls in members if issubclass(cls, Error)}

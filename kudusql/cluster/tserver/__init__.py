@@ -1,0 +1,12 @@
+"""The tablet server (first version: one replica per tablet, no Raft).
+
+| module | owns |
+|--------|------|
+| ``superblock.py`` | the durable list of hosted and tombstoned tablets |
+| ``tablet_manager.py`` | the hosted tablets, their lifecycle, the maintenance manager |
+| ``messages.py`` | the wire messages (create/alter/delete tablet, write, scan, tablet report) |
+| ``server.py`` | ``TabletServer``: the RPC server serving them |
+| ``__main__.py`` | the process: ``python -m kudusql.cluster.tserver --dir D`` |
+
+Formats: FORMAT.md in this package.
+"""

@@ -1,0 +1,186 @@
+"""The tablet server's wire messages (registered with ``kudusql.cluster.messages``).
+
+Control calls are Flight actions: create, alter and delete a tablet (each idempotent,
+as the master retries them), and the tablet report. A write is a ``do_put`` whose
+command is a ``WriteRequest`` and whose batches are the rows; a scan is a ``do_get``
+whose ticket is a ``ScanRequest``. Wire format: FORMAT.md in this package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kudusql.cluster import master_protocol
+from kudusql.cluster.messages import GetResponse, Request, Response, message
+
+__all__ = [
+    "AlterTablet",
+    "CreateTablet",
+    "DeleteTablet",
+    "GetTabletReport",
+    "ReportedTabletInfo",
+    "ScanRequest",
+    "TabletChanged",
+    "TabletReportResponse",
+    "WireRowError",
+    "WriteRequest",
+    "WriteResponse",
+]
+
+
+@message("tserver_tablet_changed")
+@dataclass(frozen=True)
+class TabletChanged(Response):
+    """A create, alter or delete is done: the tablet's state and schema version now
+    (``TOMBSTONED`` after a delete; a delete of an unknown tablet answers ``ABSENT``)."""
+
+    tablet_id: str
+    state: str
+    schema_version: int
+
+
+@message("tserver_create_tablet")
+@dataclass(frozen=True)
+class CreateTablet(Request):
+    """Create a tablet replica. The same id with the same schema is a no-op; the same id
+    with another schema, or a tombstoned id, is refused (``KuduAlreadyPresent``).
+    ``schema`` is a ``Schema.to_dict()`` as JSON text (``master_protocol``'s form)."""
+
+    RESPONSE: ClassVar[type[Response]] = TabletChanged
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    table_id: str
+    table_name: str
+    partition: str
+    schema: str
+    schema_version: int
+
+    @classmethod
+    def of(cls, r: master_protocol.CreateTabletRequest) -> CreateTablet:
+        return cls(r.tablet_id, r.table_id, r.table_name, r.partition, r.schema, r.schema_version)
+
+
+@message("tserver_alter_tablet")
+@dataclass(frozen=True)
+class AlterTablet(Request):
+    """Bring a tablet to ``schema_version`` with ``schema``; a no-op when it is there or
+    past it."""
+
+    RESPONSE: ClassVar[type[Response]] = TabletChanged
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    schema: str
+    schema_version: int
+
+    @classmethod
+    def of(cls, r: master_protocol.AlterTabletRequest) -> AlterTablet:
+        return cls(r.tablet_id, r.schema, r.schema_version)
+
+
+@message("tserver_delete_tablet")
+@dataclass(frozen=True)
+class DeleteTablet(Request):
+    """Delete a tablet replica, leaving a tombstone; deleting an absent or already
+    deleted tablet succeeds."""
+
+    RESPONSE: ClassVar[type[Response]] = TabletChanged
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ReportedTabletInfo:
+    """One replica in a tablet report."""
+
+    tablet_id: str
+    schema_version: int
+
+
+@message("tserver_tablet_report")
+@dataclass(frozen=True)
+class TabletReportResponse(Response):
+    """A tablet report (``master_protocol.TabletReport`` on the wire) and the server's
+    uuid."""
+
+    server_uuid: str
+    incarnation: int
+    sequence_number: int
+    is_incremental: bool
+    updated_tablets: list[ReportedTabletInfo]
+    removed_tablet_ids: list[str]
+
+    def report(self) -> master_protocol.TabletReport:
+        return master_protocol.TabletReport(
+            incarnation=self.incarnation,
+            sequence_number=self.sequence_number,
+            is_incremental=self.is_incremental,
+            updated_tablets=tuple(
+                master_protocol.ReportedTablet(t.tablet_id, t.schema_version)
+                for t in self.updated_tablets
+            ),
+            removed_tablet_ids=tuple(self.removed_tablet_ids),
+        )
+
+
+@message("tserver_get_tablet_report")
+@dataclass(frozen=True)
+class GetTabletReport(Request):
+    """The server's full tablet report: every RUNNING replica at its schema version
+    (tombstones are not listed). Each call takes the next sequence number."""
+
+    RESPONSE: ClassVar[type[Response]] = TabletReportResponse
+    IDEMPOTENT: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class WireRowError:
+    """A row a write could not apply: its index in the batch, its operation, its key
+    (displayed), Kudu's status name and why."""
+
+    index: int
+    op: str
+    key: str | None
+    status: str
+    message: str
+
+
+@message("tserver_write_response")
+@dataclass(frozen=True)
+class WriteResponse(Response):
+    """A write is durable in the tablet's WAL: its HybridTime, the rows applied and
+    ignored, and the rows that failed."""
+
+    timestamp: int
+    applied: int
+    ignored: int
+    row_errors: list[WireRowError]
+
+
+@message("tserver_write")
+@dataclass(frozen=True)
+class WriteRequest(Request):
+    """Apply the put's batches to a tablet with one operation (``insert``, ``upsert``,
+    ``update``, ``delete`` or an ``_ignore`` form). Not idempotent: a lost answer does
+    not mean the write did not happen."""
+
+    RESPONSE: ClassVar[type[Response]] = WriteResponse
+    tablet_id: str
+    operation: str
+
+
+@message("tserver_scan")
+@dataclass(frozen=True)
+class ScanRequest(Request):
+    """Rows of a tablet live at ``snapshot_timestamp`` (null: every write applied so
+    far), with the ``columns`` (null: all) and matching every predicate
+    (``ColumnPredicate.to_dict()`` objects); ``ordered`` returns them in key order."""
+
+    RESPONSE: ClassVar[type[Response]] = GetResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    columns: list[str] | None = None
+    predicates: list[dict[str, Any]] | None = None
+    snapshot_timestamp: int | None = None
+    ordered: bool = False

@@ -1,0 +1,336 @@
+"""The tablets one tablet server hosts (Kudu's ``TSTabletManager``).
+
+``TabletManager`` owns the server's directory: the superblock (``superblock.py``), one
+storage-engine tablet per RUNNING replica under ``tablets/<tablet_id>/``, one block
+cache and one maintenance manager for all of them, and the HybridClock every write is
+stamped with (the RPC layer moves the same clock past what clients have seen).
+
+Invariants:
+
+- the superblock is written before the change it records takes effect on disk: a
+  create lists the tablet once its directory exists; a delete tombstones it before its
+  data goes; an alter records the new schema before the tablet switches to it. At open,
+  directories not listed as RUNNING are removed and a tablet behind its recorded schema
+  is altered to it, so each change finishes or never happened;
+- create, alter and delete are idempotent (the master retries them), and a tombstoned
+  id is never hosted again;
+- create, alter and delete run one at a time (``_lock``); reads and writes take the
+  lock only to find their tablet.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import uuid
+from typing import Any
+
+import pyarrow as pa
+
+from kudusql.cluster.errors import MalformedMessage, TabletNotFound
+from kudusql.cluster.tserver.superblock import RUNNING, TOMBSTONED, Superblock, TabletEntry
+from kudusql.common.errors import (
+    KuduAlreadyPresent,
+    OperationalError,
+    ProgrammingError,
+)
+from kudusql.common.hybrid_time import HybridClock
+from kudusql.common.options import TabletOptions
+from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.row_operations import WriteOp, WriteResult
+from kudusql.common.schema import Schema
+from kudusql.storage.cfile.block_cache import BlockCache
+from kudusql.storage.fs.lock import DirLock
+from kudusql.storage.tablet.maintenance import MaintenanceManager
+from kudusql.storage.tablet.tablet import Tablet
+
+__all__ = ["TABLETS_DIR", "TabletManager", "parse_schema"]
+
+log = logging.getLogger(__name__)
+
+TABLETS_DIR = "tablets"
+
+
+def parse_schema(text: str) -> Schema:
+    """A schema sent as ``Schema.to_dict()`` JSON text; a clear error if it is not one."""
+    try:
+        return Schema.from_dict(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MalformedMessage(f"a tablet schema is not a valid schema: {exc}") from None
+
+
+class TabletManager:
+    """Opens a tablet server's directory and hosts its tablets until ``close``."""
+
+    def __init__(
+        self,
+        directory: str,
+        *,
+        clock: HybridClock,
+        options: TabletOptions | None = None,
+        maintenance: bool = True,
+    ) -> None:
+        self.directory = os.path.abspath(directory)
+        os.makedirs(os.path.join(self.directory, TABLETS_DIR), exist_ok=True)
+        self._dir_lock = DirLock(self.directory)
+        self._dir_lock.acquire()
+        self.clock = clock
+        # Acknowledged means durable: a write returns once its WAL record is fsynced
+        # (group commit), whatever the caller's defaults.
+        self.options = (options or TabletOptions()).with_(wal_fsync="batch")
+        self.cache = BlockCache(self.options.block_cache_bytes)
+        self.maintenance = MaintenanceManager() if maintenance else None
+        self._lock = threading.RLock()
+        self._tablets: dict[str, Tablet] = {}
+        self._report_seq = 0
+        self._closed = False
+        try:
+            previous = Superblock.load(self.directory)
+            self.superblock = Superblock(
+                server_uuid=previous.server_uuid if previous else uuid.uuid4().hex,
+                incarnation=previous.incarnation + 1 if previous else 1,
+                tablets=previous.tablets if previous else (),
+            )
+            self.superblock.save(self.directory)
+            self._remove_unlisted()
+            for entry in self.superblock.tablets:
+                if entry.state == RUNNING:
+                    self._tablets[entry.tablet_id] = self._open(entry)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- open and close -------------------------------------------------------------------
+
+    @property
+    def server_uuid(self) -> str:
+        return self.superblock.server_uuid
+
+    @property
+    def incarnation(self) -> int:
+        return self.superblock.incarnation
+
+    def _tablet_path(self, tablet_id: str) -> str:
+        return os.path.join(self.directory, TABLETS_DIR, tablet_id)
+
+    def _remove_unlisted(self) -> None:
+        running = {e.tablet_id for e in self.superblock.tablets if e.state == RUNNING}
+        root = os.path.join(self.directory, TABLETS_DIR)
+        for name in sorted(os.listdir(root)):
+            if name not in running:
+                log.info("removing tablet directory %s: not a hosted tablet", name)
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+    def _open(self, entry: TabletEntry) -> Tablet:
+        tablet = Tablet.open(
+            self._tablet_path(entry.tablet_id), self.options, clock=self.clock, cache=self.cache
+        )
+        try:
+            if tablet.schema != entry.schema:  # an alter recorded here, not yet applied
+                tablet.alter_schema(entry.schema)
+        except BaseException:
+            tablet.close(flush=False)
+            raise
+        self._attach(tablet)
+        return tablet
+
+    def _attach(self, tablet: Tablet) -> None:
+        if self.maintenance is not None:
+            tablet.attach(self.maintenance)
+
+    def close(self) -> None:
+        """Close every tablet (their WALs synced) and release the directory."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            tablets, self._tablets = list(self._tablets.values()), {}
+        try:
+            for t in tablets:
+                try:
+                    t.close()
+                except Exception:
+                    log.exception("closing tablet %s failed", t.path)
+        finally:
+            if self.maintenance is not None:
+                self.maintenance.stop()
+            self._dir_lock.release()
+
+    def _save(self, superblock: Superblock) -> None:
+        superblock.save(self.directory)
+        self.superblock = superblock
+
+    # -- create, alter, delete ----------------------------------------------------------
+
+    def create_tablet(
+        self,
+        tablet_id: str,
+        *,
+        table_id: str,
+        table_name: str,
+        partition: str,
+        schema: Schema,
+        schema_version: int,
+    ) -> TabletEntry:
+        """Host a new tablet; the same request again is a no-op."""
+        _check_tablet_id(tablet_id)
+        with self._lock:
+            self._check_open()
+            entry = self.superblock.entry(tablet_id)
+            if entry is not None and entry.state == TOMBSTONED:
+                raise KuduAlreadyPresent(
+                    f"tablet {tablet_id} was deleted on this tablet server; a deleted tablet"
+                    " is never created again"
+                )
+            if entry is not None:
+                if entry.schema != schema or entry.table_id != table_id:
+                    raise KuduAlreadyPresent(
+                        f"tablet {tablet_id} already exists on this tablet server with"
+                        " another table or schema"
+                    )
+                return entry
+            path = self._tablet_path(tablet_id)
+            shutil.rmtree(path, ignore_errors=True)  # a create that crashed before listing
+            tablet = Tablet.create(path, schema, self.options, clock=self.clock, cache=self.cache)
+            entry = TabletEntry(
+                tablet_id, table_id, table_name, partition, schema, schema_version, RUNNING
+            )
+            try:
+                self._save(self.superblock.with_entry(entry))
+            except BaseException:
+                tablet.close(flush=False)
+                shutil.rmtree(path, ignore_errors=True)
+                raise
+            self._attach(tablet)
+            self._tablets[tablet_id] = tablet
+            log.info("created tablet %s of table %s (%s)", tablet_id, table_name, partition)
+            return entry
+
+    def alter_tablet(self, tablet_id: str, schema: Schema, schema_version: int) -> TabletEntry:
+        """Bring a tablet to ``schema_version``; a no-op when it is there or past it."""
+        with self._lock:
+            self._check_open()
+            entry = self._running_entry(tablet_id)
+            if schema_version <= entry.schema_version:
+                return entry
+            tablet = self._tablets[tablet_id]
+            altered = TabletEntry(
+                entry.tablet_id,
+                entry.table_id,
+                entry.table_name,
+                entry.partition,
+                schema,
+                schema_version,
+                RUNNING,
+            )
+            _check_alterable(entry.schema, schema)
+            self._save(self.superblock.with_entry(altered))
+            tablet.alter_schema(schema)
+            log.info("altered tablet %s to schema version %d", tablet_id, schema_version)
+            return altered
+
+    def delete_tablet(self, tablet_id: str) -> TabletEntry | None:
+        """Delete a tablet, leaving a tombstone; None when it was never here."""
+        with self._lock:
+            self._check_open()
+            entry = self.superblock.entry(tablet_id)
+            if entry is None or entry.state == TOMBSTONED:
+                return entry
+            tombstone = TabletEntry(
+                entry.tablet_id,
+                entry.table_id,
+                entry.table_name,
+                entry.partition,
+                entry.schema,
+                entry.schema_version,
+                TOMBSTONED,
+            )
+            self._save(self.superblock.with_entry(tombstone))
+            tablet = self._tablets.pop(tablet_id)
+            tablet.close(flush=False)
+            shutil.rmtree(self._tablet_path(tablet_id), ignore_errors=True)
+            log.info("deleted tablet %s (tombstoned)", tablet_id)
+            return tombstone
+
+    # -- reads and writes -----------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise OperationalError("the tablet server is shutting down")
+
+    def _running_entry(self, tablet_id: str) -> TabletEntry:
+        entry = self.superblock.entry(tablet_id)
+        if entry is None or entry.state != RUNNING:
+            raise TabletNotFound(f"tablet {tablet_id} is not hosted by this tablet server")
+        return entry
+
+    def tablet(self, tablet_id: str) -> Tablet:
+        """A hosted tablet; ``TabletNotFound`` when it is not (never was, or deleted)."""
+        with self._lock:
+            self._check_open()
+            tablet = self._tablets.get(tablet_id)
+            if tablet is None:
+                raise TabletNotFound(f"tablet {tablet_id} is not hosted by this tablet server")
+            return tablet
+
+    def write(self, tablet_id: str, data: pa.Table, operation: str) -> WriteResult:
+        """Apply a batch; returns once it is durable in the tablet's WAL."""
+        op = WriteOp.parse(operation)
+        tablet = self.tablet(tablet_id)
+        try:
+            return tablet.write(data, op)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
+            raise ProgrammingError(
+                f"a write batch does not fit tablet {tablet_id}: {exc}"
+            ) from None
+
+    def scan(
+        self,
+        tablet_id: str,
+        columns: list[str] | None,
+        predicates: list[dict[str, Any]],
+        snapshot: int | None,
+        ordered: bool,
+    ) -> pa.RecordBatchReader:
+        """Rows at ``snapshot``: the tablet first waits until every write before it is
+        applied (its safe time); a snapshot more than the clock error bound ahead of the
+        clock is refused, a nearer one moves the clock past it."""
+        tablet = self.tablet(tablet_id)
+        try:
+            preds = [ColumnPredicate.from_dict(p) for p in predicates]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise MalformedMessage(f"a scan predicate is not valid: {exc}") from None
+        return tablet.scan(columns, preds, snapshot=snapshot, ordered=ordered)
+
+    def report(self) -> tuple[int, int, list[tuple[str, int]]]:
+        """A full tablet report: (incarnation, sequence number, [(tablet id, schema
+        version)] of every RUNNING tablet)."""
+        with self._lock:
+            self._report_seq += 1
+            tablets = [
+                (e.tablet_id, e.schema_version)
+                for e in self.superblock.tablets
+                if e.state == RUNNING
+            ]
+            return self.incarnation, self._report_seq, tablets
+
+
+def _check_tablet_id(tablet_id: str) -> None:
+    if not tablet_id or not all(c.isalnum() or c in "-_" for c in tablet_id):
+        raise ProgrammingError(f"bad tablet id {tablet_id!r}: letters, digits, '-' and '_' only")
+
+
+def _check_alterable(old: Schema, new: Schema) -> None:
+    """Refuse, before anything is recorded, what ``Tablet.alter_schema`` would refuse (a
+    recorded alter the tablet refuses would keep the tablet from opening)."""
+    if [(c.id, c.type) for c in new.key_columns] != [(c.id, c.type) for c in old.key_columns]:
+        raise ProgrammingError("altering a tablet cannot change its primary key columns")
+    for c in new.columns:
+        prev = old.column_by_id(c.id)
+        if prev is not None and prev.type != c.type:
+            raise ProgrammingError(
+                f"cannot change the type of column {c.name!r} from {prev.type} to {c.type}"
+            )

@@ -1,0 +1,55 @@
+"""Start and stop real tablet server processes (``python -m kudusql.cluster.tserver``)
+on ephemeral loopback ports, for the tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class TServerProcess:
+    """A tablet server process over ``directory``; ``address`` once it listens."""
+
+    def __init__(self, directory: Path, secret_file: Path | None = None) -> None:
+        self.directory = directory
+        self.secret_file = secret_file
+        address_file = directory / "tserver.address"
+        address_file.unlink(missing_ok=True)
+        command = [sys.executable, "-m", "kudusql.cluster.tserver", "--dir", str(directory)]
+        if secret_file is not None:
+            command += ["--secret-file", str(secret_file)]
+        directory.mkdir(parents=True, exist_ok=True)
+        self.output = directory / "process.out"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        with self.output.open("ab") as out:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+        deadline = time.monotonic() + 30
+        while not address_file.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                raise RuntimeError(f"tablet server did not start: {self.output.read_text()}")
+            time.sleep(0.02)
+        self.address = address_file.read_text()
+
+    def kill(self) -> None:
+        """SIGKILL: what survives is what a crash leaves."""
+        self.process.kill()
+        self.process.wait(10)
+
+    def stop(self) -> int:
+        """SIGTERM and wait; the exit code."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.process.returncode
+
+    def restart(self) -> TServerProcess:
+        return TServerProcess(self.directory, self.secret_file)
