@@ -208,10 +208,19 @@ def statements(draw: st.DrawFn, shape: Shape) -> Statement:
         # A pushed-down range or IN list with constants out of the key's range.
         col = shape.key[0]
         op = draw(st.sampled_from(["<", "<=", ">", ">=", "IN"]))
+        # The whole key orders the rows totally: rows tied on the first key column come
+        # in no one order, on either path.
+        order = ", ".join(shape.key)
         if op == "IN":
-            sql, params = f"SELECT * FROM t WHERE {col} IN (?, ?) ORDER BY 1", [key[0], key[-1]]
+            sql, params = (
+                f"SELECT * FROM t WHERE {col} IN (?, ?) ORDER BY {order}",
+                [
+                    key[0],
+                    key[-1],
+                ],
+            )
         else:
-            sql, params = f"SELECT * FROM t WHERE {col} {op} ? ORDER BY 1", [key[0]]
+            sql, params = f"SELECT * FROM t WHERE {col} {op} ? ORDER BY {order}", [key[0]]
     else:
         sql, params = f"SELECT * FROM t WHERE {where}", key
     lits = [_sql_literal(v) for v in params]
