@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.timing import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -61,7 +63,7 @@ def start_server(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with log.open("ab") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + scaled(20)
     while not port_file.exists():
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()

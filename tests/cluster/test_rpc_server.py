@@ -26,6 +26,7 @@ from tests.cluster.rpc_test_server import (
     Sleep,
 )
 from tests.cluster.servers import ServerProcess, running_server, start_server
+from tests.support.timing import scaled
 
 SECRET = "test-cluster-secret"
 FAST = RetryPolicy(max_attempts=4, initial_backoff=0.02, max_backoff=0.1, deadline=3.0)
@@ -112,18 +113,18 @@ def test_handler_errors_come_back_typed_and_bugs_do_not_leak(server: ServerProce
         assert f"tablet server {server.address}" in message and "log" in message
         assert "ZeroDivision" not in message and "Traceback" not in message
         assert c.call(Record("after the bug")).count >= 1  # the server still serves
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while "ZeroDivisionError" not in server.log_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "Traceback" in server.log_text() and "ZeroDivisionError" in server.log_text()
 
 
 def test_a_slow_call_times_out_within_its_bound(server: ServerProcess) -> None:
-    with client(server, timeout=0.3) as c:
-        start = time.monotonic()
-        with pytest.raises(RpcTimedOut, match=r"did not answer test_sleep within 0.3 s"):
-            c.call(Sleep(2.0))  # not idempotent: one attempt
-        assert time.monotonic() - start < 1.5
+    # The server answers after 2 s; the error (rather than that answer) is the proof
+    # that the 0.3 s bound cut the call. No wall-clock assertion: the machine may be busy.
+    expected = r"did not answer test_sleep within 0.3 s"
+    with client(server, timeout=0.3) as c, pytest.raises(RpcTimedOut, match=expected):
+        c.call(Sleep(2.0))  # not idempotent: one attempt
 
 
 def test_tls_round_trip_and_plaintext_refused(workdir: Path) -> None:
@@ -157,7 +158,7 @@ def test_server_down_gives_a_bounded_clear_error_and_restart_recovers(tmp_path: 
         start = time.monotonic()
         with pytest.raises(ServiceUnavailable) as info:
             c.ping()
-        assert time.monotonic() - start < FAST.deadline + 1
+        assert time.monotonic() - start < FAST.deadline + scaled(2)  # bounded, not hung
         assert str(info.value).startswith(
             f"tablet server {server.address} is unavailable: connection refused (tried 4 times"
         )

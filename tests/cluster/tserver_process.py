@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.support.timing import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -28,7 +30,7 @@ class TServerProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         with self.output.open("ab") as out:
             self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while not address_file.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
