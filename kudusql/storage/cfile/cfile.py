@@ -12,6 +12,7 @@ using the per-page maxima as the value index.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import os
 import struct
@@ -299,9 +300,14 @@ class CFileWriter:
         return self._pos
 
     def abort(self) -> None:
-        """Close and delete the partial file (safe to call more than once)."""
+        """Close and delete the partial file (safe to call more than once).
+
+        Closing flushes what is buffered; on a full disk that flush fails again, and
+        the failure is not the caller's concern: the file is being thrown away.
+        """
         if not self._f.closed:
-            self._f.close()
+            with contextlib.suppress(OSError):
+                self._f.close()
         self._closed = True
         try:
             os.unlink(self.path)

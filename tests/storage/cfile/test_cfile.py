@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
 from kudusql.storage.cfile import BlockCache, CFileReader, CFileWriter, Compression, Encoding
 from kudusql.storage.cfile.cfile import HEADER_SIZE, MAGIC, TRAILER_SIZE
+from tests.support.tmpfs import small_tmpfs
 
 from .test_encodings import assert_same
 
@@ -588,3 +589,24 @@ def test_float_zone_maps_of_sliced_pages_equal_arrow(tmp_path: Path, t: pa.DataT
         assert r.page_mins[i].as_py() == (min(vals) if vals else None), i
         assert r.page_maxs[i].as_py() == (max(vals) if vals else None), i
     r.close()
+
+
+@pytest.mark.parametrize("pages", [1, 40])
+def test_a_full_disk_is_an_operational_error_and_leaves_no_file(tmp_path: Path, pages: int) -> None:
+    """The disk fills in a page write or in finish's flush; either way the writer's
+    abort (whose close flushes the buffer again, and fails again) raises nothing of its
+    own, and the partial file is gone."""
+    with small_tmpfs(tmp_path / "mnt", "256k") as mnt:
+        path = mnt / "c"
+        w = CFileWriter(str(path), pa.binary(), compression=Compression.NONE, sync=True)
+        rows = 400_000 // pages
+        with pytest.raises(OperationalError, match="could not write") as e:
+            try:
+                for _ in range(pages):
+                    w.append_page(pa.array([os.urandom(16) for _ in range(rows // 16)]))
+                w.finish()
+            except OperationalError:
+                w.abort()
+                raise
+        assert str(path) in str(e.value)
+        assert not path.exists()

@@ -7,10 +7,8 @@ are in test_database_crash.py and the SQL bank tests)."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from kudusql.storage.tables import catalog
 from kudusql.storage.tables.database import Database
 from kudusql.storage.tables.partition import HashDimension, PartitionSchema
 from kudusql.storage.tables.table import Table
+from tests.support.tmpfs import small_tmpfs
 
 SCHEMA = Schema.build(
     [ColumnSchema("k", DataType.parse("INT64")), ColumnSchema("v", DataType.parse("STRING"))],
@@ -173,22 +172,6 @@ def test_an_uncommitted_bulk_part_is_dropped_at_open(tmp_path: Path) -> None:
         assert rows(t2) == {}
         for tt in t2.tablets():
             assert not tt.meta.rowsets and not tt.meta.txn_rowsets
-
-
-@contextlib.contextmanager
-def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
-    where.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 @pytest.mark.parametrize("rows_per_write", [60_000, 200_000])
