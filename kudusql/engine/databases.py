@@ -15,7 +15,7 @@ from typing import Any
 from kudusql.common.errors import CorruptionError, OperationalError, ProgrammingError
 from kudusql.parser.names import fold
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name
-from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.handles import DatabaseHandle
 from kudusql.storage.tables.system_tables import SYSTEM_DATABASE
 
 # DO NOT CHANGE: on-disk.
@@ -25,7 +25,7 @@ VERSION = 1
 
 
 class DatabaseRegistry:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: DatabaseHandle) -> None:
         self.db = db
         self.path = os.path.join(db.path, FILE_NAME)
 

@@ -120,7 +120,7 @@ class PointLookup:
         if len(session.relations) and session.relations.get(self.table) is not None:
             return None  # a registered relation: DuckDB reads it
         table = session.table(self.table)
-        version = (table.id, table.meta.schema_version)
+        version = (table.meta.id, table.meta.schema_version)
         if version in self._bindings:
             bound = self._bindings[version]
         else:

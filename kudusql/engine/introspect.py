@@ -26,10 +26,10 @@ from kudusql.parser.column_storage import shown_compression, shown_encoding
 from kudusql.parser.names import quote
 from kudusql.planner.dml import delete_query, target_columns, update_query, values_query
 from kudusql.planner.names import DEFAULT_DATABASE, split_storage_name, sql_name, storage_name
+from kudusql.storage.tables.handles import TableHandle
 from kudusql.storage.tables.partition import HashDimension, RangeBounds
 from kudusql.storage.tables.pruning import prune_partitions
 from kudusql.storage.tables.range_format import format_range, sql_value
-from kudusql.storage.tables.table import Table
 
 if TYPE_CHECKING:
     from kudusql.engine.session import Session
@@ -156,7 +156,7 @@ def describe(session: Session, s: st.Describe) -> Result:
     return _rows(names, rows, types)
 
 
-def _ranges(t: Table) -> list[tuple[bytes, bytes, RangeBounds]]:
+def _ranges(t: TableHandle) -> list[tuple[bytes, bytes, RangeBounds]]:
     """Each range partition of ``t`` once, in key order: its encoded range keys and its
     bounds as stored (which carry its own hash schema, if any)."""
     seen: dict[tuple[bytes, bytes], RangeBounds] = {}
@@ -166,7 +166,7 @@ def _ranges(t: Table) -> list[tuple[bytes, bytes, RangeBounds]]:
     return [(lo, hi, seen[(lo, hi)]) for lo, hi in keys]
 
 
-def range_texts(t: Table, sql: bool = False) -> list[str]:
+def range_texts(t: TableHandle, sql: bool = False) -> list[str]:
     """Each range partition of ``t`` once, in key order, as Kudu's client prints it
     (``range_format``), or with ``sql`` as SQL that creates it (literals, and a bound
     ending at the range columns' minimums written as the shorter prefix it means)."""
@@ -224,7 +224,7 @@ def show_hash_schema(session: Session, s: st.ShowHashSchema) -> Result:
     return _rows([f"RANGE ({','.join(ps.range_columns)}) HASH SCHEMA"], rows)
 
 
-def create_table_sql(t: Table) -> str:
+def create_table_sql(t: TableHandle) -> str:
     """SHOW CREATE TABLE in Impala's shape (every column with NULL / NOT NULL, ENCODING
     and COMPRESSION; the key; PARTITION BY; COMMENT; STORED AS KUDU; TBLPROPERTIES one a
     line), with the range partitions written out in their canonical form rather than
@@ -305,10 +305,24 @@ def show_partitions(session: Session, s: st.ShowPartitions) -> Result:
     names = ["Start Key", "Stop Key", "Leader Replica", "#Replicas"]
     types: list[pa.DataType] = [pa.string(), pa.string(), pa.string(), pa.int32()]
     rows: list[tuple[Any, ...]] = [
-        (p.partition_key_start.hex().upper(), p.partition_key_end.hex().upper(), "local", 1)
-        for p in t.partitions
+        (p.partition_key_start.hex().upper(), p.partition_key_end.hex().upper(), where, 1)
+        for p, where in zip(t.partitions, t.replica_addresses(), strict=True)
     ]
     return _rows(names, rows or [("N/A", "N/A", "N/A", -1)], types)
+
+
+def show_tablet_servers(session: Session, s: st.ShowTabletServers) -> Result:
+    """SHOW TABLET SERVERS: ``sys.tablet_servers`` (a cluster's servers, as its master
+    knows them); an embedded database has none, and says so."""
+    if session.db.master_address is None:
+        raise ProgrammingError(
+            f"SHOW TABLET SERVERS needs a cluster: this connection is to the embedded "
+            f"database at {session.db.path} (connect to kudusql://HOST:PORT)"
+        )
+    servers = session.db.system_table("tablet_servers")
+    names = ["UUID", "Address", "State", "Last Heartbeat", "Tablets"]
+    cols = ["uuid", "address", "state", "last_heartbeat", "tablets"]
+    return Result(table=servers.select(cols).rename_columns(names))
 
 
 def show_table_stats(session: Session, s: st.ShowTableStats) -> Result:
@@ -429,6 +443,7 @@ HANDLERS: dict[type[st.Statement], Callable[[Session, Any], Result]] = {
     st.Describe: describe,
     st.ShowCreateTable: show_create_table,
     st.ShowPartitions: show_partitions,
+    st.ShowTabletServers: show_tablet_servers,
     st.ShowHashSchema: show_hash_schema,
     st.ShowTableStats: show_table_stats,
     st.ShowColumnStats: show_column_stats,

@@ -66,15 +66,16 @@ from kudusql.planner.dml import (
 from kudusql.planner.names import DEFAULT_DATABASE, find_table, storage_name
 from kudusql.planner.plan import QueryPlan, plan_query
 from kudusql.storage.tables import system_tables
-from kudusql.storage.tables.database import ConcurrentDdlError, Database
-from kudusql.storage.tables.table import ROW_PATH_ROWS, Table
+from kudusql.storage.tables.database import ConcurrentDdlError
+from kudusql.storage.tables.handles import DatabaseHandle, TableHandle
+from kudusql.storage.tables.table import ROW_PATH_ROWS
 
 
 class Session:
     """A connection's state; runs one statement at a time (the DB-API connection holds
     its lock around each)."""
 
-    def __init__(self, db: Database, *, owns_db: bool = True, **settings: Any) -> None:
+    def __init__(self, db: DatabaseHandle, *, owns_db: bool = True, **settings: Any) -> None:
         self.db = db
         self.owns_db = owns_db
         self.settings = Settings(db.options, **settings)
@@ -113,7 +114,7 @@ class Session:
         sname = self.storage_name(name)
         return self.db.has_table(sname) or find_table(self.db.table_names(), sname) is not None
 
-    def table(self, name: TableName) -> Table:
+    def table(self, name: TableName) -> TableHandle:
         """The table ``name`` denotes: its storage name, else the one equal to it ignoring
         case (SQL names are case-insensitive; see ``parser.names``). A name registered on
         the session is refused (``RegisteredRelations.refuse``)."""
@@ -324,7 +325,9 @@ class Session:
             timestamp=res.timestamp if res.timestamp is not None else snap,
         )
 
-    def _write(self, table: Table, data: Any, columns: Sequence[str], op: WriteOp) -> DmlResult:
+    def _write(
+        self, table: TableHandle, data: Any, columns: Sequence[str], op: WriteOp
+    ) -> DmlResult:
         batches = data if isinstance(data, list) else [data]
         return write_batches(
             table,
@@ -337,7 +340,7 @@ class Session:
         )
 
     def _write_rows(
-        self, table: Table, rows: list[list[Any]], columns: Sequence[str], op: WriteOp
+        self, table: TableHandle, rows: list[list[Any]], columns: Sequence[str], op: WriteOp
     ) -> DmlResult:
         """``_write`` for the rows of an INSERT/UPSERT VALUES: a few rows go to
         ``Table.write_rows`` as Python values (the row path), more as Arrow batches."""
@@ -472,7 +475,7 @@ def _display(name: TableName, current: str) -> str:
     return name.name if db == DEFAULT_DATABASE else f"{db}.{name.name}"
 
 
-def _check_upsert(s: st.Insert | st.Upsert, table: Table) -> None:
+def _check_upsert(s: st.Insert | st.Upsert, table: TableHandle) -> None:
     """Impala refuses UPSERT into a table with a non-unique primary key (Kudu would need
     the hidden auto_incrementing_id of every row)."""
     if isinstance(s, st.Upsert) and not table.schema.key_unique:
@@ -482,7 +485,9 @@ def _check_upsert(s: st.Insert | st.Upsert, table: Table) -> None:
         )
 
 
-def _timestamps_out_of_range(table: Table, rows: list[list[Any]], columns: Sequence[str]) -> bool:
+def _timestamps_out_of_range(
+    table: TableHandle, rows: list[list[Any]], columns: Sequence[str]
+) -> bool:
     """Some row holds a TIMESTAMP outside Impala's range: the batch path reports it
     (``executor.dml.timestamp_range_errors``); the row path would store it."""
     schema = table.schema

@@ -28,7 +28,7 @@ from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.row_operations import RowError, WriteOp, atomic_rejection
 from kudusql.common.types import DataType, TypeKind, cast_array, display_value
 from kudusql.parser.limits import check_cancelled
-from kudusql.storage.tables.table import Table
+from kudusql.storage.tables.handles import TableHandle
 
 #: Row errors kept as samples per statement.
 MAX_ERROR_SAMPLES = 20
@@ -67,7 +67,7 @@ def _rename(data: pa.Table, columns: Sequence[str], table: str) -> pa.Table:
 
 
 def write_batches(
-    table: Table,
+    table: TableHandle,
     batches: Iterable[pa.RecordBatch | pa.Table],
     columns: Sequence[str],
     op: WriteOp,
@@ -144,7 +144,7 @@ def timestamp_out_of_range(value: Any) -> bool:
 
 
 def timestamp_range_errors(
-    data: pa.Table, table: Table, op: WriteOp
+    data: pa.Table, table: TableHandle, op: WriteOp
 ) -> tuple[pa.Table, np.ndarray | None, list[RowError]]:
     """The rows of ``data`` to write, the index in ``data`` of each (None: all of them)
     and the row errors of the others: a value for a TIMESTAMP column outside Impala's

@@ -42,7 +42,7 @@ from kudusql.parser.limits import check_cancelled
 from kudusql.parser.names import fold
 from kudusql.planner.plan import ChangesScan, QueryPlan, TableScan
 from kudusql.storage.tables import system_tables
-from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.handles import DatabaseHandle
 
 #: The one column of a scan that reads no column (the query only counts its rows).
 ROWS_ONLY = "__kudusql_rows"
@@ -102,7 +102,7 @@ def _hybrid_time(value: Any, what: str) -> int:
 class Snapshotter:
     """Evaluates AS OF expressions and validates snapshots against the database."""
 
-    db: Database
+    db: DatabaseHandle
     con: duckdb.DuckDBPyConnection
     #: The macros of Impala's functions defined on ``con`` (``impala_functions``).
     functions: set[str]
@@ -126,7 +126,7 @@ class Snapshotter:
 class DuckRunner:
     """One DuckDB connection per session (not shared between threads)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: DatabaseHandle) -> None:
         self.db = db
         self.con = duckdb.connect(config={"threads": max(1, db.options.threads)})
         # kudusql's timestamps are UTC (Kudu's UNIXTIME_MICROS): so is every conversion
@@ -182,7 +182,7 @@ class DuckRunner:
     def _read_scan(self, scan: TableScan, snapshot: int) -> pa.Table:
         sysdb, dot, sysname = scan.table.partition(".")
         if dot and sysdb == system_tables.SYSTEM_DATABASE:  # DuckDB applies the WHERE
-            return system_tables.system_table(self.db, sysname).select(scan.columns)
+            return self.db.system_table(sysname).select(scan.columns)
         table = self.db.table(scan.table)
         snap = snapshot
         if scan.as_of is not None:

@@ -394,6 +394,7 @@ _CONVERTERS: dict[type[exp.Expr], Callable[[exp.Expr, str], st.Statement]] = {
     nodes.ShowCreateTable: _simple(st.ShowCreateTable),
     nodes.DescribeTable: _describe,
     nodes.ShowPartitions: _show_partitions,
+    nodes.ShowTabletServers: lambda t, text: st.ShowTabletServers(text=text),
     nodes.ShowHashSchema: _simple(st.ShowHashSchema),
     nodes.ShowTableStats: _show_stats,
     nodes.ComputeStats: _simple(st.ComputeStats),

@@ -288,6 +288,8 @@ class KuduParser(DdlParser):
             return self.expression(nodes.ShowHashSchema(this=self._k_table()))
         if self._match_text_seq("PARTITIONS"):
             return self.expression(nodes.ShowPartitions(this=self._k_table()))
+        if self._match_text_seq("TABLET", "SERVERS"):
+            return self.expression(nodes.ShowTabletServers())
         if self._match_text_seq("TABLE", "STATS"):
             return self.expression(nodes.ShowTableStats(this=self._k_table()))
         if self._match_text_seq("COLUMN", "STATS"):
@@ -299,7 +301,8 @@ class KuduParser(DdlParser):
             return self.expression(nodes.ShowSettings(this=self._k_ident("a setting name")))
         self.raise_error(
             "Expected DATABASES, TABLES, CREATE TABLE, PARTITIONS, RANGE PARTITIONS, "
-            "HASH SCHEMA, TABLE STATS, COLUMN STATS, SETTINGS, ALL or a setting name after SHOW"
+            "HASH SCHEMA, TABLE STATS, COLUMN STATS, TABLET SERVERS, SETTINGS, ALL or a setting "
+            "name after SHOW"
         )
         raise AssertionError("unreachable")
 

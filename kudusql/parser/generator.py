@@ -103,6 +103,9 @@ class KuduGenerator(DuckDBGenerator):
     def k_show_partitions(self, e: nodes.ShowPartitions) -> str:
         return f"SHOW{_flag(e, 'range', 'RANGE')} PARTITIONS {self.sql(e, 'this')}"
 
+    def k_show_tablet_servers(self, e: nodes.ShowTabletServers) -> str:
+        return "SHOW TABLET SERVERS"
+
     def k_show_hash_schema(self, e: nodes.ShowHashSchema) -> str:
         return f"SHOW HASH SCHEMA {self.sql(e, 'this')}"
 
@@ -284,6 +287,7 @@ class KuduGenerator(DuckDBGenerator):
         nodes.ShowCreateTable: k_show_create_table,
         nodes.DescribeTable: k_describe,
         nodes.ShowPartitions: k_show_partitions,
+        nodes.ShowTabletServers: k_show_tablet_servers,
         nodes.ShowHashSchema: k_show_hash_schema,
         nodes.ShowTableStats: k_show_table_stats,
         nodes.ComputeStats: k_compute_stats,

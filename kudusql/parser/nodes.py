@@ -242,6 +242,12 @@ class SetOption(KuduStatement):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
 
 
+class ShowTabletServers(KuduStatement):
+    """``SHOW TABLET SERVERS``: the cluster's tablet servers as the master knows them."""
+
+    arg_types: ClassVar[dict[str, bool]] = {}
+
+
 class ShowSettings(KuduStatement):
     """``SHOW SETTINGS``, ``SHOW ALL``, ``SET`` and ``SET ALL``; or ``SHOW name`` when
     ``this`` is given."""

@@ -457,6 +457,11 @@ class ShowPartitions(Statement):
 
 
 @dataclass(frozen=True)
+class ShowTabletServers(Statement):
+    """SHOW TABLET SERVERS: every tablet server the master knows (a cluster only)."""
+
+
+@dataclass(frozen=True)
 class ShowHashSchema(Statement):
     """SHOW HASH SCHEMA (Impala 4.3): every range partition with its hash schema."""
 

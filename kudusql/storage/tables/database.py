@@ -38,6 +38,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pyarrow as pa
+
 from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, describe, from_micros, wall_micros
 from kudusql.common.options import TabletOptions
@@ -45,7 +47,7 @@ from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.fs.meta_file import load_json, save_json
-from kudusql.storage.tables import catalog, directory
+from kudusql.storage.tables import catalog, directory, system_tables
 from kudusql.storage.tables.alter import AlterStep, apply_alter
 from kudusql.storage.tables.catalog import TableMeta, TabletEntry
 from kudusql.storage.tables.fingerprint import (
@@ -176,6 +178,7 @@ class Database:
         self.path = directory.database_path(path)
         self.options = options or TabletOptions()
         self.read_only = read_only
+        self.master_address: str | None = None  # embedded: no master
         self._lock: DirLock | None = None
         directory.check_openable(self.path, read_only=read_only, create=create)
         if not read_only:
@@ -874,6 +877,10 @@ class Database:
             rt.meta = new
 
     # -- metadata files of the layers above ---------------------------------------------------
+    def system_table(self, name: str) -> pa.Table:
+        """The rows of the ``sys`` table ``name`` (``system_tables.py``)."""
+        return system_tables.system_table(self, name)
+
     def load_meta_file(self, name: str, magic: bytes, version: int, what: str) -> Any:
         """The body of the metadata file ``name`` in the database directory (checksummed
         JSON, ``storage/fs/meta_file.py``), or None if there is none. The layers above

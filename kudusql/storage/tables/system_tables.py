@@ -84,6 +84,17 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("max_key", "str"),
         ]
     ),
+    # A cluster's tablet servers as the master knows them (an embedded database has none).
+    "tablet_servers": _schema(
+        [
+            ("uuid", "str"),
+            ("address", "str"),
+            ("state", "str"),
+            ("last_heartbeat", "ts"),
+            ("seconds_since_heartbeat", "float"),
+            ("tablets", "int"),
+        ]
+    ),
     "maintenance": _schema(
         [
             ("op", "str"),
@@ -238,4 +249,5 @@ _BUILDERS: dict[str, Callable[[Database], list[dict[str, Any]]]] = {
     "tablets": _tablets,
     "rowsets": _rowsets,
     "maintenance": _maintenance,
+    "tablet_servers": lambda db: [],
 }

@@ -21,6 +21,16 @@ SHOW TABLES 'ord*'
 ShowTables(like='ord*')
 
 -- statement
+SHOW TABLET SERVERS
+-- expect
+ShowTabletServers()
+
+-- statement
+show tablet servers
+-- expect
+ShowTabletServers()
+
+-- statement
 SHOW CREATE TABLE db.t
 -- expect
 ShowCreateTable(table=db.t)
@@ -97,14 +107,14 @@ Explain(
 -- statement
 SHOW CREATE VIEW v
 -- error
-syntax error at line 1, column 6: Expected DATABASES, TABLES, CREATE TABLE, PARTITIONS, RANGE PARTITIONS, HASH SCHEMA, TABLE STATS, COLUMN STATS, SETTINGS, ALL or a setting name after SHOW
+syntax error at line 1, column 6: Expected DATABASES, TABLES, CREATE TABLE, PARTITIONS, RANGE PARTITIONS, HASH SCHEMA, TABLE STATS, COLUMN STATS, TABLET SERVERS, SETTINGS, ALL or a setting name after SHOW
   SHOW CREATE VIEW v
        ^
 
 -- statement
 SHOW
 -- error
-syntax error at line 1, column 5: Expected DATABASES, TABLES, CREATE TABLE, PARTITIONS, RANGE PARTITIONS, HASH SCHEMA, TABLE STATS, COLUMN STATS, SETTINGS, ALL or a setting name after SHOW (the statement ended early)
+syntax error at line 1, column 5: Expected DATABASES, TABLES, CREATE TABLE, PARTITIONS, RANGE PARTITIONS, HASH SCHEMA, TABLE STATS, COLUMN STATS, TABLET SERVERS, SETTINGS, ALL or a setting name after SHOW (the statement ended early)
   SHOW
       ^
 
