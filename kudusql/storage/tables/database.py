@@ -44,7 +44,7 @@ from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, describe, from_micros, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
-from kudusql.storage.cfile import BlockCache, parse_compression, parse_encoding
+from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.fs.meta_file import load_json, save_json
 from kudusql.storage.tables import catalog, directory, system_tables
@@ -56,8 +56,9 @@ from kudusql.storage.tables.fingerprint import (
     tablet_fingerprint,
     txn_log_fingerprint,
 )
-from kudusql.storage.tables.partition import Partition, PartitionSchema, create_partitions
+from kudusql.storage.tables.partition import Partition, PartitionSchema
 from kudusql.storage.tables.table import Table
+from kudusql.storage.tables.table_rules import check_altered, new_table_meta
 from kudusql.storage.tables.txn_log import (
     TXN_LOG_DIR,
     ReadPoint,
@@ -70,9 +71,6 @@ from kudusql.storage.tablet.mvcc import MvccManager
 from kudusql.storage.tablet.tablet import Tablet
 
 log = logging.getLogger(__name__)
-
-#: Most tablets one CREATE TABLE may make (a typo in a bucket count should not make 10^6).
-MAX_TABLETS_PER_TABLE = 4096
 
 
 class ConcurrentDdlError(OperationalError):
@@ -650,30 +648,20 @@ class Database:
                 if if_not_exists:
                     return self.table(name)
                 raise ProgrammingError(f"table {name!r} already exists")
-            ps.validate(schema)
-            _check_storage_attributes(schema)
-            parts = create_partitions(ps, schema)
-            if len(parts) > MAX_TABLETS_PER_TABLE:
-                raise ProgrammingError(
-                    f"table {name!r} would have {len(parts)} tablets; at most "
-                    f"{MAX_TABLETS_PER_TABLE} (fewer buckets or range partitions)"
-                )
             state = self._state.copy()
-            entries = []
-            for p in parts:
-                entries.append(TabletEntry.of(state.next_tablet_id, p))
-                state.next_tablet_id += 1
-            meta = TableMeta(
+            meta = new_table_meta(
                 state.next_table_id,
                 name,
                 schema,
                 ps,
-                tuple(entries),
-                properties=dict(properties or {}),
-                created_micros=wall_micros(),
+                state.next_tablet_id,
+                properties=properties,
                 owner=owner,
                 comment=comment,
+                created_micros=wall_micros(),
             )
+            entries = list(meta.tablets)
+            state.next_tablet_id += len(entries)
             state.next_table_id += 1
             state.tables[name] = meta
             self._create_tablets(entries, schema)
@@ -753,14 +741,9 @@ class Database:
             with rt.write_lock:
                 res = apply_alter(meta, steps, self._state.next_tablet_id)
                 new = res.meta
-                _check_storage_attributes(new.schema)
+                check_altered(name, res)
                 if new.name != name and new.name in self._state.tables:
                     raise ProgrammingError(f"table {new.name!r} already exists")
-                if len(new.tablets) > MAX_TABLETS_PER_TABLE:
-                    raise ProgrammingError(
-                        f"table {name!r} would have {len(new.tablets)} tablets; at most "
-                        f"{MAX_TABLETS_PER_TABLE}"
-                    )
                 self._create_tablets(res.added, new.schema)
                 state = self._state.copy()
                 del state.tables[name]
@@ -904,15 +887,6 @@ class Database:
         for rt in list(self._runtimes.values()):
             for t in rt.opened().values():
                 t.run_maintenance(**kw)
-
-
-def _check_storage_attributes(schema: Schema) -> None:
-    """Unknown encodings or compressions fail the DDL, not a later flush."""
-    for c in schema.columns:
-        parse_encoding(c.encoding)
-        parse_compression(c.compression)
-        if c.block_size is not None and c.block_size <= 0:
-            raise ProgrammingError(f"column {c.name!r}: BLOCK_SIZE must be positive")
 
 
 def connect(path: str, **kw: Any) -> Database:
