@@ -1,0 +1,439 @@
+"""``RemoteTable``: the embedded ``Table``'s read and write surface over tablet servers
+(Kudu's ``KuduTable`` / ``KuduSession`` / ``KuduScanner`` on a cluster).
+
+It routes and prunes exactly as the embedded table does: the same partition schema,
+``partition_for_batch`` for writes and ``prune_partitions`` for scans, so the same data
+gives the same answers. A partition is mapped to its tablet through the ``MetaCache``
+by partition key start.
+
+Writes: a batch is split by tablet, each part goes to its tablet server in parallel, and
+the per-row errors of every part come back with their row indexes in the caller's batch,
+merged with the errors of rows no range partition covers, as the embedded table reports
+them. Each tablet applies its part atomically at its own HybridTime (Kudu's per-tablet
+atomicity); a batch that spans tablets is not one transaction.
+
+Reads: a statement reads every tablet at one snapshot: the caller's, or else the
+session's latest observed HybridTime (a server is asked for its clock when the session
+has seen none), so a read sees every write the session saw acknowledged. Each server
+waits for its safe time before answering.
+
+Stale locations: a call that finds its tablet gone (``TabletNotFound``) or its server
+unreachable (``ServiceUnavailable``; for writes only ``TabletNotFound``, as a write that
+may have reached a server is never sent again) drops the table's cached locations and
+is tried once more on fresh ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.cluster.client.meta_cache import LocatedTablet, MetaCache, TableLocations
+from kudusql.cluster.client.tserver_client import KEY_INDEX_COLUMN, TabletServerPool
+from kudusql.cluster.errors import ServiceUnavailable, TabletNotFound
+from kudusql.cluster.tablet_partition import routing_keys
+from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult, WriteShortcuts
+from kudusql.common.schema import Schema
+from kudusql.storage.tables.partition import (
+    NO_TABLET_MESSAGE,
+    Partition,
+    PartitionSchema,
+    create_partitions,
+    partition_for_batch,
+    partition_for_row,
+)
+from kudusql.storage.tables.pruning import prune_partitions
+
+__all__ = ["RemoteTable"]
+
+T = TypeVar("T")
+
+#: Batches a scan hands back at most (rows).
+SCAN_BATCH_ROWS = 64 * 1024
+
+
+class RemoteTable(WriteShortcuts):
+    """Table ``name`` with ``schema`` and ``partition_schema`` (as the master has them),
+    its tablets found through ``meta_cache`` and called through ``servers``."""
+
+    def __init__(
+        self,
+        name: str,
+        schema: Schema,
+        partition_schema: PartitionSchema,
+        meta_cache: MetaCache,
+        servers: TabletServerPool,
+        *,
+        threads: int = 8,
+    ) -> None:
+        self.name = name
+        self.schema = schema
+        self.partition_schema = partition_schema
+        self.partitions: list[Partition] = create_partitions(partition_schema, schema)
+        self.meta_cache = meta_cache
+        self.servers = servers
+        self.threads = threads
+
+    def __repr__(self) -> str:
+        return f"RemoteTable({self.name!r}, {len(self.partitions)} tablets)"
+
+    # -- locations ------------------------------------------------------------------------
+
+    def _located(self, slot: int, locations: TableLocations) -> LocatedTablet:
+        p = self.partitions[slot]
+        tablet = locations.by_start.get(p.partition_key_start)
+        if tablet is None:
+            raise ServiceUnavailable(
+                f"table {self.name!r}: no tablet server serves partition"
+                f" {p.describe(self.partition_schema)} yet"
+            )
+        return tablet
+
+    def _on_tablet(self, slot: int, call: Callable[[LocatedTablet], T], *, reads: bool = True) -> T:
+        """``call`` on the tablet of partition ``slot``; once more on fresh locations when
+        the cached ones are stale."""
+        locations = self.meta_cache.table(self.name)
+        stale: tuple[type[Error], ...] = (
+            (TabletNotFound, ServiceUnavailable) if reads else (TabletNotFound,)
+        )
+        try:
+            return call(self._located(slot, locations))
+        except stale:
+            self.meta_cache.invalidate(self.name, locations)
+        return call(self._located(slot, self.meta_cache.table(self.name)))
+
+    def _on_tablets(self, slots: Sequence[int], call: Callable[[int], T]) -> list[T]:
+        """``call(slot)`` for every slot, in parallel; results in slot order; the first
+        error (in slot order) is raised once every call has finished."""
+        if len(slots) <= 1 or self.threads <= 1:
+            return [call(s) for s in slots]
+        with ThreadPoolExecutor(min(self.threads, len(slots))) as pool:
+            futures = [pool.submit(call, s) for s in slots]
+            for f in futures:
+                f.exception()
+            return [f.result() for f in futures]
+
+    def snapshot(self, snapshot: int | None = None) -> int:
+        """``snapshot``, or the session's latest observed HybridTime (asking a tablet
+        server for its clock when the session has seen none)."""
+        if snapshot is not None:
+            return snapshot
+        seen = self.servers.observed.value
+        if seen is not None:
+            return seen
+        locations = self.meta_cache.table(self.name)
+        for tablet in locations.by_start.values():
+            return self.servers.now(tablet.address)
+        raise ServiceUnavailable(f"table {self.name!r} has no tablet to ask for the time")
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def write(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        op: WriteOp | str | int | None = None,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+    ) -> WriteResult:
+        """Apply a batch with one operation for every row, each tablet's part at that
+        tablet's HybridTime; see the module docstring."""
+        if op_column is not None or op is None:
+            raise ProgrammingError("a remote table writes one operation per batch (no op_column)")
+        if atomic:
+            raise ProgrammingError(
+                "a remote table applies a batch atomically per tablet only (atomic=False)"
+            )
+        wop = WriteOp.parse(op)
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        slots, unrouted = self._route(data)
+        errors = [
+            RowError(int(i), wop, _key_of(data, self.schema, int(i)), "NotFound", NO_TABLET_MESSAGE)
+            for i in np.flatnonzero(unrouted).tolist()
+        ]
+        parts = _split(data, slots)
+        op_name = wop.name.lower()
+
+        def one(index: int) -> WriteResult:
+            slot, rows, part = parts[index]
+            response = self._on_tablet(
+                slot,
+                lambda t: self.servers.write(t.address, t.tablet_id, op_name, part),
+                reads=False,
+            )
+            return WriteResult(
+                response.timestamp,
+                response.applied,
+                response.ignored,
+                [
+                    RowError(
+                        i := (e.index if rows is None else int(rows[e.index])),
+                        WriteOp.parse(e.op),
+                        _key_of(data, self.schema, i),
+                        e.status,
+                        e.message,
+                    )
+                    for e in response.row_errors
+                ],
+            )
+
+        results = self._on_tablets(range(len(parts)), one)
+        applied = ignored = timestamp = 0
+        for r in results:
+            applied += r.applied
+            ignored += r.ignored
+            timestamp = max(timestamp, r.timestamp)
+            errors += r.errors
+        errors.sort(key=lambda e: e.index)
+        if not results:
+            timestamp = self.servers.observed.value or 0
+        return WriteResult(timestamp, applied, ignored, errors)
+
+    def _route(self, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's partition slot and the mask of rows no range partition covers, as
+        the embedded table routes them: a row whose key is missing, NULL or does not
+        convert goes to the first tablet, whose validation rejects it."""
+        n = data.num_rows
+        slots = np.zeros(n, dtype=np.int64)
+        unrouted = np.zeros(n, dtype=bool)
+        if len(self.partitions) == 1 and not self.partition_schema.range_columns:
+            return slots, unrouted
+        if not self.partitions:
+            unrouted[:] = True
+            slots[:] = -1
+            return slots, unrouted
+        keys, valid = routing_keys(self.schema, data)
+        if keys is None:
+            return slots, unrouted
+        if not valid.all():
+            keys = keys.filter(pa.array(valid))
+        routed = np.zeros(n, dtype=np.int64)
+        routed[valid] = partition_for_batch(self.partition_schema, self.schema, keys)
+        unrouted[valid] = routed[valid] < 0
+        slots = np.where(valid, routed, 0)
+        slots[unrouted] = -1
+        return slots, unrouted
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _prune(
+        self, predicates: Sequence[ColumnPredicate]
+    ) -> tuple[list[ColumnPredicate], list[int]]:
+        preds = [p.bind(self.schema) for p in predicates]
+        keep = prune_partitions(self.partition_schema, self.schema, self.partitions, preds)
+        return preds, keep
+
+    def scan(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        *,
+        snapshot: int | None = None,
+        ordered: bool = False,
+        limit: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """Rows live at one snapshot (see ``snapshot``) matching every predicate, from
+        the tablets the predicates do not prune, read in parallel. ``ordered=True``
+        returns them in primary-key order; ``limit`` returns at most that many rows
+        (each tablet stops there too)."""
+        schema = self.schema
+        names = list(schema.names if columns is None else columns)
+        for c in names:
+            schema.index_of(c)  # unknown column: ProgrammingError
+        preds, keep = self._prune(predicates)
+        out_schema = schema.arrow_schema(names)
+        if limit is not None and limit < 0:
+            raise ProgrammingError(f"a scan limit must not be negative, got {limit}")
+        snap = self.snapshot(snapshot)
+        hashed = bool(self.partition_schema.hash_dimensions)
+        extra = [k for k in schema.key_names if k not in names] if ordered and hashed else []
+        wanted = names + extra
+
+        def one(slot: int) -> pa.Table:
+            return self._on_tablet(
+                slot,
+                lambda t: self.servers.scan(
+                    t.address,
+                    t.tablet_id,
+                    wanted,
+                    preds,
+                    snap,
+                    ordered=ordered,
+                    limit=None if ordered and hashed else limit,
+                ),
+            )
+
+        tables = self._on_tablets(keep, one)
+        table = (
+            pa.concat_tables([t.cast(schema.arrow_schema(wanted)) for t in tables])
+            if tables
+            else schema.arrow_schema(wanted).empty_table()
+        )
+        if extra or (ordered and hashed):
+            if table.num_rows:
+                order = pc.sort_indices(table, [(k, "ascending") for k in schema.key_names])
+                table = table.take(order)
+            table = table.select(names)
+        if limit is not None:
+            table = table.slice(0, limit)
+        return pa.RecordBatchReader.from_batches(
+            out_schema, table.to_batches(max_chunksize=SCAN_BATCH_ROWS)
+        )
+
+    def to_arrow(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        **kw: Any,
+    ) -> pa.Table:
+        return self.scan(columns, predicates, **kw).read_all()
+
+    def diff_scan(
+        self,
+        start: int,
+        end: int,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+    ) -> pa.RecordBatchReader:
+        """Rows changed in ``[start, end)`` across every tablet, with ``is_deleted``."""
+        schema = self.schema
+        if end < start:
+            raise ProgrammingError("diff scan end is before its start")
+        preds, keep = self._prune(predicates)
+        names = list(schema.names if columns is None else columns)
+        out = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_(), False))
+
+        def one(slot: int) -> pa.Table:
+            return self._on_tablet(
+                slot,
+                lambda t: self.servers.diff_scan(
+                    t.address, t.tablet_id, start, end, columns, preds
+                ),
+            )
+
+        tables = [t.cast(out) for t in self._on_tablets(keep, one)]
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for t in tables:
+                yield from t.to_batches(max_chunksize=SCAN_BATCH_ROWS)
+
+        return pa.RecordBatchReader.from_batches(out, batches())
+
+    def lookup(
+        self,
+        key: Sequence[object],
+        columns: Sequence[str] | None = None,
+        snapshot: int | None = None,
+    ) -> dict[str, object] | None:
+        """The live row with primary key ``key``, or None (one tablet, found by routing).
+        Without ``snapshot``, the tablet's latest (one tablet: one consistent read)."""
+        schema = self.schema
+        if len(key) != schema.num_key_columns:
+            raise ProgrammingError(
+                f"a key of {self.name!r} has {schema.num_key_columns} value(s), got {len(key)}"
+            )
+        if len(self.partitions) == 1:
+            slot = 0
+        elif not self.partitions:
+            return None
+        else:
+            try:
+                slot = partition_for_row(
+                    self.partition_schema,
+                    schema,
+                    {c.name: v for c, v in zip(schema.key_columns, key, strict=True)},
+                )
+            except Error as e:
+                raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
+            if slot < 0:
+                return None
+        try:
+            keys = pa.table(
+                {
+                    c.name: pa.array([v], c.type.arrow_type())
+                    for c, v in zip(schema.key_columns, key, strict=True)
+                }
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
+        found = self._on_tablet(
+            slot,
+            lambda t: self.servers.lookup(t.address, t.tablet_id, keys, columns, snapshot),
+        )
+        if not found.num_rows:
+            return None
+        row: dict[str, object] = found.drop_columns([KEY_INDEX_COLUMN]).slice(0, 1).to_pylist()[0]
+        return row
+
+    def count_rows(self, snapshot: int | None = None) -> int:
+        """Rows live at one snapshot, counted by each tablet server (no rows shipped)."""
+        snap = self.snapshot(snapshot)
+
+        def one(slot: int) -> int:
+            return self._on_tablet(
+                slot, lambda t: self.servers.count_rows(t.address, t.tablet_id, snap)
+            )
+
+        return sum(self._on_tablets(range(len(self.partitions)), one))
+
+    def statistics(self) -> list[dict[str, Any]]:
+        """Each tablet's sizes now, from its tablet server's memory (no scan)."""
+
+        def one(slot: int) -> dict[str, Any]:
+            def call(t: LocatedTablet) -> dict[str, Any]:
+                st = self.servers.statistics(t.address, t.tablet_id)
+                return {
+                    "tablet_id": t.tablet_id,
+                    "address": t.address,
+                    "partition": self.partitions[slot].describe(self.partition_schema),
+                    "memrowset_rows": st.memrowset_rows,
+                    "diskrowsets": st.diskrowsets,
+                    "disk_rows": st.disk_rows,
+                    "disk_bytes": st.disk_bytes,
+                    "memory_bytes": st.memory_bytes,
+                    "wal_bytes": st.wal_bytes,
+                }
+
+            return self._on_tablet(slot, call)
+
+        return self._on_tablets(range(len(self.partitions)), one)
+
+
+def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:
+    names = [k for k in schema.key_names if k in data.column_names]
+    return tuple(data.column(k)[i].as_py() for k in names) or None
+
+
+def _split(data: pa.Table, slots: np.ndarray) -> list[tuple[int, np.ndarray | None, pa.Table]]:
+    """The batch cut by slot: (slot, the rows' indexes in ``data`` or None for every row,
+    the part); slot -1 rows are left out."""
+    n = data.num_rows
+    if n == 0:
+        return []
+    first = int(slots[0])
+    if first >= 0 and bool((slots == first).all()):
+        return [(first, None, data)]
+    data = _takeable(data)
+    order = np.argsort(slots, kind="stable")
+    order = order[slots[order] >= 0]
+    if not len(order):
+        return []
+    cuts = np.flatnonzero(np.diff(slots[order])) + 1
+    return [(int(slots[rows[0]]), rows, data.take(rows)) for rows in np.split(order, cuts)]
+
+
+def _takeable(data: pa.Table) -> pa.Table:
+    """View-layout string and binary columns as plain ones (no take kernel for them)."""
+    for i, f in enumerate(list(data.schema)):
+        if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type):
+            plain = pa.string() if pa.types.is_string_view(f.type) else pa.binary()
+            data = data.set_column(i, f.with_type(plain), data.column(i).cast(plain))
+    return data
