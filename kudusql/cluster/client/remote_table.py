@@ -384,12 +384,19 @@ class RemoteTable(WriteShortcuts):
 
         return sum(self._on_tablets(range(len(self.partitions)), one))
 
+    def flush(self) -> None:
+        """Flush every tablet's MemRowSet and DeltaMemStores on its tablet server."""
+        self._statistics(flush=True)
+
     def statistics(self) -> list[dict[str, Any]]:
         """Each tablet's sizes now, from its tablet server's memory (no scan)."""
+        return self._statistics(flush=False)
 
+    def _statistics(self, *, flush: bool) -> list[dict[str, Any]]:
         def one(slot: int) -> dict[str, Any]:
             def call(t: LocatedTablet) -> dict[str, Any]:
-                st = self.servers.statistics(t.address, t.tablet_id)
+                ask = self.servers.flush if flush else self.servers.statistics
+                st = ask(t.address, t.tablet_id)
                 return {
                     "tablet_id": t.tablet_id,
                     "address": t.address,

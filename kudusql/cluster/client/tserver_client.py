@@ -27,6 +27,7 @@ from kudusql.cluster.tserver.messages import (
     CreateTablet,
     DeleteTablet,
     DiffScanRequest,
+    FlushTablet,
     LookupRequest,
     ScanRequest,
     TabletChanged,
@@ -180,6 +181,10 @@ class TabletServerPool:
     def count_rows(self, address: str, tablet_id: str, snapshot: int | None) -> int:
         response = self.client(address).call(CountRowsRequest(tablet_id, snapshot))
         return int(_expect(response, CountRowsResponse).rows)
+
+    def flush(self, address: str, tablet_id: str) -> TabletStatsResponse:
+        response = self.client(address).call(FlushTablet(tablet_id))
+        return _expect(response, TabletStatsResponse)  # type: ignore[no-any-return]
 
     def statistics(self, address: str, tablet_id: str) -> TabletStatsResponse:
         response = self.client(address).call(TabletStatsRequest(tablet_id))

@@ -24,6 +24,7 @@ __all__ = [
     "CreateTablet",
     "DeleteTablet",
     "DiffScanRequest",
+    "FlushTablet",
     "GetTabletReport",
     "LookupRequest",
     "ReportedTabletInfo",
@@ -273,6 +274,17 @@ class TabletStatsResponse(Response):
     disk_bytes: int
     memory_bytes: int
     wal_bytes: int
+
+
+@message("tserver_flush_tablet")
+@dataclass(frozen=True)
+class FlushTablet(Request):
+    """Flush a tablet's MemRowSet and DeltaMemStores to disk now (what its maintenance
+    would do later); answers its statistics after."""
+
+    RESPONSE: ClassVar[type[Response]] = TabletStatsResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
 
 
 @message("tserver_tablet_stats")

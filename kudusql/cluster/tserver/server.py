@@ -24,6 +24,7 @@ from kudusql.cluster.tserver.messages import (
     CreateTablet,
     DeleteTablet,
     DiffScanRequest,
+    FlushTablet,
     GetTabletReport,
     LookupRequest,
     ReportedTabletInfo,
@@ -89,6 +90,7 @@ class TabletServer(RpcServer):
         self.register_get(DiffScanRequest, self._diff_scan)
         self.register_action(CountRowsRequest, self._count)
         self.register_action(TabletStatsRequest, self._stats)
+        self.register_action(FlushTablet, self._flush)
 
     def close(self) -> None:
         """Close every tablet (WALs synced) and release the directory."""
@@ -165,6 +167,10 @@ class TabletServer(RpcServer):
         return CountRowsResponse(
             r.tablet_id, self.tablets.count_rows(r.tablet_id, r.snapshot_timestamp)
         )
+
+    def _flush(self, r: FlushTablet) -> TabletStatsResponse:
+        self.tablets.flush(r.tablet_id)
+        return TabletStatsResponse(r.tablet_id, **self.tablets.statistics(r.tablet_id))
 
     def _stats(self, r: TabletStatsRequest) -> TabletStatsResponse:
         return TabletStatsResponse(r.tablet_id, **self.tablets.statistics(r.tablet_id))

@@ -396,6 +396,12 @@ class TabletManager:
         """Rows live at ``snapshot`` (after the wait for safe time)."""
         return self.tablet(tablet_id).count_rows(snapshot)
 
+    def flush(self, tablet_id: str) -> None:
+        """Flush the tablet's MemRowSet and DeltaMemStores now."""
+        tablet = self.tablet(tablet_id)
+        tablet.flush()
+        tablet.flush_deltas()
+
     def statistics(self, tablet_id: str) -> dict[str, int]:
         """The tablet's sizes now, from memory (``Tablet.stats``)."""
         tablet = self.tablet(tablet_id)
