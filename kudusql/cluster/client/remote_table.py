@@ -25,6 +25,8 @@ is tried once more on fresh ones.
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -256,37 +258,40 @@ class RemoteTable(WriteShortcuts):
         hashed = bool(self.partition_schema.hash_dimensions)
         extra = [k for k in schema.key_names if k not in names] if ordered and hashed else []
         wanted = names + extra
+        wanted_schema = schema.arrow_schema(wanted)
 
-        def one(slot: int) -> pa.Table:
-            return self._on_tablet(
-                slot,
-                lambda t: self.servers.scan(
-                    t.address,
-                    t.tablet_id,
-                    wanted,
-                    preds,
-                    snap,
-                    ordered=ordered,
-                    limit=None if ordered and hashed else limit,
-                ),
-            )
+        def open_tablet(slot: int) -> Callable[[], Iterator[pa.RecordBatch]]:
+            def run() -> Iterator[pa.RecordBatch]:
+                reader = self._on_tablet(
+                    slot,
+                    lambda t: self.servers.scan(
+                        t.address,
+                        t.tablet_id,
+                        wanted,
+                        preds,
+                        snap,
+                        ordered=ordered,
+                        limit=None if ordered and hashed else limit,
+                    ),
+                )
+                return (b.cast(wanted_schema) for b in reader)
 
-        tables = self._on_tablets(keep, one)
-        table = (
-            pa.concat_tables([t.cast(schema.arrow_schema(wanted)) for t in tables])
-            if tables
-            else schema.arrow_schema(wanted).empty_table()
-        )
-        if extra or (ordered and hashed):
+            return run
+
+        jobs = [open_tablet(slot) for slot in keep]
+        if not ordered:
+            batches = _parallel(jobs, self.threads)
+        elif not hashed:  # range partitions are disjoint and in key order: concatenate
+            batches = (b for job in jobs for b in job())
+        else:  # every tablet's rows, sorted by key (as the embedded table does)
+            table = pa.Table.from_batches(list(_parallel(jobs, self.threads)), wanted_schema)
             if table.num_rows:
                 order = pc.sort_indices(table, [(k, "ascending") for k in schema.key_names])
                 table = table.take(order)
-            table = table.select(names)
+            batches = iter(table.select(names).to_batches(max_chunksize=SCAN_BATCH_ROWS))
         if limit is not None:
-            table = table.slice(0, limit)
-        return pa.RecordBatchReader.from_batches(
-            out_schema, table.to_batches(max_chunksize=SCAN_BATCH_ROWS)
-        )
+            batches = _first_rows(batches, limit)
+        return pa.RecordBatchReader.from_batches(out_schema, batches)
 
     def to_arrow(
         self,
@@ -311,7 +316,7 @@ class RemoteTable(WriteShortcuts):
         names = list(schema.names if columns is None else columns)
         out = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_(), False))
 
-        def one(slot: int) -> pa.Table:
+        def one(slot: int) -> pa.RecordBatchReader:
             return self._on_tablet(
                 slot,
                 lambda t: self.servers.diff_scan(
@@ -319,11 +324,12 @@ class RemoteTable(WriteShortcuts):
                 ),
             )
 
-        tables = [t.cast(out) for t in self._on_tablets(keep, one)]
+        readers = self._on_tablets(keep, one)  # every stream opened before the first batch
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for t in tables:
-                yield from t.to_batches(max_chunksize=SCAN_BATCH_ROWS)
+            for r in readers:
+                for b in r:
+                    yield b.cast(out)
 
         return pa.RecordBatchReader.from_batches(out, batches())
 
@@ -412,6 +418,76 @@ class RemoteTable(WriteShortcuts):
             return self._on_tablet(slot, call)
 
         return self._on_tablets(range(len(self.partitions)), one)
+
+
+def _first_rows(batches: Iterator[pa.RecordBatch], limit: int) -> Iterator[pa.RecordBatch]:
+    left = limit
+    for b in batches:
+        if left <= 0:
+            return
+        if b.num_rows > left:
+            b = b.slice(0, left)
+        left -= b.num_rows
+        yield b
+
+
+_DONE = object()
+
+
+def _parallel(
+    jobs: list[Callable[[], Iterator[pa.RecordBatch]]], workers: int
+) -> Iterator[pa.RecordBatch]:
+    """Batches of every job, up to ``workers`` jobs at a time, in the order they come;
+    at most a few batches per worker wait in memory, and the producers stop when the
+    consumer goes away. A job's error is raised to the consumer."""
+    if len(jobs) <= 1 or workers <= 1:
+        for job in jobs:
+            yield from job()
+        return
+    q: queue.Queue[Any] = queue.Queue(maxsize=2 * workers)
+    stop = threading.Event()
+    pending = list(reversed(jobs))
+    lock = threading.Lock()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def worker() -> None:
+        try:
+            while True:
+                with lock:
+                    if not pending or stop.is_set():
+                        return
+                    job = pending.pop()
+                for b in job():
+                    if b.num_rows and not put(b):
+                        return
+        except BaseException as e:  # handed to the consumer, which raises it
+            put(e)
+        finally:
+            put(_DONE)
+
+    n = min(workers, len(jobs))
+    for i in range(n):
+        threading.Thread(target=worker, name=f"remote-scan-{i}", daemon=True).start()
+    done = 0
+    try:
+        while done < n:
+            item = q.get()
+            if item is _DONE:
+                done += 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        stop.set()
 
 
 def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:

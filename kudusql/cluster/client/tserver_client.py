@@ -38,7 +38,11 @@ from kudusql.cluster.tserver.messages import (
 )
 from kudusql.common.predicates import ColumnPredicate
 
-__all__ = ["KEY_INDEX_COLUMN", "TabletServerPool"]
+__all__ = ["DEFAULT_SCAN_TIMEOUT", "KEY_INDEX_COLUMN", "TabletServerPool"]
+
+#: Seconds one tablet's scan or diff scan may stream in all (gRPC's deadline bounds the
+#: whole stream; scans are not paged yet).
+DEFAULT_SCAN_TIMEOUT = 600.0
 
 
 def _expect(response: Response, kind: type[Any]) -> Any:
@@ -57,8 +61,10 @@ class TabletServerPool:
         timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
         observed: ObservedTimestamps | None = None,
+        scan_timeout: float = DEFAULT_SCAN_TIMEOUT,
     ) -> None:
         self.observed = observed or ObservedTimestamps()
+        self.scan_timeout = scan_timeout
         self._secret = secret
         self._tls_root = tls_root
         self._timeout = timeout
@@ -129,8 +135,9 @@ class TabletServerPool:
         *,
         ordered: bool = False,
         limit: int | None = None,
-    ) -> pa.Table:
-        """The tablet's rows at ``snapshot`` (the server streams them in batches)."""
+    ) -> pa.RecordBatchReader:
+        """The tablet's rows at ``snapshot``, streamed in batches as the server reads
+        them; the stream is opened (and retried if need be) before this returns."""
         request = ScanRequest(
             tablet_id,
             None if columns is None else list(columns),
@@ -139,7 +146,7 @@ class TabletServerPool:
             ordered,
             limit,
         )
-        return self.client(address).get(request)
+        return self.client(address).stream(request, timeout=self.scan_timeout)
 
     def lookup(
         self,
@@ -167,8 +174,8 @@ class TabletServerPool:
         end: int,
         columns: Sequence[str] | None,
         predicates: Sequence[ColumnPredicate],
-    ) -> pa.Table:
-        """The tablet's rows changed in ``[start, end)``, with ``is_deleted``."""
+    ) -> pa.RecordBatchReader:
+        """The tablet's rows changed in ``[start, end)``, with ``is_deleted``, streamed."""
         request = DiffScanRequest(
             tablet_id,
             start,
@@ -176,7 +183,7 @@ class TabletServerPool:
             None if columns is None else list(columns),
             [p.to_dict() for p in predicates] or None,
         )
-        return self.client(address).get(request)
+        return self.client(address).stream(request, timeout=self.scan_timeout)
 
     def count_rows(self, address: str, tablet_id: str, snapshot: int | None) -> int:
         response = self.client(address).call(CountRowsRequest(tablet_id, snapshot))
