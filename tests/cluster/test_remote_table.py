@@ -21,12 +21,17 @@ import pytest
 from kudusql.cluster.client.meta_cache import MetaCache
 from kudusql.cluster.client.remote_table import RemoteTable
 from kudusql.cluster.client.tserver_client import TabletServerPool
-from kudusql.cluster.errors import TabletNotFound
+from kudusql.cluster.errors import MalformedMessage, TabletNotFound
 from kudusql.cluster.master_state import TabletLocation
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.security import write_secret_file
 from kudusql.cluster.tablet_partition import TabletPartition
-from kudusql.cluster.tserver.messages import CreateTablet, WriteRequest, WriteResponse
+from kudusql.cluster.tserver.messages import (
+    CreateTablet,
+    LookupRequest,
+    WriteRequest,
+    WriteResponse,
+)
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.row_operations import WriteOp, WriteResult
 from kudusql.common.schema import ColumnSchema, Schema
@@ -37,6 +42,7 @@ from kudusql.storage.tables.partition import (
     PartitionSchema,
     RangeBounds,
     create_partitions,
+    partition_for_batch,
 )
 from kudusql.storage.tables.table import Table
 from tests.cluster.tserver_process import TServerProcess
@@ -247,8 +253,6 @@ def test_the_server_refuses_rows_of_another_partition(tservers: list[TServerProc
         batch = pa.table(
             {"a": pa.array([1, 2, 150, 3], pa.int64()), "b": pa.array([0, 1, 0, 2], pa.int32())}
         )
-        from kudusql.storage.tables.partition import partition_for_batch
-
         slots = partition_for_batch(PARTITIONS, SCHEMA, batch)
         mine = [int(s) == part.index_in(SCHEMA) for s in slots]
         response = session.client(first.address).put(WriteRequest(first.tablet_id, "insert"), batch)
@@ -282,6 +286,10 @@ def test_locations_refresh_after_a_restart_on_another_port(
         assert table.count_rows() == 29
         assert source.asked == asked + 1
         assert table.lookup((140, 1)) == {"a": 140, "b": 1, "v": None, "s": None}
+        # The restarted server read each tablet's partition back from its superblock.
+        more = pa.table({"a": pa.array([1, 101], pa.int64()), "b": pa.array([2, 2], pa.int32())})
+        assert not table.insert(more).errors
+        assert table.count_rows() == 31
 
 
 def test_a_deleted_tablet_refreshes_the_locations(tservers: list[TServerProcess]) -> None:
@@ -305,3 +313,54 @@ def test_a_deleted_tablet_refreshes_the_locations(tservers: list[TServerProcess]
         assert table.lookup((5, 0)) is not None
         with pytest.raises(TabletNotFound):
             session.count_rows(one.address, one.tablet_id, None)
+
+
+def test_the_tablet_server_data_calls(tservers: list[TServerProcess]) -> None:
+    source = Locations()
+    with pool() as session:
+        table = create_table("calls", tservers, source, session)
+        data = pa.table(
+            {
+                "a": pa.array(range(100, 200), pa.int64()),
+                "b": pa.array([3] * 100, pa.int32()),
+                "v": pa.array(range(100), pa.int32()),
+            }
+        )
+        assert not table.insert(data).errors
+        t = next(
+            loc
+            for loc in source.tablets["calls"]
+            if TabletPartition.from_json(loc.partition).index_in(SCHEMA)
+            == int(partition_for_batch(PARTITIONS, SCHEMA, data.slice(0, 1))[0])
+        )
+        # A batch of lookups: found rows in the order of the keys, with their index.
+        keys = pa.table(
+            {"a": pa.array([150, 7, 101], pa.int64()), "b": pa.array([3, 3, 3], pa.int32())}
+        )
+        found = session.lookup(t.address, t.tablet_id, keys, ["v"], None)
+        assert found.to_pylist() == [{"v": 50, "key_index": 0}, {"v": 1, "key_index": 2}]
+        snap = table.snapshot()
+        assert session.lookup(t.address, t.tablet_id, keys, ["v"], snap).equals(found)
+        bad = LookupRequest(t.tablet_id, "not base64!")
+        with pytest.raises(MalformedMessage, match="Arrow IPC"):
+            session.client(t.address).get(bad)
+        # A limited scan stops there; the servers flush and report their sizes.
+        limited = session.scan(t.address, t.tablet_id, ["a"], [], snap, limit=30).read_all()
+        assert limited.num_rows == 30
+        assert table.to_arrow(limit=0).num_rows == 0
+        before = {s["tablet_id"]: s for s in table.statistics()}
+        table.flush()
+        after = {s["tablet_id"]: s for s in table.statistics()}
+        assert after[t.tablet_id]["disk_rows"] == before[t.tablet_id]["memrowset_rows"] == 100
+        assert after[t.tablet_id]["memrowset_rows"] == 0
+        assert table.count_rows() == 100
+        # A partition that is not a TabletPartition is refused at create.
+        with pytest.raises(MalformedMessage, match="partition"):
+            session.create_tablet(
+                t.address,
+                CreateTablet(
+                    "calls-bad", "calls", "calls", "[, )", json.dumps(SCHEMA.to_dict()), 1
+                ),
+            )
+        with pytest.raises(TabletNotFound):
+            session.scan(t.address, "no-such-tablet", None, [], None).read_all()
