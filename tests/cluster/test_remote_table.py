@@ -202,10 +202,11 @@ def test_differential_against_the_embedded_table(
             assert rows(remote.to_arrow(["s", "a", "v"], preds)) == rows(
                 local.to_arrow(["s", "a", "v"], preds)
             ), preds
-        for a in range(-2, 205, 3):
-            for b in range(4):
-                assert remote.lookup((a, b)) == local.lookup((a, b)), (a, b)
-                assert remote.lookup((a, b), ["v"]) == local.lookup((a, b), ["v"])
+        grid = [(a, b) for a in range(-2, 205, 3) for b in range(4)]
+        for key in grid:
+            assert remote.lookup(key) == local.lookup(key), key
+            assert remote.lookup(key, ["v"]) == local.lookup(key, ["v"])
+        assert remote.lookup_many(grid, ["s", "a"]) == [local.lookup(k, ["s", "a"]) for k in grid]
         (e_start, r_start), (e_mid, r_mid) = marks[8], marks[16]
         changed = rows(local.diff_scan(e_start, e_mid).read_all())
         assert {r["is_deleted"] for r in changed} == {False, True}
@@ -216,6 +217,9 @@ def test_differential_against_the_embedded_table(
         )
         # A snapshot before the later batches reads the table as it was then.
         assert rows(remote.to_arrow(snapshot=r_mid)) == rows(local.to_arrow(snapshot=e_mid))
+        then = [local.lookup(k, snapshot=e_mid) for k in grid]
+        assert remote.lookup_many(grid, snapshot=r_mid) == then
+        assert [remote.lookup(k, snapshot=r_mid) for k in grid[:40]] == then[:40]
         assert remote.count_rows(snapshot=r_start) == local.count_rows(snapshot=e_start)
         limited = remote.to_arrow(limit=7)
         assert limited.num_rows == min(7, local.count_rows())

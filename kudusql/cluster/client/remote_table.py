@@ -341,43 +341,70 @@ class RemoteTable(WriteShortcuts):
     ) -> dict[str, object] | None:
         """The live row with primary key ``key``, or None (one tablet, found by routing).
         Without ``snapshot``, the tablet's latest (one tablet: one consistent read)."""
+        return self.lookup_many([key], columns, snapshot)[0]
+
+    def lookup_many(
+        self,
+        keys: Sequence[Sequence[object]],
+        columns: Sequence[str] | None = None,
+        snapshot: int | None = None,
+    ) -> list[dict[str, object] | None]:
+        """``lookup`` of each key, in order: one request per tablet, in parallel, every
+        tablet read at one snapshot (see ``snapshot``) when the keys span tablets."""
+        schema = self.schema
+        slots: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            slot = self._key_slot(key)
+            if slot >= 0:
+                slots.setdefault(slot, []).append(i)
+        out: list[dict[str, object] | None] = [None] * len(keys)
+        if not slots:
+            return out
+        snap = snapshot if snapshot is not None or len(slots) == 1 else self.snapshot()
+        order = sorted(slots)
+
+        def one(slot: int) -> pa.Table:
+            members = slots[slot]
+            try:
+                batch = pa.table(
+                    {
+                        c.name: pa.array([keys[i][j] for i in members], c.type.arrow_type())
+                        for j, c in enumerate(schema.key_columns)
+                    }
+                )
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+                raise ProgrammingError(f"bad primary key: {e}") from e
+            return self._on_tablet(
+                slot,
+                lambda t: self.servers.lookup(t.address, t.tablet_id, batch, columns, snap),
+            )
+
+        for slot, found in zip(order, self._on_tablets(order, one), strict=True):
+            index = found.column(KEY_INDEX_COLUMN).to_pylist()
+            rows = found.drop_columns([KEY_INDEX_COLUMN]).to_pylist()
+            for pos, row in zip(index, rows, strict=True):
+                out[slots[slot][int(pos)]] = row
+        return out
+
+    def _key_slot(self, key: Sequence[object]) -> int:
+        """The partition slot of a primary key (-1: no range partition covers it)."""
         schema = self.schema
         if len(key) != schema.num_key_columns:
             raise ProgrammingError(
                 f"a key of {self.name!r} has {schema.num_key_columns} value(s), got {len(key)}"
             )
         if len(self.partitions) == 1:
-            slot = 0
-        elif not self.partitions:
-            return None
-        else:
-            try:
-                slot = partition_for_row(
-                    self.partition_schema,
-                    schema,
-                    {c.name: v for c, v in zip(schema.key_columns, key, strict=True)},
-                )
-            except Error as e:
-                raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
-            if slot < 0:
-                return None
+            return 0
+        if not self.partitions:
+            return -1
         try:
-            keys = pa.table(
-                {
-                    c.name: pa.array([v], c.type.arrow_type())
-                    for c, v in zip(schema.key_columns, key, strict=True)
-                }
+            return partition_for_row(
+                self.partition_schema,
+                schema,
+                {c.name: v for c, v in zip(schema.key_columns, key, strict=True)},
             )
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        except Error as e:
             raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
-        found = self._on_tablet(
-            slot,
-            lambda t: self.servers.lookup(t.address, t.tablet_id, keys, columns, snapshot),
-        )
-        if not found.num_rows:
-            return None
-        row: dict[str, object] = found.drop_columns([KEY_INDEX_COLUMN]).slice(0, 1).to_pylist()[0]
-        return row
 
     def count_rows(self, snapshot: int | None = None) -> int:
         """Rows live at one snapshot, counted by each tablet server (no rows shipped)."""

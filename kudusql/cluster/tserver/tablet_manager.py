@@ -359,8 +359,9 @@ class TabletManager:
     ) -> pa.Table:
         """The live rows with the primary keys ``keys`` (one per row, key columns by
         name) at ``snapshot``, with a last column ``key_index``, in key order of
-        ``keys``. At the latest snapshot each key is one probe; at an explicit one, a
-        scan of that key (after the wait for safe time)."""
+        ``keys``. At the latest snapshot each key is one probe; at an explicit one, one
+        scan (after the wait for safe time) with each key column's values as an IN
+        list, its rows then matched to the keys."""
         tablet = self.tablet(tablet_id)
         schema = tablet.schema
         names = list(schema.names if columns is None else columns)
@@ -368,13 +369,29 @@ class TabletManager:
             key_cols = [keys.column(c.name).to_pylist() for c in schema.key_columns]
         except KeyError as exc:
             raise ProgrammingError(f"a lookup's keys lack a key column: {exc}") from None
+        wanted = list(zip(*key_cols, strict=True))
         found: list[dict[str, object]] = []
         indexes: list[int] = []
-        for i, key in enumerate(zip(*key_cols, strict=True)):
-            row = tablet.lookup(key, names, snapshot)
-            if row is not None:
-                found.append(row)
-                indexes.append(i)
+        if snapshot is None:
+            for i, key in enumerate(wanted):
+                row = tablet.lookup(key, names, None)
+                if row is not None:
+                    found.append(row)
+                    indexes.append(i)
+        elif wanted:
+            key_names = schema.key_names
+            preds = [
+                ColumnPredicate.in_list(c, list(dict.fromkeys(v for v in values if v is not None)))
+                for c, values in zip(key_names, key_cols, strict=True)
+            ]
+            read = list(dict.fromkeys([*names, *key_names]))
+            rows = tablet.scan(read, preds, snapshot=snapshot).read_all().to_pylist()
+            by_key = {tuple(r[k] for k in key_names): r for r in rows}
+            for i, key in enumerate(wanted):
+                hit = by_key.get(key)
+                if hit is not None:
+                    found.append({c: hit[c] for c in names})
+                    indexes.append(i)
         out = pa.Table.from_pylist(found, schema=schema.arrow_schema(names))
         return out.append_column(
             pa.field(KEY_INDEX_COLUMN, pa.int64(), False), pa.array(indexes, pa.int64())
