@@ -380,10 +380,10 @@ class RemoteTable(WriteShortcuts):
             )
 
         for slot, found in zip(order, self._on_tablets(order, one), strict=True):
-            index = found.column(KEY_INDEX_COLUMN).to_pylist()
+            index: list[int] = found.column(KEY_INDEX_COLUMN).to_numpy().tolist()
             rows = found.drop_columns([KEY_INDEX_COLUMN]).to_pylist()
             for pos, row in zip(index, rows, strict=True):
-                out[slots[slot][int(pos)]] = row
+                out[slots[slot][pos]] = row
         return out
 
     def _key_slot(self, key: Sequence[object]) -> int:
