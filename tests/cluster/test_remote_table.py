@@ -159,15 +159,18 @@ def rows(table: pa.Table) -> list[dict[str, Any]]:
     return sorted(table.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
+@pytest.mark.parametrize(
+    "seed", [35, 36, *(pytest.param(s, marks=pytest.mark.slow) for s in range(100, 110))]
+)
 def test_differential_against_the_embedded_table(
-    tservers: list[TServerProcess], tmp_path: Path
+    tservers: list[TServerProcess], tmp_path: Path, seed: int
 ) -> None:
     source = Locations()
     with pool() as session, Database(str(tmp_path / "db")) as db:
-        remote = create_table("diff", tservers, source, session)
+        remote = create_table(f"diff{seed}", tservers, source, session)
         db.create_table("diff", SCHEMA, PARTITIONS)
         local: Table = db.table("diff")
-        rng = random.Random(35)
+        rng = random.Random(seed)
         ops = list(WriteOp)
         marks: list[tuple[int, int]] = []  # (embedded, remote) timestamps between batches
         statuses: set[tuple[str, str]] = set()
@@ -182,11 +185,12 @@ def test_differential_against_the_embedded_table(
             statuses |= {(e.status, e.message) for e in got.errors}
             marks.append((expected.timestamp + 1, remote.snapshot() + 1))
 
-        # The batches met every kind of row error: no range partition, a NULL key,
-        # duplicate and missing keys.
-        messages = " | ".join(sorted(m for _, m in statuses))
-        assert {s for s, _ in statuses} >= {"NotFound", "AlreadyPresent", "InvalidArgument"}
-        assert "No tablet covering" in messages, messages
+        if seed in (35, 36):
+            # The batches met every kind of row error: no range partition, a NULL key,
+            # duplicate and missing keys.
+            messages = " | ".join(sorted(m for _, m in statuses))
+            assert {s for s, _ in statuses} >= {"NotFound", "AlreadyPresent", "InvalidArgument"}
+            assert "No tablet covering" in messages, messages
 
         # Every read gives the same answer.
         assert rows(remote.to_arrow()) == rows(local.to_arrow())
@@ -209,7 +213,8 @@ def test_differential_against_the_embedded_table(
         assert remote.lookup_many(grid, ["s", "a"]) == [local.lookup(k, ["s", "a"]) for k in grid]
         (e_start, r_start), (e_mid, r_mid) = marks[8], marks[16]
         changed = rows(local.diff_scan(e_start, e_mid).read_all())
-        assert {r["is_deleted"] for r in changed} == {False, True}
+        if seed in (35, 36):  # the window saw rows change and rows deleted
+            assert {r["is_deleted"] for r in changed} == {False, True}
         assert rows(remote.diff_scan(r_start, r_mid).read_all()) == changed
         end_r, end_e = remote.snapshot(), db.snapshot()
         assert rows(remote.diff_scan(r_mid, end_r, ["a", "v"]).read_all()) == rows(
