@@ -247,6 +247,11 @@ def test_read_your_writes_across_servers(tservers: list[TServerProcess]) -> None
             # Every tablet is read at the session's latest timestamp: the write just
             # acknowledged by one server is seen, whichever server answers last.
             assert table.count_rows() == i + 1
+        # A session that has seen nothing asks a server for its clock.
+        with pool() as fresh_session:
+            fresh = RemoteTable("ryw", SCHEMA, PARTITIONS, MetaCache(source), fresh_session)
+            assert fresh_session.observed.value is None
+            assert fresh.snapshot() == fresh_session.observed.value
         # Another session sees the writes once it has observed the writer's time.
         reader_session.observed.observe(writer_session.observed.value)
         reader = RemoteTable("ryw", SCHEMA, PARTITIONS, MetaCache(source), reader_session)
