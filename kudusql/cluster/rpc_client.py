@@ -1,9 +1,9 @@
 """The client side of a cluster call: one server, typed requests, bounded waits.
 
 ``RpcClient(address, secret=..., tls_root=...)`` sends a request (``messages.py``) as a
-Flight action (``call``), a do_get ticket (``get``, the answer is an Arrow table) or a
-do_put command with a table (``put``), and returns the typed response or raises the
-kudusql error the server raised.
+Flight action (``call``), a do_get ticket (``get``, the answer is an Arrow table;
+``stream``, its batches as they arrive) or a do_put command with a table (``put``), and
+returns the typed response or raises the kudusql error the server raised.
 
 - **Timestamps.** Each request carries the largest HybridTime observed so far; each
   response's (and error's) timestamp is observed. Clients of one process share one
@@ -25,7 +25,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -207,6 +207,49 @@ class RpcClient:
 
         return self._run(request, attempt, idempotent, timeout)
 
+    def stream(
+        self, request: Request, *, idempotent: bool | None = None, timeout: float | None = None
+    ) -> pa.RecordBatchReader:
+        """Send ``request`` as a do_get ticket; its batches as they arrive (one in memory
+        at a time). Opening the stream, up to the server's response, is retried as
+        ``get`` is; a failure after that raises without a retry, as batches were handed
+        out. ``timeout`` bounds the whole stream (it is gRPC's deadline)."""
+        budget = self.timeout if timeout is None else timeout
+
+        def attempt(
+            client: flight.FlightClient, options: flight.FlightCallOptions
+        ) -> tuple[flight.FlightStreamReader, pa.RecordBatch | None]:
+            ticket = flight.Ticket(encode(request, self.observed.value))
+            reader = client.do_get(ticket, options)
+            try:
+                first = reader.read_chunk()
+            except StopIteration:
+                raise MalformedMessage(f"{request.TYPE}: the stream carried no response") from None
+            if first.app_metadata is None:
+                raise MalformedMessage(f"{request.TYPE}: the stream carried no response")
+            self._response(request, first.app_metadata.to_pybytes(), GetResponse)
+            return reader, first.data
+
+        reader, first = self._run(request, attempt, idempotent, timeout, whole_stream=True)
+
+        def read() -> flight.FlightStreamChunk:
+            return reader.read_chunk()
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            if first is not None and first.num_rows:
+                yield first
+            while True:
+                try:
+                    chunk = self._translate(request, budget, read)
+                except StopIteration:
+                    return
+                except _Retriable as failure:
+                    raise failure.error from None
+                if chunk.data is not None and chunk.data.num_rows:
+                    yield chunk.data
+
+        return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
     def put(
         self,
         request: Request,
@@ -257,7 +300,11 @@ class RpcClient:
         attempt: Callable[[flight.FlightClient, flight.FlightCallOptions], T],
         idempotent: bool | None,
         timeout: float | None,
+        *,
+        whole_stream: bool = False,
     ) -> T:
+        """One call with its retries; ``whole_stream``: ``timeout`` bounds a whole stream,
+        which may outlast the retry policy's deadline (its retries do not)."""
         may_retry = type(request).IDEMPOTENT if idempotent is None else idempotent
         per_attempt = self.timeout if timeout is None else timeout
         start = self._monotonic()
@@ -265,7 +312,11 @@ class RpcClient:
         while True:
             attempts += 1
             elapsed = self._monotonic() - start
-            budget = min(per_attempt, self.retry.deadline - elapsed) if may_retry else per_attempt
+            budget = (
+                min(per_attempt, self.retry.deadline - elapsed)
+                if may_retry and not whole_stream
+                else per_attempt
+            )
             options = flight.FlightCallOptions(
                 timeout=max(budget, 0.001),
                 headers=self._headers,  # type: ignore[arg-type]  # bytes at run time

@@ -80,6 +80,13 @@ def test_put_and_get_an_arrow_table(server: ServerProcess) -> None:
         assert got.num_rows == 0 and got.schema == table.schema
         with pytest.raises(ProgrammingError, match=r"no table 'missing'"):
             c.get(GetTable("missing"))
+        # The same stream, batch by batch as it arrives; an error comes at the open.
+        sizes = [batch.num_rows for batch in c.stream(GetTable("lineitem"))]
+        assert sum(sizes) == 150_000 and max(sizes) <= 64 * 1024 and len(sizes) > 1
+        assert c.stream(GetTable("lineitem")).read_all().equals(table)
+        assert c.stream(GetTable("empty")).read_all().num_rows == 0
+        with pytest.raises(ProgrammingError, match=r"no table 'missing'"):
+            c.stream(GetTable("missing"))
 
 
 @pytest.mark.parametrize("secret", [None, "wrong-secret", ""])

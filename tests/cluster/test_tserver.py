@@ -14,6 +14,7 @@ from kudusql.cluster.messages import Ping
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
 from kudusql.cluster.security import write_secret_file
+from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.cluster.tserver.messages import (
     AlterTablet,
     CreateTablet,
@@ -30,6 +31,7 @@ from kudusql.common.hybrid_time import from_micros, to_micros, wall_micros
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
+from kudusql.storage.tables.partition import Partition, PartitionSchema, RangeBounds
 from tests.cluster.tserver_process import TServerProcess
 
 SECRET = "tserver-test-secret"
@@ -50,8 +52,14 @@ def schema_text(extra: bool = False) -> str:
     return json.dumps(schema(extra).to_dict())
 
 
+#: The one partition of an unpartitioned table.
+WHOLE = TabletPartition.of(
+    PartitionSchema(), Partition((), RangeBounds(), b"", b"", b"", b"")
+).to_json()
+
+
 def create(tablet_id: str, extra: bool = False, version: int = 1) -> CreateTablet:
-    return CreateTablet(tablet_id, "table-1", "people", "[, )", schema_text(extra), version)
+    return CreateTablet(tablet_id, "table-1", "people", WHOLE, schema_text(extra), version)
 
 
 @pytest.fixture(scope="module")

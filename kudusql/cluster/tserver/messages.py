@@ -1,9 +1,11 @@
 """The tablet server's wire messages (registered with ``kudusql.cluster.messages``).
 
 Control calls are Flight actions: create, alter and delete a tablet (each idempotent,
-as the master retries them), and the tablet report. A write is a ``do_put`` whose
-command is a ``WriteRequest`` and whose batches are the rows; a scan is a ``do_get``
-whose ticket is a ``ScanRequest``. Wire format: FORMAT.md in this package.
+as the master retries them), the tablet report, a tablet's row count and statistics.
+A write is a ``do_put`` whose command is a ``WriteRequest`` and whose batches are the
+rows; a scan, a diff scan and a batch of point lookups are ``do_get``s whose ticket is
+the request (a lookup's keys travel in the ticket as Arrow IPC). Wire format: FORMAT.md
+in this package.
 """
 
 from __future__ import annotations
@@ -15,14 +17,22 @@ from kudusql.cluster import master_protocol
 from kudusql.cluster.messages import GetResponse, Request, Response, message
 
 __all__ = [
+    "KEY_INDEX_COLUMN",
     "AlterTablet",
+    "CountRowsRequest",
+    "CountRowsResponse",
     "CreateTablet",
     "DeleteTablet",
+    "DiffScanRequest",
+    "FlushTablet",
     "GetTabletReport",
+    "LookupRequest",
     "ReportedTabletInfo",
     "ScanRequest",
     "TabletChanged",
     "TabletReportResponse",
+    "TabletStatsRequest",
+    "TabletStatsResponse",
     "WireRowError",
     "WriteRequest",
     "WriteResponse",
@@ -45,7 +55,9 @@ class TabletChanged(Response):
 class CreateTablet(Request):
     """Create a tablet replica. The same id with the same schema is a no-op; the same id
     with another schema, or a tombstoned id, is refused (``KuduAlreadyPresent``).
-    ``schema`` is a ``Schema.to_dict()`` as JSON text (``master_protocol``'s form)."""
+    ``schema`` is a ``Schema.to_dict()`` as JSON text (``master_protocol``'s form);
+    ``partition`` is a ``TabletPartition.to_json()`` (the client's; the master passes
+    it through): the server refuses written rows that do not belong to it."""
 
     RESPONSE: ClassVar[type[Response]] = TabletChanged
     IDEMPOTENT: ClassVar[bool] = True
@@ -175,7 +187,10 @@ class WriteRequest(Request):
 class ScanRequest(Request):
     """Rows of a tablet live at ``snapshot_timestamp`` (null: every write applied so
     far), with the ``columns`` (null: all) and matching every predicate
-    (``ColumnPredicate.to_dict()`` objects); ``ordered`` returns them in key order."""
+    (``ColumnPredicate.to_dict()`` objects); ``ordered`` returns them in key order;
+    ``limit`` stops after that many rows. The rows stream in batches of at most the
+    tablet's scan batch size: a tablet is never materialized whole (ordered scans
+    aside, which sort)."""
 
     RESPONSE: ClassVar[type[Response]] = GetResponse
     IDEMPOTENT: ClassVar[bool] = True
@@ -184,3 +199,99 @@ class ScanRequest(Request):
     predicates: list[dict[str, Any]] | None = None
     snapshot_timestamp: int | None = None
     ordered: bool = False
+    limit: int | None = None
+
+
+#: The column a lookup's answer adds: each found row's position among the request's keys.
+KEY_INDEX_COLUMN = "key_index"
+
+
+@message("tserver_lookup")
+@dataclass(frozen=True)
+class LookupRequest(Request):
+    """Point lookups in a tablet: the live rows at ``snapshot_timestamp`` (null: every
+    write applied so far) whose primary keys are among ``keys``, with the ``columns``
+    (null: all) and a last int64 column ``key_index`` (the key's row in ``keys``), in
+    the order of the keys; a key with no live row has no answer row. ``keys`` is the
+    base64 of an Arrow IPC stream of the key columns, one row per key."""
+
+    RESPONSE: ClassVar[type[Response]] = GetResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    keys: str
+    columns: list[str] | None = None
+    snapshot_timestamp: int | None = None
+
+
+@message("tserver_diff_scan")
+@dataclass(frozen=True)
+class DiffScanRequest(Request):
+    """Rows of a tablet changed in ``[start_timestamp, end_timestamp)``: their values at
+    the end with the ``columns`` (null: all) and a last boolean column ``is_deleted``;
+    rows inserted and deleted inside the window are left out (Kudu's diff scan)."""
+
+    RESPONSE: ClassVar[type[Response]] = GetResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    start_timestamp: int
+    end_timestamp: int
+    columns: list[str] | None = None
+    predicates: list[dict[str, Any]] | None = None
+
+
+@message("tserver_count_rows_response")
+@dataclass(frozen=True)
+class CountRowsResponse(Response):
+    """A tablet's live row count at the request's snapshot."""
+
+    tablet_id: str
+    rows: int
+
+
+@message("tserver_count_rows")
+@dataclass(frozen=True)
+class CountRowsRequest(Request):
+    """The number of rows of a tablet live at ``snapshot_timestamp`` (null: every write
+    applied so far)."""
+
+    RESPONSE: ClassVar[type[Response]] = CountRowsResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    snapshot_timestamp: int | None = None
+
+
+@message("tserver_tablet_stats_response")
+@dataclass(frozen=True)
+class TabletStatsResponse(Response):
+    """A tablet's sizes now, read from memory (no scan): rows in its MemRowSets and
+    DiskRowSets (deleted ones included), its DiskRowSets, bytes on disk, in memory and
+    in its WAL."""
+
+    tablet_id: str
+    memrowset_rows: int
+    diskrowsets: int
+    disk_rows: int
+    disk_bytes: int
+    memory_bytes: int
+    wal_bytes: int
+
+
+@message("tserver_flush_tablet")
+@dataclass(frozen=True)
+class FlushTablet(Request):
+    """Flush a tablet's MemRowSet and DeltaMemStores to disk now (what its maintenance
+    would do later); answers its statistics after."""
+
+    RESPONSE: ClassVar[type[Response]] = TabletStatsResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+
+
+@message("tserver_tablet_stats")
+@dataclass(frozen=True)
+class TabletStatsRequest(Request):
+    """A tablet's on-disk and in-memory statistics."""
+
+    RESPONSE: ClassVar[type[Response]] = TabletStatsResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str

@@ -9,19 +9,30 @@ write that follows a client's read is stamped after it.
 
 from __future__ import annotations
 
+import base64
+import binascii
+
 import pyarrow as pa
 
+from kudusql.cluster.errors import MalformedMessage
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
 from kudusql.cluster.tserver.messages import (
     AlterTablet,
+    CountRowsRequest,
+    CountRowsResponse,
     CreateTablet,
     DeleteTablet,
+    DiffScanRequest,
+    FlushTablet,
     GetTabletReport,
+    LookupRequest,
     ReportedTabletInfo,
     ScanRequest,
     TabletChanged,
     TabletReportResponse,
+    TabletStatsRequest,
+    TabletStatsResponse,
     WireRowError,
     WriteRequest,
     WriteResponse,
@@ -75,6 +86,11 @@ class TabletServer(RpcServer):
         self.register_action(GetTabletReport, self._report)
         self.register_put(WriteRequest, self._write)
         self.register_get(ScanRequest, self._scan)
+        self.register_get(LookupRequest, self._lookup)
+        self.register_get(DiffScanRequest, self._diff_scan)
+        self.register_action(CountRowsRequest, self._count)
+        self.register_action(TabletStatsRequest, self._stats)
+        self.register_action(FlushTablet, self._flush)
 
     def close(self) -> None:
         """Close every tablet (WALs synced) and release the directory."""
@@ -132,5 +148,29 @@ class TabletServer(RpcServer):
 
     def _scan(self, r: ScanRequest) -> pa.RecordBatchReader:
         return self.tablets.scan(
-            r.tablet_id, r.columns, r.predicates or [], r.snapshot_timestamp, r.ordered
+            r.tablet_id, r.columns, r.predicates or [], r.snapshot_timestamp, r.ordered, r.limit
         )
+
+    def _lookup(self, r: LookupRequest) -> pa.Table:
+        try:
+            keys = pa.ipc.open_stream(base64.b64decode(r.keys, validate=True)).read_all()
+        except (binascii.Error, ValueError, pa.ArrowInvalid) as exc:
+            raise MalformedMessage(f"a lookup's keys are not an Arrow IPC stream: {exc}") from None
+        return self.tablets.lookup(r.tablet_id, keys, r.columns, r.snapshot_timestamp)
+
+    def _diff_scan(self, r: DiffScanRequest) -> pa.RecordBatchReader:
+        return self.tablets.diff_scan(
+            r.tablet_id, r.start_timestamp, r.end_timestamp, r.columns, r.predicates or []
+        )
+
+    def _count(self, r: CountRowsRequest) -> CountRowsResponse:
+        return CountRowsResponse(
+            r.tablet_id, self.tablets.count_rows(r.tablet_id, r.snapshot_timestamp)
+        )
+
+    def _flush(self, r: FlushTablet) -> TabletStatsResponse:
+        self.tablets.flush(r.tablet_id)
+        return TabletStatsResponse(r.tablet_id, **self.tablets.statistics(r.tablet_id))
+
+    def _stats(self, r: TabletStatsRequest) -> TabletStatsResponse:
+        return TabletStatsResponse(r.tablet_id, **self.tablets.statistics(r.tablet_id))

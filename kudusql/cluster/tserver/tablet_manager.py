@@ -26,11 +26,15 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from kudusql.cluster.errors import MalformedMessage, TabletNotFound
+from kudusql.cluster.tablet_partition import TabletPartition
+from kudusql.cluster.tserver.messages import KEY_INDEX_COLUMN
 from kudusql.cluster.tserver.superblock import RUNNING, TOMBSTONED, Superblock, TabletEntry
 from kudusql.common.errors import (
     KuduAlreadyPresent,
@@ -40,18 +44,22 @@ from kudusql.common.errors import (
 from kudusql.common.hybrid_time import HybridClock
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.common.row_operations import WriteOp, WriteResult
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile.block_cache import BlockCache
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
 
-__all__ = ["TABLETS_DIR", "TabletManager", "parse_schema"]
+__all__ = ["NOT_IN_PARTITION_MESSAGE", "TABLETS_DIR", "TabletManager", "parse_schema"]
 
 log = logging.getLogger(__name__)
 
 TABLETS_DIR = "tablets"
+
+#: The per-row error of a written row that belongs to another tablet (Kudu's
+#: ``Tablet::CheckRowInTablet``: NotFound).
+NOT_IN_PARTITION_MESSAGE = "Row not in tablet partition"
 
 
 def parse_schema(text: str) -> Schema:
@@ -85,6 +93,7 @@ class TabletManager:
         self.maintenance = MaintenanceManager() if maintenance else None
         self._lock = threading.RLock()
         self._tablets: dict[str, Tablet] = {}
+        self._partitions: dict[str, TabletPartition] = {}
         self._report_seq = 0
         self._closed = False
         try:
@@ -98,6 +107,7 @@ class TabletManager:
             self._remove_unlisted()
             for entry in self.superblock.tablets:
                 if entry.state == RUNNING:
+                    self._partitions[entry.tablet_id] = TabletPartition.from_json(entry.partition)
                     self._tablets[entry.tablet_id] = self._open(entry)
         except BaseException:
             self.close()
@@ -177,6 +187,8 @@ class TabletManager:
     ) -> TabletEntry:
         """Host a new tablet; the same request again is a no-op."""
         _check_tablet_id(tablet_id)
+        tablet_partition = TabletPartition.from_json(partition)
+        tablet_partition.index_in(schema)  # a slice of its partition schema
         with self._lock:
             self._check_open()
             entry = self.superblock.entry(tablet_id)
@@ -206,7 +218,13 @@ class TabletManager:
                 raise
             self._attach(tablet)
             self._tablets[tablet_id] = tablet
-            log.info("created tablet %s of table %s (%s)", tablet_id, table_name, partition)
+            self._partitions[tablet_id] = tablet_partition
+            log.info(
+                "created tablet %s of table %s (%s)",
+                tablet_id,
+                table_name,
+                tablet_partition.describe(),
+            )
             return entry
 
     def alter_tablet(self, tablet_id: str, schema: Schema, schema_version: int) -> TabletEntry:
@@ -250,6 +268,7 @@ class TabletManager:
             )
             self._save(self.superblock.with_entry(tombstone))
             tablet = self._tablets.pop(tablet_id)
+            self._partitions.pop(tablet_id, None)
             tablet.close(flush=False)
             shutil.rmtree(self._tablet_path(tablet_id), ignore_errors=True)
             log.info("deleted tablet %s (tombstoned)", tablet_id)
@@ -277,15 +296,38 @@ class TabletManager:
             return tablet
 
     def write(self, tablet_id: str, data: pa.Table, operation: str) -> WriteResult:
-        """Apply a batch; returns once it is durable in the tablet's WAL."""
+        """Apply a batch; returns once it is durable in the tablet's WAL. Rows that
+        belong to another tablet's partition are refused one by one (NotFound, as
+        Kudu's ``CheckRowInTablet``); the others apply."""
         op = WriteOp.parse(operation)
         tablet = self.tablet(tablet_id)
+        partition = self._partitions[tablet_id]
         try:
-            return tablet.write(data, op)
+            foreign = partition.foreign_rows(tablet.schema, data)
+            if not foreign.any():
+                return tablet.write(data, op)
+            keep = np.flatnonzero(~foreign)
+            result = tablet.write(data.take(keep), op)
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
             raise ProgrammingError(
                 f"a write batch does not fit tablet {tablet_id}: {exc}"
             ) from None
+        key_names = [k for k in tablet.schema.key_names if k in data.column_names]
+        errors = [
+            RowError(int(keep[e.index]), e.op, e.key, e.status, e.message) for e in result.errors
+        ]
+        errors += [
+            RowError(
+                i,
+                op,
+                tuple(data.column(k)[i].as_py() for k in key_names) or None,
+                "NotFound",
+                NOT_IN_PARTITION_MESSAGE,
+            )
+            for i in np.flatnonzero(foreign).tolist()
+        ]
+        errors.sort(key=lambda e: e.index)
+        return WriteResult(result.timestamp, result.applied, result.ignored, errors)
 
     def scan(
         self,
@@ -294,16 +336,101 @@ class TabletManager:
         predicates: list[dict[str, Any]],
         snapshot: int | None,
         ordered: bool,
+        limit: int | None = None,
     ) -> pa.RecordBatchReader:
         """Rows at ``snapshot``: the tablet first waits until every write before it is
         applied (its safe time); a snapshot more than the clock error bound ahead of the
-        clock is refused, a nearer one moves the clock past it."""
+        clock is refused, a nearer one moves the clock past it. At most ``limit`` rows."""
         tablet = self.tablet(tablet_id)
+        preds = _predicates(predicates)
+        reader = tablet.scan(columns, preds, snapshot=snapshot, ordered=ordered)
+        if limit is None:
+            return reader
+        if limit < 0:
+            raise ProgrammingError(f"a scan limit must not be negative, got {limit}")
+        return pa.RecordBatchReader.from_batches(reader.schema, _limited(reader, limit))
+
+    def lookup(
+        self,
+        tablet_id: str,
+        keys: pa.Table,
+        columns: list[str] | None,
+        snapshot: int | None,
+    ) -> pa.Table:
+        """The live rows with the primary keys ``keys`` (one per row, key columns by
+        name) at ``snapshot``, with a last column ``key_index``, in key order of
+        ``keys``. At the latest snapshot each key is one probe; at an explicit one, one
+        scan (after the wait for safe time) with each key column's values as an IN
+        list, its rows then matched to the keys."""
+        tablet = self.tablet(tablet_id)
+        schema = tablet.schema
+        names = list(schema.names if columns is None else columns)
         try:
-            preds = [ColumnPredicate.from_dict(p) for p in predicates]
-        except (KeyError, ValueError, TypeError) as exc:
-            raise MalformedMessage(f"a scan predicate is not valid: {exc}") from None
-        return tablet.scan(columns, preds, snapshot=snapshot, ordered=ordered)
+            key_cols = [keys.column(c.name).to_pylist() for c in schema.key_columns]
+        except KeyError as exc:
+            raise ProgrammingError(f"a lookup's keys lack a key column: {exc}") from None
+        wanted = list(zip(*key_cols, strict=True))
+        found: list[dict[str, object]] = []
+        indexes: list[int] = []
+        if snapshot is None:
+            for i, key in enumerate(wanted):
+                row = tablet.lookup(key, names, None)
+                if row is not None:
+                    found.append(row)
+                    indexes.append(i)
+        elif wanted:
+            key_names = schema.key_names
+            preds = [
+                ColumnPredicate.in_list(c, list(dict.fromkeys(v for v in values if v is not None)))
+                for c, values in zip(key_names, key_cols, strict=True)
+            ]
+            read = list(dict.fromkeys([*names, *key_names]))
+            rows = tablet.scan(read, preds, snapshot=snapshot).read_all().to_pylist()
+            by_key = {tuple(r[k] for k in key_names): r for r in rows}
+            for i, key in enumerate(wanted):
+                hit = by_key.get(key)
+                if hit is not None:
+                    found.append({c: hit[c] for c in names})
+                    indexes.append(i)
+        out = pa.Table.from_pylist(found, schema=schema.arrow_schema(names))
+        return out.append_column(
+            pa.field(KEY_INDEX_COLUMN, pa.int64(), False), pa.array(indexes, pa.int64())
+        )
+
+    def diff_scan(
+        self,
+        tablet_id: str,
+        start: int,
+        end: int,
+        columns: list[str] | None,
+        predicates: list[dict[str, Any]],
+    ) -> pa.RecordBatchReader:
+        """Rows changed in ``[start, end)`` with ``is_deleted`` (``Tablet.diff_scan``,
+        after the wait for safe time at ``end``)."""
+        return self.tablet(tablet_id).diff_scan(start, end, columns, _predicates(predicates))
+
+    def count_rows(self, tablet_id: str, snapshot: int | None) -> int:
+        """Rows live at ``snapshot`` (after the wait for safe time)."""
+        return self.tablet(tablet_id).count_rows(snapshot)
+
+    def flush(self, tablet_id: str) -> None:
+        """Flush the tablet's MemRowSet and DeltaMemStores now."""
+        tablet = self.tablet(tablet_id)
+        tablet.flush()
+        tablet.flush_deltas()
+
+    def statistics(self, tablet_id: str) -> dict[str, int]:
+        """The tablet's sizes now, from memory (``Tablet.stats``)."""
+        tablet = self.tablet(tablet_id)
+        st = tablet.stats()
+        return {
+            "memrowset_rows": int(st["memrowset_rows"]),
+            "diskrowsets": int(st["diskrowsets"]),
+            "disk_rows": int(sum(r["rows"] for r in st["rowsets"][1:])),
+            "disk_bytes": int(st["disk_bytes"]),
+            "memory_bytes": int(tablet.memory_bytes()),
+            "wal_bytes": int(st["wal_bytes"]),
+        }
 
     def report(self) -> tuple[int, int, list[tuple[str, int]]]:
         """A full tablet report: (incarnation, sequence number, [(tablet id, schema
@@ -316,6 +443,25 @@ class TabletManager:
                 if e.state == RUNNING
             ]
             return self.incarnation, self._report_seq, tablets
+
+
+def _predicates(predicates: list[dict[str, Any]]) -> list[ColumnPredicate]:
+    try:
+        return [ColumnPredicate.from_dict(p) for p in predicates]
+    except (KeyError, ValueError, TypeError) as exc:
+        raise MalformedMessage(f"a scan predicate is not valid: {exc}") from None
+
+
+def _limited(reader: pa.RecordBatchReader, limit: int) -> Iterator[pa.RecordBatch]:
+    """The reader's first ``limit`` rows; the rest of the scan is never produced."""
+    left = limit
+    for batch in reader:
+        if left <= 0:
+            break
+        if batch.num_rows > left:
+            batch = batch.slice(0, left)
+        left -= batch.num_rows
+        yield batch
 
 
 def _check_tablet_id(tablet_id: str) -> None:

@@ -1,0 +1,549 @@
+"""``RemoteTable``: the embedded ``Table``'s read and write surface over tablet servers
+(Kudu's ``KuduTable`` / ``KuduSession`` / ``KuduScanner`` on a cluster).
+
+It routes and prunes exactly as the embedded table does: the same partition schema,
+``partition_for_batch`` for writes and ``prune_partitions`` for scans, so the same data
+gives the same answers. A partition is mapped to its tablet through the ``MetaCache``
+by partition key start.
+
+Writes: a batch is split by tablet, each part goes to its tablet server in parallel, and
+the per-row errors of every part come back with their row indexes in the caller's batch,
+merged with the errors of rows no range partition covers, as the embedded table reports
+them. Each tablet applies its part atomically at its own HybridTime (Kudu's per-tablet
+atomicity); a batch that spans tablets is not one transaction.
+
+Reads: a statement reads every tablet at one snapshot: the caller's, or else the
+session's latest observed HybridTime (a server is asked for its clock when the session
+has seen none), so a read sees every write the session saw acknowledged. Each server
+waits for its safe time before answering.
+
+Stale locations: a call that finds its tablet gone (``TabletNotFound``) or its server
+unreachable (``ServiceUnavailable``; for writes only ``TabletNotFound``, as a write that
+may have reached a server is never sent again) drops the table's cached locations and
+is tried once more on fresh ones.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kudusql.cluster.client.meta_cache import LocatedTablet, MetaCache, TableLocations
+from kudusql.cluster.client.tserver_client import KEY_INDEX_COLUMN, TabletServerPool
+from kudusql.cluster.errors import ServiceUnavailable, TabletNotFound
+from kudusql.cluster.tablet_partition import routing_keys
+from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.predicates import ColumnPredicate
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult, WriteShortcuts
+from kudusql.common.schema import Schema
+from kudusql.storage.tables.partition import (
+    NO_TABLET_MESSAGE,
+    Partition,
+    PartitionSchema,
+    create_partitions,
+    partition_for_batch,
+    partition_for_row,
+)
+from kudusql.storage.tables.pruning import prune_partitions
+
+__all__ = ["RemoteTable"]
+
+T = TypeVar("T")
+
+#: Batches a scan hands back at most (rows).
+SCAN_BATCH_ROWS = 64 * 1024
+
+
+class RemoteTable(WriteShortcuts):
+    """Table ``name`` with ``schema`` and ``partition_schema`` (as the master has them),
+    its tablets found through ``meta_cache`` and called through ``servers``."""
+
+    def __init__(
+        self,
+        name: str,
+        schema: Schema,
+        partition_schema: PartitionSchema,
+        meta_cache: MetaCache,
+        servers: TabletServerPool,
+        *,
+        threads: int = 8,
+    ) -> None:
+        self.name = name
+        self.schema = schema
+        self.partition_schema = partition_schema
+        self.partitions: list[Partition] = create_partitions(partition_schema, schema)
+        self.meta_cache = meta_cache
+        self.servers = servers
+        self.threads = threads
+
+    def __repr__(self) -> str:
+        return f"RemoteTable({self.name!r}, {len(self.partitions)} tablets)"
+
+    # -- locations ------------------------------------------------------------------------
+
+    def _located(self, slot: int, locations: TableLocations) -> LocatedTablet:
+        p = self.partitions[slot]
+        tablet = locations.by_start.get(p.partition_key_start)
+        if tablet is None:
+            raise ServiceUnavailable(
+                f"table {self.name!r}: no tablet server serves partition"
+                f" {p.describe(self.partition_schema)} yet"
+            )
+        return tablet
+
+    def _on_tablet(self, slot: int, call: Callable[[LocatedTablet], T], *, reads: bool = True) -> T:
+        """``call`` on the tablet of partition ``slot``; once more on fresh locations when
+        the cached ones are stale."""
+        locations = self.meta_cache.table(self.name)
+        stale: tuple[type[Error], ...] = (
+            (TabletNotFound, ServiceUnavailable) if reads else (TabletNotFound,)
+        )
+        try:
+            return call(self._located(slot, locations))
+        except stale:
+            self.meta_cache.invalidate(self.name, locations)
+        return call(self._located(slot, self.meta_cache.table(self.name)))
+
+    def _on_tablets(self, slots: Sequence[int], call: Callable[[int], T]) -> list[T]:
+        """``call(slot)`` for every slot, in parallel; results in slot order; the first
+        error (in slot order) is raised once every call has finished."""
+        if len(slots) <= 1 or self.threads <= 1:
+            return [call(s) for s in slots]
+        with ThreadPoolExecutor(min(self.threads, len(slots))) as pool:
+            futures = [pool.submit(call, s) for s in slots]
+            for f in futures:
+                f.exception()
+            return [f.result() for f in futures]
+
+    def snapshot(self, snapshot: int | None = None) -> int:
+        """``snapshot``, or the session's latest observed HybridTime (asking a tablet
+        server for its clock when the session has seen none)."""
+        if snapshot is not None:
+            return snapshot
+        seen = self.servers.observed.value
+        if seen is not None:
+            return seen
+        locations = self.meta_cache.table(self.name)
+        for tablet in locations.by_start.values():
+            return self.servers.now(tablet.address)
+        raise ServiceUnavailable(f"table {self.name!r} has no tablet to ask for the time")
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def write(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        op: WriteOp | str | int | None = None,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+    ) -> WriteResult:
+        """Apply a batch with one operation for every row, each tablet's part at that
+        tablet's HybridTime; see the module docstring."""
+        if op_column is not None or op is None:
+            raise ProgrammingError("a remote table writes one operation per batch (no op_column)")
+        if atomic:
+            raise ProgrammingError(
+                "a remote table applies a batch atomically per tablet only (atomic=False)"
+            )
+        wop = WriteOp.parse(op)
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        slots, unrouted = self._route(data)
+        errors = [
+            RowError(int(i), wop, _key_of(data, self.schema, int(i)), "NotFound", NO_TABLET_MESSAGE)
+            for i in np.flatnonzero(unrouted).tolist()
+        ]
+        parts = _split(data, slots)
+        op_name = wop.name.lower()
+
+        def one(index: int) -> WriteResult:
+            slot, rows, part = parts[index]
+            response = self._on_tablet(
+                slot,
+                lambda t: self.servers.write(t.address, t.tablet_id, op_name, part),
+                reads=False,
+            )
+            return WriteResult(
+                response.timestamp,
+                response.applied,
+                response.ignored,
+                [
+                    RowError(
+                        i := (e.index if rows is None else int(rows[e.index])),
+                        WriteOp.parse(e.op),
+                        _key_of(data, self.schema, i),
+                        e.status,
+                        e.message,
+                    )
+                    for e in response.row_errors
+                ],
+            )
+
+        results = self._on_tablets(range(len(parts)), one)
+        applied = ignored = timestamp = 0
+        for r in results:
+            applied += r.applied
+            ignored += r.ignored
+            timestamp = max(timestamp, r.timestamp)
+            errors += r.errors
+        errors.sort(key=lambda e: e.index)
+        if not results:
+            timestamp = self.servers.observed.value or 0
+        return WriteResult(timestamp, applied, ignored, errors)
+
+    def _route(self, data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's partition slot and the mask of rows no range partition covers, as
+        the embedded table routes them: a row whose key is missing, NULL or does not
+        convert goes to the first tablet, whose validation rejects it."""
+        n = data.num_rows
+        slots = np.zeros(n, dtype=np.int64)
+        unrouted = np.zeros(n, dtype=bool)
+        if len(self.partitions) == 1 and not self.partition_schema.range_columns:
+            return slots, unrouted
+        if not self.partitions:
+            unrouted[:] = True
+            slots[:] = -1
+            return slots, unrouted
+        keys, valid = routing_keys(self.schema, data)
+        if keys is None:
+            return slots, unrouted
+        if not valid.all():
+            keys = keys.filter(pa.array(valid))
+        routed = np.zeros(n, dtype=np.int64)
+        routed[valid] = partition_for_batch(self.partition_schema, self.schema, keys)
+        unrouted[valid] = routed[valid] < 0
+        slots = np.where(valid, routed, 0)
+        slots[unrouted] = -1
+        return slots, unrouted
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _prune(
+        self, predicates: Sequence[ColumnPredicate]
+    ) -> tuple[list[ColumnPredicate], list[int]]:
+        preds = [p.bind(self.schema) for p in predicates]
+        keep = prune_partitions(self.partition_schema, self.schema, self.partitions, preds)
+        return preds, keep
+
+    def scan(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        *,
+        snapshot: int | None = None,
+        ordered: bool = False,
+        limit: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """Rows live at one snapshot (see ``snapshot``) matching every predicate, from
+        the tablets the predicates do not prune, read in parallel. ``ordered=True``
+        returns them in primary-key order; ``limit`` returns at most that many rows
+        (each tablet stops there too)."""
+        schema = self.schema
+        names = list(schema.names if columns is None else columns)
+        for c in names:
+            schema.index_of(c)  # unknown column: ProgrammingError
+        preds, keep = self._prune(predicates)
+        out_schema = schema.arrow_schema(names)
+        if limit is not None and limit < 0:
+            raise ProgrammingError(f"a scan limit must not be negative, got {limit}")
+        snap = self.snapshot(snapshot)
+        hashed = bool(self.partition_schema.hash_dimensions)
+        extra = [k for k in schema.key_names if k not in names] if ordered and hashed else []
+        wanted = names + extra
+        wanted_schema = schema.arrow_schema(wanted)
+
+        def open_tablet(slot: int) -> Callable[[], Iterator[pa.RecordBatch]]:
+            def run() -> Iterator[pa.RecordBatch]:
+                reader = self._on_tablet(
+                    slot,
+                    lambda t: self.servers.scan(
+                        t.address,
+                        t.tablet_id,
+                        wanted,
+                        preds,
+                        snap,
+                        ordered=ordered,
+                        limit=None if ordered and hashed else limit,
+                    ),
+                )
+                return (b.cast(wanted_schema) for b in reader)
+
+            return run
+
+        jobs = [open_tablet(slot) for slot in keep]
+        if not ordered:
+            batches = _parallel(jobs, self.threads)
+        elif not hashed:  # range partitions are disjoint and in key order: concatenate
+            batches = (b for job in jobs for b in job())
+        else:  # every tablet's rows, sorted by key (as the embedded table does)
+            table = pa.Table.from_batches(list(_parallel(jobs, self.threads)), wanted_schema)
+            if table.num_rows:
+                order = pc.sort_indices(table, [(k, "ascending") for k in schema.key_names])
+                table = table.take(order)
+            batches = iter(table.select(names).to_batches(max_chunksize=SCAN_BATCH_ROWS))
+        if limit is not None:
+            batches = _first_rows(batches, limit)
+        return pa.RecordBatchReader.from_batches(out_schema, batches)
+
+    def to_arrow(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        **kw: Any,
+    ) -> pa.Table:
+        return self.scan(columns, predicates, **kw).read_all()
+
+    def diff_scan(
+        self,
+        start: int,
+        end: int,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+    ) -> pa.RecordBatchReader:
+        """Rows changed in ``[start, end)`` across every tablet, with ``is_deleted``."""
+        schema = self.schema
+        if end < start:
+            raise ProgrammingError("diff scan end is before its start")
+        preds, keep = self._prune(predicates)
+        names = list(schema.names if columns is None else columns)
+        out = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_(), False))
+
+        def one(slot: int) -> pa.RecordBatchReader:
+            return self._on_tablet(
+                slot,
+                lambda t: self.servers.diff_scan(
+                    t.address, t.tablet_id, start, end, columns, preds
+                ),
+            )
+
+        readers = self._on_tablets(keep, one)  # every stream opened before the first batch
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for r in readers:
+                for b in r:
+                    yield b.cast(out)
+
+        return pa.RecordBatchReader.from_batches(out, batches())
+
+    def lookup(
+        self,
+        key: Sequence[object],
+        columns: Sequence[str] | None = None,
+        snapshot: int | None = None,
+    ) -> dict[str, object] | None:
+        """The live row with primary key ``key``, or None (one tablet, found by routing).
+        Without ``snapshot``, the tablet's latest (one tablet: one consistent read)."""
+        return self.lookup_many([key], columns, snapshot)[0]
+
+    def lookup_many(
+        self,
+        keys: Sequence[Sequence[object]],
+        columns: Sequence[str] | None = None,
+        snapshot: int | None = None,
+    ) -> list[dict[str, object] | None]:
+        """``lookup`` of each key, in order: one request per tablet, in parallel, every
+        tablet read at one snapshot (see ``snapshot``) when the keys span tablets."""
+        schema = self.schema
+        slots: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            slot = self._key_slot(key)
+            if slot >= 0:
+                slots.setdefault(slot, []).append(i)
+        out: list[dict[str, object] | None] = [None] * len(keys)
+        if not slots:
+            return out
+        snap = snapshot if snapshot is not None or len(slots) == 1 else self.snapshot()
+        order = sorted(slots)
+
+        def one(slot: int) -> pa.Table:
+            members = slots[slot]
+            try:
+                batch = pa.table(
+                    {
+                        c.name: pa.array([keys[i][j] for i in members], c.type.arrow_type())
+                        for j, c in enumerate(schema.key_columns)
+                    }
+                )
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+                raise ProgrammingError(f"bad primary key: {e}") from e
+            return self._on_tablet(
+                slot,
+                lambda t: self.servers.lookup(t.address, t.tablet_id, batch, columns, snap),
+            )
+
+        for slot, found in zip(order, self._on_tablets(order, one), strict=True):
+            index: list[int] = found.column(KEY_INDEX_COLUMN).to_numpy().tolist()
+            rows = found.drop_columns([KEY_INDEX_COLUMN]).to_pylist()
+            for pos, row in zip(index, rows, strict=True):
+                out[slots[slot][pos]] = row
+        return out
+
+    def _key_slot(self, key: Sequence[object]) -> int:
+        """The partition slot of a primary key (-1: no range partition covers it)."""
+        schema = self.schema
+        if len(key) != schema.num_key_columns:
+            raise ProgrammingError(
+                f"a key of {self.name!r} has {schema.num_key_columns} value(s), got {len(key)}"
+            )
+        if len(self.partitions) == 1:
+            return 0
+        if not self.partitions:
+            return -1
+        try:
+            return partition_for_row(
+                self.partition_schema,
+                schema,
+                {c.name: v for c, v in zip(schema.key_columns, key, strict=True)},
+            )
+        except Error as e:
+            raise ProgrammingError(f"bad primary key {tuple(key)!r}: {e}") from e
+
+    def count_rows(self, snapshot: int | None = None) -> int:
+        """Rows live at one snapshot, counted by each tablet server (no rows shipped)."""
+        snap = self.snapshot(snapshot)
+
+        def one(slot: int) -> int:
+            return self._on_tablet(
+                slot, lambda t: self.servers.count_rows(t.address, t.tablet_id, snap)
+            )
+
+        return sum(self._on_tablets(range(len(self.partitions)), one))
+
+    def flush(self) -> None:
+        """Flush every tablet's MemRowSet and DeltaMemStores on its tablet server."""
+        self._statistics(flush=True)
+
+    def statistics(self) -> list[dict[str, Any]]:
+        """Each tablet's sizes now, from its tablet server's memory (no scan)."""
+        return self._statistics(flush=False)
+
+    def _statistics(self, *, flush: bool) -> list[dict[str, Any]]:
+        def one(slot: int) -> dict[str, Any]:
+            def call(t: LocatedTablet) -> dict[str, Any]:
+                ask = self.servers.flush if flush else self.servers.statistics
+                st = ask(t.address, t.tablet_id)
+                return {
+                    "tablet_id": t.tablet_id,
+                    "address": t.address,
+                    "partition": self.partitions[slot].describe(self.partition_schema),
+                    "memrowset_rows": st.memrowset_rows,
+                    "diskrowsets": st.diskrowsets,
+                    "disk_rows": st.disk_rows,
+                    "disk_bytes": st.disk_bytes,
+                    "memory_bytes": st.memory_bytes,
+                    "wal_bytes": st.wal_bytes,
+                }
+
+            return self._on_tablet(slot, call)
+
+        return self._on_tablets(range(len(self.partitions)), one)
+
+
+def _first_rows(batches: Iterator[pa.RecordBatch], limit: int) -> Iterator[pa.RecordBatch]:
+    left = limit
+    for b in batches:
+        if left <= 0:
+            return
+        if b.num_rows > left:
+            b = b.slice(0, left)
+        left -= b.num_rows
+        yield b
+
+
+_DONE = object()
+
+
+def _parallel(
+    jobs: list[Callable[[], Iterator[pa.RecordBatch]]], workers: int
+) -> Iterator[pa.RecordBatch]:
+    """Batches of every job, up to ``workers`` jobs at a time, in the order they come;
+    at most a few batches per worker wait in memory, and the producers stop when the
+    consumer goes away. A job's error is raised to the consumer."""
+    if len(jobs) <= 1 or workers <= 1:
+        for job in jobs:
+            yield from job()
+        return
+    q: queue.Queue[Any] = queue.Queue(maxsize=2 * workers)
+    stop = threading.Event()
+    pending = list(reversed(jobs))
+    lock = threading.Lock()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def worker() -> None:
+        try:
+            while True:
+                with lock:
+                    if not pending or stop.is_set():
+                        return
+                    job = pending.pop()
+                for b in job():
+                    if b.num_rows and not put(b):
+                        return
+        except BaseException as e:  # handed to the consumer, which raises it
+            put(e)
+        finally:
+            put(_DONE)
+
+    n = min(workers, len(jobs))
+    for i in range(n):
+        threading.Thread(target=worker, name=f"remote-scan-{i}", daemon=True).start()
+    done = 0
+    try:
+        while done < n:
+            item = q.get()
+            if item is _DONE:
+                done += 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        stop.set()
+
+
+def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:
+    names = [k for k in schema.key_names if k in data.column_names]
+    return tuple(data.column(k)[i].as_py() for k in names) or None
+
+
+def _split(data: pa.Table, slots: np.ndarray) -> list[tuple[int, np.ndarray | None, pa.Table]]:
+    """The batch cut by slot: (slot, the rows' indexes in ``data`` or None for every row,
+    the part); slot -1 rows are left out."""
+    n = data.num_rows
+    if n == 0:
+        return []
+    first = int(slots[0])
+    if first >= 0 and bool((slots == first).all()):
+        return [(first, None, data)]
+    data = _takeable(data)
+    order = np.argsort(slots, kind="stable")
+    order = order[slots[order] >= 0]
+    if not len(order):
+        return []
+    cuts = np.flatnonzero(np.diff(slots[order])) + 1
+    return [(int(slots[rows[0]]), rows, data.take(rows)) for rows in np.split(order, cuts)]
+
+
+def _takeable(data: pa.Table) -> pa.Table:
+    """View-layout string and binary columns as plain ones (no take kernel for them)."""
+    for i, f in enumerate(list(data.schema)):
+        if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type):
+            plain = pa.string() if pa.types.is_string_view(f.type) else pa.binary()
+            data = data.set_column(i, f.with_type(plain), data.column(i).cast(plain))
+    return data

@@ -1,0 +1,198 @@
+"""Typed calls to tablet servers for one client session (``TabletServerPool``).
+
+The pool keeps one ``RpcClient`` per tablet server address and one
+``ObservedTimestamps`` for the whole session: every request carries the largest
+HybridTime the session has seen from any server, and every answer moves it up, so a
+read that follows a write (on any server) is stamped after it (Kudu's
+client-propagated consistency).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from kudusql.cluster.addresses import HostPort
+from kudusql.cluster.messages import Response
+from kudusql.cluster.retry import RetryPolicy
+from kudusql.cluster.rpc_client import DEFAULT_TIMEOUT, ObservedTimestamps, RpcClient
+from kudusql.cluster.tserver.messages import (
+    KEY_INDEX_COLUMN,
+    CountRowsRequest,
+    CountRowsResponse,
+    CreateTablet,
+    DeleteTablet,
+    DiffScanRequest,
+    FlushTablet,
+    LookupRequest,
+    ScanRequest,
+    TabletChanged,
+    TabletStatsRequest,
+    TabletStatsResponse,
+    WriteRequest,
+    WriteResponse,
+)
+from kudusql.common.predicates import ColumnPredicate
+
+__all__ = ["DEFAULT_SCAN_TIMEOUT", "KEY_INDEX_COLUMN", "TabletServerPool"]
+
+#: Seconds one tablet's scan or diff scan may stream in all (gRPC's deadline bounds the
+#: whole stream; scans are not paged yet).
+DEFAULT_SCAN_TIMEOUT = 600.0
+
+
+def _expect(response: Response, kind: type[Any]) -> Any:
+    assert isinstance(response, kind), response
+    return response
+
+
+class TabletServerPool:
+    """Calls to any tablet server of one cluster, for one client session. Thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        secret: str | None = None,
+        tls_root: bytes | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        observed: ObservedTimestamps | None = None,
+        scan_timeout: float = DEFAULT_SCAN_TIMEOUT,
+    ) -> None:
+        self.observed = observed or ObservedTimestamps()
+        self.scan_timeout = scan_timeout
+        self._secret = secret
+        self._tls_root = tls_root
+        self._timeout = timeout
+        self._retry = retry
+        self._lock = threading.Lock()
+        self._clients: dict[str, RpcClient] = {}
+
+    def client(self, address: str | HostPort) -> RpcClient:
+        """The session's client of the tablet server at ``address``."""
+        key = str(address)
+        with self._lock:
+            c = self._clients.get(key)
+            if c is None:
+                c = self._clients[key] = RpcClient(
+                    key,
+                    secret=self._secret,
+                    tls_root=self._tls_root,
+                    server_kind="tablet server",
+                    timeout=self._timeout,
+                    retry=self._retry,
+                    observed=self.observed,
+                )
+            return c
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for c in clients:
+            c.close()
+
+    def __enter__(self) -> TabletServerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def now(self, address: str) -> int:
+        """The session's latest observed HybridTime, after asking ``address`` for its
+        clock (a ping: every answer carries the server's time)."""
+        self.client(address).ping()
+        value = self.observed.value
+        assert value is not None
+        return value
+
+    # -- tablets ----------------------------------------------------------------------------
+
+    def create_tablet(self, address: str, request: CreateTablet) -> TabletChanged:
+        return _expect(self.client(address).call(request), TabletChanged)  # type: ignore[no-any-return]
+
+    def delete_tablet(self, address: str, tablet_id: str) -> TabletChanged:
+        return _expect(self.client(address).call(DeleteTablet(tablet_id)), TabletChanged)  # type: ignore[no-any-return]
+
+    # -- data -------------------------------------------------------------------------------
+
+    def write(self, address: str, tablet_id: str, op: str, data: pa.Table) -> WriteResponse:
+        """Apply ``data`` to the tablet with one operation (not retried: a write whose
+        answer was lost may have applied)."""
+        response = self.client(address).put(WriteRequest(tablet_id, op), data)
+        return _expect(response, WriteResponse)  # type: ignore[no-any-return]
+
+    def scan(
+        self,
+        address: str,
+        tablet_id: str,
+        columns: Sequence[str] | None,
+        predicates: Sequence[ColumnPredicate],
+        snapshot: int | None,
+        *,
+        ordered: bool = False,
+        limit: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """The tablet's rows at ``snapshot``, streamed in batches as the server reads
+        them; the stream is opened (and retried if need be) before this returns."""
+        request = ScanRequest(
+            tablet_id,
+            None if columns is None else list(columns),
+            [p.to_dict() for p in predicates] or None,
+            snapshot,
+            ordered,
+            limit,
+        )
+        return self.client(address).stream(request, timeout=self.scan_timeout)
+
+    def lookup(
+        self,
+        address: str,
+        tablet_id: str,
+        keys: pa.Table,
+        columns: Sequence[str] | None,
+        snapshot: int | None,
+    ) -> pa.Table:
+        """The live rows with these primary keys, and each one's ``key_index``."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, keys.schema) as writer:
+            writer.write_table(keys)
+        encoded = base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
+        request = LookupRequest(
+            tablet_id, encoded, None if columns is None else list(columns), snapshot
+        )
+        return self.client(address).get(request)
+
+    def diff_scan(
+        self,
+        address: str,
+        tablet_id: str,
+        start: int,
+        end: int,
+        columns: Sequence[str] | None,
+        predicates: Sequence[ColumnPredicate],
+    ) -> pa.RecordBatchReader:
+        """The tablet's rows changed in ``[start, end)``, with ``is_deleted``, streamed."""
+        request = DiffScanRequest(
+            tablet_id,
+            start,
+            end,
+            None if columns is None else list(columns),
+            [p.to_dict() for p in predicates] or None,
+        )
+        return self.client(address).stream(request, timeout=self.scan_timeout)
+
+    def count_rows(self, address: str, tablet_id: str, snapshot: int | None) -> int:
+        response = self.client(address).call(CountRowsRequest(tablet_id, snapshot))
+        return int(_expect(response, CountRowsResponse).rows)
+
+    def flush(self, address: str, tablet_id: str) -> TabletStatsResponse:
+        response = self.client(address).call(FlushTablet(tablet_id))
+        return _expect(response, TabletStatsResponse)  # type: ignore[no-any-return]
+
+    def statistics(self, address: str, tablet_id: str) -> TabletStatsResponse:
+        response = self.client(address).call(TabletStatsRequest(tablet_id))
+        return _expect(response, TabletStatsResponse)  # type: ignore[no-any-return]
