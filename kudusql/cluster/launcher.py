@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import kudusql
 from kudusql.cluster.master.messages import (
     ListTabletServers,
     ListTabletServersResponse,
@@ -156,7 +155,7 @@ class MiniCluster:
         address_file.unlink(missing_ok=True)
         command = [sys.executable, "-m", f"kudusql.cluster.{kind}", "--dir", str(directory)]
         command += ["--secret-file", str(self.secret_file), *flags]
-        package_root = str(Path(kudusql.__file__).resolve().parents[1])
+        package_root = str(Path(__file__).resolve().parents[2])  # holds kudusql/
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
         with (directory / "process.out").open("ab") as out:

@@ -73,6 +73,8 @@ class Heartbeater:
         #: What the master acknowledged: tablet id -> schema version; None: send a full report.
         self._acked: dict[str, int] | None = None
         self._logged_failure = False
+        #: The last heartbeat sent (for tests and debugging).
+        self.last_sent: TSHeartbeat | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -110,6 +112,7 @@ class Heartbeater:
             updated_tablets=[ReportedTabletInfo(t, v) for t, v in sorted(updated.items())],
             removed_tablet_ids=removed,
         )
+        self.last_sent = request
         response = self._master.call(request)
         assert isinstance(response, HeartbeatResponse)
         if response.needs_full_report:
