@@ -3,7 +3,8 @@
 As the Kudu paper's master, the catalog is a single-tablet system table whose rows are
 ``(entry_type INT8, entry_id STRING) -> metadata STRING`` (the record's JSON text,
 ``catalog/FORMAT.md``). It is a storage-engine ``Tablet`` (``kudusql.storage.tablet``)
-in ``<master dir>/sys_catalog``: WAL, MemRowSet, flushes and compactions as any tablet.
+in ``<master dir>/sys_catalog``: WAL, MemRowSet, flushes and compactions as any tablet,
+by a maintenance manager of its own.
 
 Invariants:
 
@@ -30,6 +31,7 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
+from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
 
 __all__ = ["CATALOG_DIR", "SysCatalogTable", "catalog_schema"]
@@ -63,7 +65,9 @@ class SysCatalogTable:
         else:
             self._tablet = Tablet.create(path, catalog_schema(), opts)
         self._lock = threading.Lock()
+        self._maintenance = MaintenanceManager()
         try:
+            self._tablet.attach(self._maintenance)
             self._rows: dict[RecordKey, bytes] = {}
             table = self._tablet.scan(ordered=True).read_all()
             for entry_type, entry_id, value in zip(
@@ -77,11 +81,15 @@ class SysCatalogTable:
                 self._rows[(int(entry_type), str(entry_id))] = str(value).encode()
         except BaseException:
             self._tablet.close(flush=False)
+            self._maintenance.stop()
             raise
 
     def close(self) -> None:
         """Sync and release the tablet."""
-        self._tablet.close()
+        try:
+            self._tablet.close()
+        finally:
+            self._maintenance.stop()
 
     def write(self, batch: Sequence[RecordWrite]) -> None:
         """Apply ``batch`` atomically and durably (one WAL record), then to the cache."""

@@ -172,6 +172,7 @@ class MasterServer(RpcServer):
             except queue.Empty:
                 task = ()  # type: ignore[assignment]
             if task is None:
+                self._fail_pending()
                 return
             if task:
                 fn, future = task
@@ -192,6 +193,16 @@ class MasterServer(RpcServer):
                 except Exception:
                     log.exception("master tick failed")
                 next_tick = now + self._tick_interval
+
+    def _fail_pending(self) -> None:
+        """Answer every task still queued: the master is stopping."""
+        while True:
+            try:
+                task = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if task and task[1] is not None:
+                task[1].set_exception(OperationalError(f"master {self.address} is shutting down"))
 
     def _run(self, fn: Callable[[MasterState, float], T]) -> T:
         """Run ``fn(state, now)`` on the driver and return its result (or raise)."""
