@@ -248,13 +248,17 @@ class MiniCluster:
         self._signal(daemon, signal.SIGKILL)
         self._wait_exit([daemon], 10.0)
 
-    def restart_master(self) -> None:
-        """Start the master again on the same port (the tablet servers know it)."""
+    def restart_master(self, *, wait: bool = True) -> None:
+        """Start the master again on the same port (the tablet servers know it), SIGKILLing
+        it first if it runs; with ``wait``, return once every running tablet server has
+        registered with it again."""
         assert self.master is not None
         if self._running(self.master):
             self.kill(self.master)
         port = int(self.master.address.rsplit(":", 1)[1])
         self._start_master(port)
+        if wait:
+            self.wait_for_tservers(sum(1 for d in self.running() if d.kind == "tserver"))
 
     def restart_tserver(self, index: int) -> Daemon:
         """Start tablet server ``index`` again (SIGKILL first if it runs), on a new port."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kudusql.cluster.master.messages import TSHeartbeat
+from kudusql.cluster.heartbeat_messages import TSHeartbeat
 from kudusql.cluster.master.server import MasterServer
 from kudusql.cluster.master_state import MasterOptions
 from kudusql.cluster.tserver.heartbeater import Heartbeater

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from kudusql.cluster.catalog.records import TableRecord, TableState, TabletState
 from kudusql.cluster.errors import ServiceUnavailable
+from kudusql.cluster.heartbeat_messages import HeartbeatResponse, TSHeartbeat
 from kudusql.cluster.master.catalog_table import SysCatalogTable
 from kudusql.cluster.master.messages import (
     AlterTable,
@@ -40,7 +41,6 @@ from kudusql.cluster.master.messages import (
     DropTable,
     GetTable,
     GetTableLocations,
-    HeartbeatResponse,
     ListTables,
     ListTablesResponse,
     ListTabletServers,
@@ -49,7 +49,6 @@ from kudusql.cluster.master.messages import (
     TableLocationsResponse,
     TabletLocationInfo,
     TabletServerInfo,
-    TSHeartbeat,
 )
 from kudusql.cluster.master_protocol import (
     AlterTabletRequest,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from kudusql.cluster.master.messages import HeartbeatResponse, ReportedTabletInfo, TSHeartbeat
+from kudusql.cluster.heartbeat_messages import HeartbeatResponse, ReportedTabletInfo, TSHeartbeat
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
 from kudusql.cluster.tserver.superblock import RUNNING
