@@ -12,7 +12,12 @@ master's protocol logic:
   with the values it exchanges with tablet servers in ``master_protocol.py``, placement
   in ``placement.py``, its durable records in ``catalog/``), proven by a seeded
   simulator (``sim/``). It has no clock, thread, socket or file in it.
+- The master process around it (``master/``: the catalog table, the master's messages,
+  ``MasterServer``), the tablet server (``tserver/``, with its heartbeats to the
+  master), and a local cluster of processes (``launcher.py``; the ``kudusql master``,
+  ``tserver`` and ``cluster`` commands in ``commands.py``).
 
-Wire formats: ``FORMAT.md`` in this directory (and ``catalog/FORMAT.md``). Design:
+Wire formats: ``FORMAT.md`` in this directory (and ``catalog/``, ``master/``,
+``tserver/``). Design:
 ``docs/CLUSTER.md``.
 """

@@ -77,6 +77,18 @@ class CatalogError(Exception):
     """A DDL request the catalog refuses; the message is for the user."""
 
 
+class TableNotFound(CatalogError):
+    """The request names a table the catalog does not have (or has dropped)."""
+
+
+class TableAlreadyExists(CatalogError):
+    """The request would give a second live table the same name."""
+
+
+class NoLiveTabletServers(CatalogError):
+    """A create found no live tablet server to place tablets on (retry later)."""
+
+
 @dataclass
 class TabletServerDescriptor:
     """What the master knows of a registered tablet server (soft state)."""
@@ -224,19 +236,20 @@ class MasterState:
     # -- DDL --------------------------------------------------------------------------------
 
     def create_table(
-        self, name: str, schema: str, partitions: Sequence[str], now: float
+        self, name: str, schema: str, partitions: Sequence[str], now: float, metadata: str = ""
     ) -> DdlResult:
-        """Create a table with one tablet per partition, placed on live servers."""
+        """Create a table with one tablet per partition, placed on live servers;
+        ``metadata`` is kept with the table for the client, unread."""
         if not name:
             raise CatalogError("a table needs a name")
         if self.table(name) is not None:
-            raise CatalogError(f"table {name!r} already exists")
+            raise TableAlreadyExists(f"table {name!r} already exists")
         if not partitions or len(set(partitions)) != len(partitions):
             raise CatalogError("a table needs one or more distinct partitions")
         live = self.live_tservers(now)
         if not live:
-            raise CatalogError("no live tablet servers to place the table's tablets on")
-        table = TableRecord(self._new_id(), name, schema, 0, TableState.PREPARING)
+            raise NoLiveTabletServers("no live tablet servers to place the table's tablets on")
+        table = TableRecord(self._new_id(), name, schema, 0, TableState.PREPARING, metadata)
         batch = _Batch()
         batch.put(table)
         hosted = self._hosted()
@@ -251,17 +264,25 @@ class MasterState:
         return DdlResult(table.table_id, tuple(self._table_requests(table.table_id, now)))
 
     def alter_table(
-        self, name: str, now: float, *, schema: str | None = None, new_name: str | None = None
+        self,
+        name: str,
+        now: float,
+        *,
+        schema: str | None = None,
+        new_name: str | None = None,
+        metadata: str | None = None,
     ) -> DdlResult:
-        """Change a table's schema and/or name; its tablets are brought to the new version."""
+        """Change a table's schema, name and/or metadata; its tablets are brought to the
+        new version."""
         table = self._require_table(name)
         if new_name is not None and new_name != name and self.table(new_name) is not None:
-            raise CatalogError(f"table {new_name!r} already exists")
+            raise TableAlreadyExists(f"table {new_name!r} already exists")
         state = TableState.PREPARING if table.state is TableState.PREPARING else TableState.ALTERING
         altered = replace(
             table,
             name=new_name if new_name is not None else table.name,
             schema=schema if schema is not None else table.schema,
+            metadata=metadata if metadata is not None else table.metadata,
             schema_version=table.schema_version + 1,
             state=state,
         )
@@ -369,7 +390,7 @@ class MasterState:
     def _require_table(self, name: str) -> TableRecord:
         table = self.table(name)
         if table is None:
-            raise CatalogError(f"table {name!r} does not exist")
+            raise TableNotFound(f"table {name!r} does not exist")
         return table
 
     def _new_id(self) -> str:

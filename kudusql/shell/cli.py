@@ -33,7 +33,8 @@ DEFAULT_PATH = "kudusql-data"
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="kudusql",
-        description="kudusql SQL shell: opens (or creates) the database directory PATH.",
+        description="kudusql SQL shell: opens (or creates) the database directory PATH. "
+        "`kudusql master|tserver|cluster ...` run a cluster instead (each has --help).",
         epilog="Without -c/-f and with a terminal on standard input, starts the "
         "interactive shell; otherwise runs SQL from standard input.",
     )
@@ -113,6 +114,12 @@ def _show_warnings(err: TextIO, debug: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else argv
+    if raw and raw[0] in ("master", "tserver", "cluster"):
+        # The cluster's daemons and ``cluster start|stop|status`` (kudusql.cluster.commands).
+        from kudusql.cluster.commands import main as cluster_main
+
+        return cluster_main(raw)
     args = parser().parse_args(argv)
     from kudusql.shell import errors
     from kudusql.shell.core import Settings, Shell

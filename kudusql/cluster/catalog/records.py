@@ -53,6 +53,7 @@ class TableRecord:
     schema: str  # opaque to the master: the tablet servers' schema text
     schema_version: int
     state: TableState
+    metadata: str = ""  # opaque to the master: what the client keeps with the table
 
     @property
     def key(self) -> RecordKey:
@@ -88,6 +89,7 @@ def encode_record(record: CatalogRecord) -> bytes:
             "schema": record.schema,
             "schema_version": record.schema_version,
             "state": record.state.value,
+            "metadata": record.metadata,
         }
     else:
         body = {
@@ -125,6 +127,7 @@ def decode_record(key: RecordKey, value: bytes) -> CatalogRecord:
                 schema=_field(body, "schema", str),
                 schema_version=_field(body, "schema_version", int),
                 state=TableState(_field(body, "state", str)),
+                metadata=_field(body, "metadata", str),
             )
             record: CatalogRecord = table
             ident = table.table_id

@@ -232,14 +232,18 @@ class Simulation:
                 parts = [f"p{i}" for i in range(self.rng.randint(1, 4))]
                 result = self.master_input(
                     f"create {name} {parts}",
-                    lambda: self.master.create_table(name, f"schema-of-{name}", parts, self.now),
+                    lambda: self.master.create_table(
+                        name, f"schema-of-{name}", parts, self.now, metadata=f"meta-of-{name}"
+                    ),
                 )
                 self.partitions_of[result.table_id] = frozenset(parts)
             elif self.rng.random() < 0.6:
                 version = table.schema_version + 1
                 self.master_input(
                     f"alter {name} to v{version}",
-                    lambda: self.master.alter_table(name, self.now, schema=f"{name}-v{version}"),
+                    lambda: self.master.alter_table(
+                        name, self.now, schema=f"{name}-v{version}", metadata=f"{name}-m{version}"
+                    ),
                 )
             else:
                 self.master_input(f"drop {name}", lambda: self.master.drop_table(name, self.now))

@@ -1,5 +1,8 @@
-"""``python -m kudusql.cluster.tserver --dir D [--bind HOST:PORT] [--secret-file F]
-[--tls-dir T]``: run a tablet server.
+"""``python -m kudusql.cluster.tserver --dir D [--bind HOST:PORT] [--master HOST:PORT]
+[--secret-file F] [--tls-dir T] [--heartbeat-interval S]``: run a tablet server.
+
+With ``--master`` it heartbeats to that master (``heartbeater.py``) from the moment it
+listens until it stops.
 
 It logs to ``D/tserver.log``, writes its bound address (``HOST:PORT``) to
 ``D/tserver.address`` once it listens (and prints it), and on SIGTERM or SIGINT stops
@@ -18,6 +21,7 @@ import threading
 from pathlib import Path
 
 from kudusql.cluster.security import TlsFiles, read_secret_file
+from kudusql.cluster.tserver.heartbeater import DEFAULT_HEARTBEAT_INTERVAL, Heartbeater
 from kudusql.cluster.tserver.server import TabletServer
 from kudusql.common.errors import Error
 from kudusql.storage.fs.files import write_file_atomic
@@ -30,8 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kudusql tserver", description="Run a kudusql tablet server.")
     p.add_argument("--dir", required=True, help="the tablet server's directory")
     p.add_argument("--bind", default="127.0.0.1:0", help="HOST:PORT to listen on (port 0: any)")
+    p.add_argument("--master", help="HOST:PORT of the master to heartbeat to")
     p.add_argument("--secret-file", help="the cluster secret, required on every call")
     p.add_argument("--tls-dir", help="a directory with server.crt and server.key")
+    p.add_argument(
+        "--heartbeat-interval",
+        type=float,
+        default=DEFAULT_HEARTBEAT_INTERVAL,
+        help="seconds between heartbeats to the master (default %(default)s)",
+    )
     args = p.parse_args(argv)
     directory = os.path.abspath(args.dir)
     os.makedirs(directory, exist_ok=True)
@@ -69,9 +80,23 @@ def main(argv: list[str] | None = None) -> int:
         server.tablets.incarnation,
     )
     print(address, flush=True)
+    heartbeater = None
+    if args.master:
+        heartbeater = Heartbeater(
+            server.tablets,
+            uuid=server.uuid,
+            address=address,
+            master_address=args.master,
+            secret=secret,
+            tls_root=str(tls.certificate) if tls is not None else None,
+            interval=args.heartbeat_interval,
+        )
+        heartbeater.start()
     try:
         server.serve()
     finally:
+        if heartbeater is not None:
+            heartbeater.stop()
         server.close()
         log.info("tablet server stopped")
     return 0

@@ -1,0 +1,101 @@
+"""The cluster's commands of the ``kudusql`` command line (``kudusql.shell.cli``
+delegates here when the first argument is one of them):
+
+- ``kudusql master --dir D --bind H:P ...`` and ``kudusql tserver --dir D --master H:P
+  --bind H:P ...``: run one daemon in the foreground (their ``__main__`` modules);
+- ``kudusql cluster start DIR [--tservers N]``: a master and N tablet servers as
+  detached processes under DIR (``launcher.MiniCluster``); prints the master's address;
+- ``kudusql cluster stop DIR``: SIGTERM, wait, SIGKILL;
+- ``kudusql cluster status DIR``: the master and every tablet server, live or not, and
+  the tablets each hosts.
+
+Exit codes: 0 on success, 1 when the command failed (one clear line on standard error),
+2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from kudusql.common.errors import Error
+
+__all__ = ["COMMANDS", "main"]
+
+COMMANDS = ("master", "tserver", "cluster")
+
+
+def _cluster_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kudusql cluster", description="Run a local kudusql cluster.")
+    sub = p.add_subparsers(dest="action", required=True)
+    start = sub.add_parser("start", help="start a master and tablet servers under DIR")
+    start.add_argument("dir", metavar="DIR")
+    start.add_argument("--tservers", type=int, default=3, help="tablet servers (default 3)")
+    start.add_argument(
+        "--master-flag", action="append", default=[], help="an extra flag for the master"
+    )
+    start.add_argument(
+        "--tserver-flag", action="append", default=[], help="an extra flag for tablet servers"
+    )
+    stop = sub.add_parser("stop", help="stop the cluster under DIR")
+    stop.add_argument("dir", metavar="DIR")
+    status = sub.add_parser("status", help="the servers of the cluster under DIR")
+    status.add_argument("dir", metavar="DIR")
+    return p
+
+
+def _cluster(argv: Sequence[str]) -> int:
+    from kudusql.cluster.launcher import STATE_FILE, MiniCluster
+
+    args = _cluster_parser().parse_args(argv)
+    if args.action == "start":
+        if args.tservers < 1:
+            print("kudusql cluster: --tservers must be at least 1", file=sys.stderr)
+            return 2
+        flags = {"master_flags": args.master_flag, "tserver_flags": args.tserver_flag}
+        cluster = MiniCluster(args.dir, **flags)
+        cluster.start(args.tservers)
+        print(cluster.master_address)
+        return 0
+    cluster = MiniCluster(args.dir)
+    if cluster.master is None:
+        print(f"kudusql cluster: no cluster in {args.dir} (no {STATE_FILE})", file=sys.stderr)
+        return 1
+    if args.action == "stop":
+        cluster.stop()
+        print(f"stopped the cluster in {args.dir}")
+        return 0
+    running = {d.pid for d in cluster.running()}
+    master_state = "running" if cluster.master.pid in running else "down"
+    print(f"master {cluster.master.address} {master_state}")
+    if master_state == "down":
+        for d in cluster.tservers:
+            up = "running" if d.pid in running else "down"
+            print(f"tserver {d.address} {up}")
+        return 1
+    servers = cluster.tablet_servers()
+    print(f"{'uuid':<32}  {'address':<21}  {'live':<4}  {'last heartbeat':>14}  tablets")
+    for s in servers:
+        live = "yes" if s.live else "no"
+        ago = f"{s.seconds_since_heartbeat:.1f} s ago"
+        print(f"{s.uuid:<32}  {s.address:<21}  {live:<4}  {ago:>14}  {s.tablet_count}")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``argv`` (its first item is one of ``COMMANDS``); the exit code."""
+    command, rest = argv[0], list(argv[1:])
+    try:
+        if command == "master":
+            from kudusql.cluster.master.__main__ import main as master_main
+
+            return master_main(rest)
+        if command == "tserver":
+            from kudusql.cluster.tserver.__main__ import main as tserver_main
+
+            return tserver_main(rest)
+        return _cluster(rest)
+    except Error as exc:
+        print(f"kudusql {command}: {exc}", file=sys.stderr)
+        return 1

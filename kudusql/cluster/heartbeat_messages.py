@@ -1,0 +1,64 @@
+"""The heartbeat's wire messages, from a tablet server to the master (registered with
+``kudusql.cluster.messages``; wire format: ``master/FORMAT.md``).
+
+They live beside both daemons' packages because both speak them: the tablet server's
+heartbeater sends them, the master serves them (and the master calls the tablet
+server's own messages, ``tserver/messages.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kudusql.cluster import master_protocol
+from kudusql.cluster.messages import Request, Response, message
+
+__all__ = ["HeartbeatResponse", "ReportedTabletInfo", "TSHeartbeat"]
+
+
+@dataclass(frozen=True)
+class ReportedTabletInfo:
+    """One replica in a tablet report: its id and schema version."""
+
+    tablet_id: str
+    schema_version: int
+
+
+@message("master_heartbeat_response")
+@dataclass(frozen=True)
+class HeartbeatResponse(Response):
+    """``needs_full_report``: send every tablet next time; ``acked_sequence_number``:
+    the report the master has processed (clear the dirty marks it covered)."""
+
+    needs_full_report: bool
+    acked_sequence_number: int | None
+
+
+@message("master_ts_heartbeat")
+@dataclass(frozen=True)
+class TSHeartbeat(Request):
+    """A tablet server is alive at ``address``, with its tablet report
+    (``master_protocol.TabletReport``). Idempotent: a repeated report is ignored."""
+
+    RESPONSE: ClassVar[type[Response]] = HeartbeatResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    uuid: str
+    address: str
+    incarnation: int
+    sequence_number: int
+    is_incremental: bool
+    updated_tablets: list[ReportedTabletInfo]
+    removed_tablet_ids: list[str]
+
+    def report(self) -> master_protocol.TabletReport:
+        return master_protocol.TabletReport(
+            incarnation=self.incarnation,
+            sequence_number=self.sequence_number,
+            is_incremental=self.is_incremental,
+            updated_tablets=tuple(
+                master_protocol.ReportedTablet(t.tablet_id, t.schema_version)
+                for t in self.updated_tablets
+            ),
+            removed_tablet_ids=tuple(self.removed_tablet_ids),
+        )
