@@ -15,9 +15,11 @@ from kudusql.cluster.launcher import MiniCluster
 from kudusql.cluster.master.messages import GetTableLocations, TableLocationsResponse
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
+from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.cluster.tserver.messages import GetTabletReport, TabletReportResponse
 from kudusql.common.schema import ColumnSchema, Schema
 from kudusql.common.types import DataType
+from kudusql.storage.tables.partition import HashDimension, PartitionSchema, create_partitions
 from tests.support.timing import scaled
 
 T = TypeVar("T")
@@ -75,6 +77,13 @@ def schema(extra: bool = False) -> Schema:
 
 def schema_text(extra: bool = False) -> str:
     return json.dumps(schema(extra).to_dict())
+
+
+def partitions_text(buckets: int) -> list[str]:
+    """The tablet partitions (``TabletPartition`` JSON, as a client sends them) of
+    ``schema()`` hashed on ``id`` into ``buckets``."""
+    ps = PartitionSchema(hash_dimensions=(HashDimension(("id",), buckets),))
+    return [TabletPartition.of(ps, p).to_json() for p in create_partitions(ps, schema())]
 
 
 def tserver_client(cluster: MiniCluster, address: str) -> RpcClient:

@@ -16,7 +16,7 @@ from kudusql.cluster.tserver.heartbeater import Heartbeater
 from kudusql.cluster.tserver.tablet_manager import TabletManager
 from kudusql.common.errors import OperationalError
 from kudusql.common.hybrid_time import HybridClock
-from tests.cluster.mini_cluster import schema
+from tests.cluster.mini_cluster import partitions_text, schema
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def make_tablet(tablets: TabletManager, tablet_id: str) -> None:
         tablet_id,
         table_id="t",
         table_name="t",
-        partition="p",
+        partition=partitions_text(1)[0],
         schema=schema(),
         schema_version=0,
     )

@@ -28,11 +28,12 @@ from tests.cluster.mini_cluster import (
     eventually,
     hosted_tablets,
     locations,
+    partitions_text,
     schema_text,
 )
 from tests.support.timing import scaled
 
-PARTITIONS = [f'{{"range": [{i * 100}, {(i + 1) * 100}]}}' for i in range(6)]
+PARTITIONS = partitions_text(6)
 
 
 @pytest.fixture
