@@ -35,6 +35,10 @@ def wall_micros() -> int:
     return time.time_ns() // 1000
 
 
+#: How far ahead of the local clock a snapshot may be (Kudu's --max_clock_sync_error_usec).
+MAX_CLOCK_ERROR_MICROS = 10_000_000
+
+
 class HybridClock:
     """Hands out strictly increasing HybridTimes: max(last + 1, wall-clock micros << 12).
 

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kudusql.cluster.client.database import RemoteDatabase
+from kudusql.cluster.client.target import CLUSTER_OPTIONS, is_cluster_url
 from kudusql.common.errors import InterfaceError, NotSupportedError, ProgrammingError, Warning
 from kudusql.common.options import TabletOptions
 from kudusql.dbapi.arrow_input import to_arrow_table
@@ -95,6 +97,8 @@ def connect(path: str, **options: Any) -> Connection:
     (``flush_threshold_bytes``, ``history_max_age_s``, ``threads``, ...), ``read_only``,
     ``maintenance`` (background flushes and compactions, default True) and the session
     settings (``abort_on_error``, ``dml_batch_rows``)."""
+    if is_cluster_url(path):
+        return _connect_cluster(path, options)
     fields = {f.name for f in dataclasses.fields(TabletOptions)}
     tablet = {k: v for k, v in options.items() if k in fields}
     db_kw = {k: v for k, v in options.items() if k in _DB_KWARGS}
@@ -127,6 +131,44 @@ def connect(path: str, **options: Any) -> Connection:
         release()
         raise
     return Connection(session, temp_dir=temp, release=release)
+
+
+def _connect_cluster(url: str, options: dict[str, Any]) -> Connection:
+    """A connection to the cluster whose master ``url`` names (``kudusql://HOST:PORT``):
+    the SQL runs here, the rows live on the tablet servers. Options: the cluster's
+    credentials (``secret``, ``secret_file``, ``tls_ca``, ``timeout``), ``threads``, and
+    the session settings."""
+    cluster = {k: v for k, v in options.items() if k in CLUSTER_OPTIONS}
+    settings = {k: v for k, v in options.items() if Settings.is_setting(k)}
+    local = {k: v for k, v in options.items() if k in _CLUSTER_CLIENT_OPTIONS}
+    external_access = local.pop("external_access", False)
+    if not isinstance(external_access, bool):
+        raise ProgrammingError(
+            f"option 'external_access' must be True or False, got {external_access!r}"
+        )
+    unknown = set(options) - set(cluster) - set(settings) - set(local)
+    if unknown:
+        known = sorted(
+            CLUSTER_OPTIONS | _CLUSTER_CLIENT_OPTIONS | {"abort_on_error", "dml_batch_rows"}
+        )
+        raise ProgrammingError(
+            f"unknown option(s) {', '.join(sorted(unknown))} for a cluster connection; "
+            f"known: {', '.join(known)}"
+        )
+    tablet_options = TabletOptions().with_(**local)
+    Settings(tablet_options, **settings)
+    db = RemoteDatabase.open(url, options=tablet_options, **cluster)
+    try:
+        session = Session(db, owns_db=True, external_access=external_access, **settings)
+    except BaseException:
+        db.close()
+        raise
+    return Connection(session)
+
+
+#: The client-side options of a cluster connection: its DuckDB's threads, and whether
+#: statements may reach files and the network through DuckDB (off by default).
+_CLUSTER_CLIENT_OPTIONS = frozenset({"threads", "external_access"})
 
 
 class Connection:

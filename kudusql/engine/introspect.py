@@ -332,7 +332,7 @@ def show_table_stats(session: Session, s: st.ShowTableStats) -> Result:
     rows_by_tablet = {x["tablet_id"]: x["rows"] for x in computed.get("tablets", [])}
     rows = [
         (
-            int(x["tablet_id"]),
+            str(x["tablet_id"]),
             x["partition"],
             rows_by_tablet.get(x["tablet_id"], -1),
             x["memrowset_rows"],
@@ -353,7 +353,7 @@ def show_table_stats(session: Session, s: st.ShowTableStats) -> Result:
         "memory_bytes",
         "wal_bytes",
     ]
-    types: list[pa.DataType] = [pa.int64(), pa.string(), *([pa.int64()] * 6)]
+    types: list[pa.DataType] = [pa.string(), pa.string(), *([pa.int64()] * 6)]
     return _rows(names, rows, types)
 
 

@@ -75,13 +75,25 @@ class Session:
     """A connection's state; runs one statement at a time (the DB-API connection holds
     its lock around each)."""
 
-    def __init__(self, db: DatabaseHandle, *, owns_db: bool = True, **settings: Any) -> None:
+    def __init__(
+        self,
+        db: DatabaseHandle,
+        *,
+        owns_db: bool = True,
+        external_access: bool | None = None,
+        **settings: Any,
+    ) -> None:
+        """``external_access``: whether statements may read and write files and the
+        network through DuckDB (``read_csv``, ``COPY``...); by default yes on an
+        embedded database (the user's own process and files), no on a cluster."""
         self.db = db
         self.owns_db = owns_db
         self.settings = Settings(db.options, **settings)
         self.database = DEFAULT_DATABASE
         self.registry = DatabaseRegistry(db)
-        self.runner = DuckRunner(db)
+        if external_access is None:
+            external_access = db.master_address is None
+        self.runner = DuckRunner(db, external_access=external_access)
         self.relations = RegisteredRelations(self.runner)
         self.statements = StatementCache()
         self.plans = PlanCache()

@@ -58,6 +58,12 @@ def to_error(e: duckdb.Error, plan: QueryPlan | None = None) -> Error:
     if plan is not None:
         msg = _SCAN_NAME.sub(lambda m: plan.display_name(m.group(0)), msg)
     msg, offender = duckdb_message(msg)
+    if isinstance(e, duckdb.PermissionException):
+        # ``DuckRunner(external_access=False)``: a cluster connection by default.
+        return ProgrammingError(
+            f"{msg}: this connection's statements do not reach files or the network "
+            "(connect with external_access=True to allow it)"
+        )
     return with_offender(_error_class(e)(msg), offender)
 
 
@@ -124,11 +130,18 @@ class Snapshotter:
 
 
 class DuckRunner:
-    """One DuckDB connection per session (not shared between threads)."""
+    """One DuckDB connection per session (not shared between threads).
 
-    def __init__(self, db: DatabaseHandle) -> None:
+    ``external_access=False`` switches off DuckDB's own reach beyond the rows kudusql
+    hands it: files (``read_csv``, ``glob``, ``COPY``, ``ATTACH``), the network and
+    extension installs fail with a permission error."""
+
+    def __init__(self, db: DatabaseHandle, *, external_access: bool = True) -> None:
         self.db = db
-        self.con = duckdb.connect(config={"threads": max(1, db.options.threads)})
+        config: dict[str, Any] = {"threads": max(1, db.options.threads)}
+        if not external_access:
+            config["enable_external_access"] = False
+        self.con = duckdb.connect(config=config)
         # kudusql's timestamps are UTC (Kudu's UNIXTIME_MICROS): so is every conversion
         # DuckDB makes between a TIMESTAMP and an instant (``now()``, time zones).
         self.con.execute("SET TimeZone = 'UTC'")

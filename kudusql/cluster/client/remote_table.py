@@ -25,8 +25,10 @@ is tried once more on fresh ones.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -42,7 +44,9 @@ from kudusql.cluster.tablet_partition import routing_keys
 from kudusql.common.errors import Error, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.row_operations import RowError, WriteOp, WriteResult, WriteShortcuts
+from kudusql.common.row_values import rows_to_arrow
 from kudusql.common.schema import Schema
+from kudusql.storage.tables.catalog import TableMeta, TabletEntry
 from kudusql.storage.tables.partition import (
     NO_TABLET_MESSAGE,
     Partition,
@@ -52,10 +56,14 @@ from kudusql.storage.tables.partition import (
     partition_for_row,
 )
 from kudusql.storage.tables.pruning import prune_partitions
+from kudusql.storage.tables.statistics import column_statistics
 
 __all__ = ["RemoteTable"]
 
 T = TypeVar("T")
+
+#: Seconds a table's stored-row estimate (for progress reports) is reused.
+ESTIMATE_TTL_S = 5.0
 
 #: Batches a scan hands back at most (rows).
 SCAN_BATCH_ROWS = 64 * 1024
@@ -74,6 +82,9 @@ class RemoteTable(WriteShortcuts):
         servers: TabletServerPool,
         *,
         threads: int = 8,
+        meta: TableMeta | None = None,
+        now: Callable[[], int] | None = None,
+        write_lock: threading.RLock | None = None,
     ) -> None:
         self.name = name
         self.schema = schema
@@ -82,6 +93,24 @@ class RemoteTable(WriteShortcuts):
         self.meta_cache = meta_cache
         self.servers = servers
         self.threads = threads
+        #: The table's catalog entry as the SQL layers know it (its tablet ids are the
+        #: partitions' positions; the servers' tablet ids are in the locations).
+        self.meta = meta or TableMeta(
+            0,
+            name,
+            schema,
+            partition_schema,
+            tuple(TabletEntry.of(i, p) for i, p in enumerate(self.partitions)),
+        )
+        self._now = now
+        self._write_lock = write_lock or threading.RLock()
+        self._estimate: tuple[float, int] | None = None
+        #: Keeps COMPUTE STATS' result with the table (set by the database).
+        self.on_statistics: Callable[[dict[str, Any]], None] | None = None
+
+    @property
+    def num_tablets(self) -> int:
+        return len(self.partitions)
 
     def __repr__(self) -> str:
         return f"RemoteTable({self.name!r}, {len(self.partitions)} tablets)"
@@ -134,6 +163,54 @@ class RemoteTable(WriteShortcuts):
         for tablet in locations.by_start.values():
             return self.servers.now(tablet.address)
         raise ServiceUnavailable(f"table {self.name!r} has no tablet to ask for the time")
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[int]:
+        """Hold off this process's other writers of the table (through the same
+        ``RemoteDatabase``) and yield a snapshot that sees every write acknowledged
+        before: SQL's read-modify-write statements read there and write inside. Writers
+        of other processes are not held off (Kudu has no table locks)."""
+        with self._write_lock:
+            yield self._now() if self._now is not None else self.snapshot(None)
+
+    def write_rows(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        op: WriteOp | str | int,
+        *,
+        atomic: bool = False,
+    ) -> WriteResult:
+        """``write`` of rows of Python values (``columns`` names them), converted as the
+        embedded table converts them."""
+        return self.write(self.rows_to_arrow(columns, rows), op, atomic=atomic)
+
+    def rows_to_arrow(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
+        return rows_to_arrow(self.schema, columns, rows)
+
+    def replica_addresses(self) -> list[str]:
+        """The address of the tablet server hosting each tablet (``-`` for a partition
+        with no running tablet)."""
+        by_start = self.meta_cache.table(self.name).by_start
+        return [
+            t.address if (t := by_start.get(p.partition_key_start)) is not None else "-"
+            for p in self.partitions
+        ]
+
+    def estimated_rows(self) -> int:
+        """Rows stored in the tablets (deleted ones included), as the servers last
+        reported them; asked again at most every ``ESTIMATE_TTL_S`` seconds (it only
+        sizes progress reports)."""
+        now = time.monotonic()
+        if self._estimate is None or now - self._estimate[0] > ESTIMATE_TTL_S:
+            rows = sum(t["memrowset_rows"] + t["disk_rows"] for t in self.tablet_statistics())
+            self._estimate = (now, rows)
+        return self._estimate[1]
+
+    def run_maintenance(self, **kw: Any) -> None:
+        """Tablet servers run their own maintenance; a flush is what a client can ask."""
+        if kw.get("flush", True):
+            self.flush()
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -421,9 +498,49 @@ class RemoteTable(WriteShortcuts):
         """Flush every tablet's MemRowSet and DeltaMemStores on its tablet server."""
         self._statistics(flush=True)
 
-    def statistics(self) -> list[dict[str, Any]]:
+    def tablet_statistics(self) -> list[dict[str, Any]]:
         """Each tablet's sizes now, from its tablet server's memory (no scan)."""
         return self._statistics(flush=False)
+
+    def statistics(self) -> dict[str, Any]:
+        """The embedded table's ``statistics`` shape: sizes per tablet and the column
+        statistics of the last ``compute_statistics`` (kept with the table's metadata
+        at the master)."""
+        tablets = self.tablet_statistics()
+        return {
+            "table": self.name,
+            "num_tablets": len(tablets),
+            "disk_bytes": sum(t["disk_bytes"] for t in tablets),
+            "memory_bytes": sum(t["memory_bytes"] for t in tablets),
+            "tablets": tablets,
+            "computed": self.meta.statistics,
+        }
+
+    def compute_statistics(self) -> dict[str, Any]:
+        """COMPUTE STATS: one scan at one snapshot for row counts per tablet and each
+        column's min, max and null count (``storage/tables/statistics.py``), kept with
+        the table's metadata by ``on_statistics`` (the database's master call)."""
+        snap = self._now() if self._now is not None else self.snapshot(None)
+        names = list(self.schema.names)
+
+        def tablet_rows(slot: int) -> pa.RecordBatchReader:
+            return self._on_tablet(
+                slot, lambda t: self.servers.scan(t.address, t.tablet_id, names, [], snap)
+            )
+
+        located = self.meta_cache.table(self.name)
+        stats = column_statistics(
+            self.schema,
+            [
+                (self._located(slot, located).tablet_id, tablet_rows(slot))
+                for slot in range(len(self.partitions))
+            ],
+            snap,
+        )
+        if self.on_statistics is not None:
+            self.on_statistics(stats)
+            self.meta = self.meta.with_(statistics=stats)
+        return stats
 
     def _statistics(self, *, flush: bool) -> list[dict[str, Any]]:
         def one(slot: int) -> dict[str, Any]:

@@ -75,7 +75,6 @@ class TableHandle(Protocol):
         *,
         snapshot: int | None = None,
         ordered: bool = False,
-        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> pa.RecordBatchReader: ...
 
     def to_arrow(

@@ -10,126 +10,24 @@ recent last). Each is built on demand from the catalog and the open tablets.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kudusql.common.errors import ProgrammingError
 from kudusql.common.hybrid_time import to_micros
-from kudusql.common.schema import ColumnSchema, Schema
-from kudusql.common.types import DataType
+from kudusql.storage.tables.system_schemas import (
+    SCHEMAS,
+    SYSTEM_DATABASE,
+    micros_to_datetime,
+    names,
+    schema_of,
+    system_table_missing,
+    table_row,
+)
 
 if TYPE_CHECKING:
     from kudusql.storage.tables.database import Database
-
-#: The SQL database whose tables these are (reserved: no user database may use it).
-SYSTEM_DATABASE = "sys"
-
-
-_TYPES: dict[str, pa.DataType] = {
-    "str": pa.string(),
-    "int": pa.int64(),
-    "float": pa.float64(),
-    "ts": pa.timestamp("us"),  # UTC, without a zone (Kudu's UNIXTIME_MICROS)
-}
-
-
-def _schema(fields: list[tuple[str, str]]) -> pa.Schema:
-    return pa.schema([pa.field(n, _TYPES[t]) for n, t in fields])
-
-
-SCHEMAS: dict[str, pa.Schema] = {
-    "tables": _schema(
-        [
-            ("table_name", "str"),
-            ("table_id", "int"),
-            ("num_tablets", "int"),
-            ("num_columns", "int"),
-            ("schema_version", "int"),
-            ("partitioning", "str"),
-            ("created", "ts"),
-        ]
-    ),
-    "tablets": _schema(
-        [
-            ("table_name", "str"),
-            ("tablet_id", "int"),
-            ("partition", "str"),
-            ("memrowset_rows", "int"),
-            ("memrowset_bytes", "int"),
-            ("deltamemstore_bytes", "int"),
-            ("diskrowsets", "int"),
-            ("disk_bytes", "int"),
-            ("wal_bytes", "int"),
-            ("ancient_history_mark", "ts"),
-        ]
-    ),
-    "rowsets": _schema(
-        [
-            ("table_name", "str"),
-            ("tablet_id", "int"),
-            ("kind", "str"),
-            ("rowset_id", "int"),
-            ("rows", "int"),
-            ("live_rows", "int"),
-            ("base_bytes", "int"),
-            ("redo_files", "int"),
-            ("redo_bytes", "int"),
-            ("undo_files", "int"),
-            ("undo_bytes", "int"),
-            ("dms_bytes", "int"),
-            ("min_key", "str"),
-            ("max_key", "str"),
-        ]
-    ),
-    # A cluster's tablet servers as the master knows them (an embedded database has none).
-    "tablet_servers": _schema(
-        [
-            ("uuid", "str"),
-            ("address", "str"),
-            ("state", "str"),
-            ("last_heartbeat", "ts"),
-            ("seconds_since_heartbeat", "float"),
-            ("tablets", "int"),
-        ]
-    ),
-    "maintenance": _schema(
-        [
-            ("op", "str"),
-            ("table_name", "str"),
-            ("tablet_id", "int"),
-            ("started", "ts"),
-            ("duration_s", "float"),
-            ("bytes_read", "int"),
-            ("bytes_written", "int"),
-            ("note", "str"),
-        ]
-    ),
-}
-
-
-def names() -> list[str]:
-    return sorted(SCHEMAS)
-
-
-def schema_of(name: str) -> Schema:
-    """The system table's columns as a table schema (its first column stands as key)."""
-    if name not in SCHEMAS:
-        system_table_missing(name)
-    cols = [
-        ColumnSchema(f.name, DataType.from_arrow(f.type), nullable=i > 0)
-        for i, f in enumerate(SCHEMAS[name])
-    ]
-    return Schema(tuple(cols), 1)
-
-
-def system_table_missing(name: str) -> None:
-    raise ProgrammingError(
-        f"no system table {SYSTEM_DATABASE}.{name}; there are "
-        f"{', '.join(f'{SYSTEM_DATABASE}.{n}' for n in names())}"
-    )
 
 
 def system_table(db: Database, name: str) -> pa.Table:
@@ -141,26 +39,8 @@ def system_table(db: Database, name: str) -> pa.Table:
     return pa.Table.from_pylist(build(db), schema=SCHEMAS[name])
 
 
-def _micros(us: int) -> datetime.datetime:
-    return datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=us)
-
-
 def _tables(db: Database) -> list[dict[str, Any]]:
-    out = []
-    for name in db.table_names():
-        m = db.table(name).meta
-        out.append(
-            {
-                "table_name": name,
-                "table_id": m.id,
-                "num_tablets": len(m.tablets),
-                "num_columns": len(m.schema.columns),
-                "schema_version": m.schema_version,
-                "partitioning": m.partition_schema.describe(),
-                "created": _micros(m.created_micros),
-            }
-        )
-    return out
+    return [table_row(name, db.table(name).meta) for name in db.table_names()]
 
 
 def _each_tablet(db: Database) -> list[tuple[str, int, str, Any]]:
@@ -180,7 +60,7 @@ def _tablets(db: Database) -> list[dict[str, Any]]:
         out.append(
             {
                 "table_name": name,
-                "tablet_id": tid,
+                "tablet_id": str(tid),
                 "partition": part,
                 "memrowset_rows": st["memrowset_rows"],
                 "memrowset_bytes": st["memrowset_bytes"],
@@ -188,7 +68,7 @@ def _tablets(db: Database) -> list[dict[str, Any]]:
                 "diskrowsets": st["diskrowsets"],
                 "disk_bytes": st["disk_bytes"],
                 "wal_bytes": st["wal_bytes"],
-                "ancient_history_mark": _micros(to_micros(st["ancient_history_mark"])),
+                "ancient_history_mark": micros_to_datetime(to_micros(st["ancient_history_mark"])),
             }
         )
     return out
@@ -204,7 +84,7 @@ def _rowsets(db: Database) -> list[dict[str, Any]]:
 def _rowset_row(name: str, tid: int, r: dict[str, Any]) -> dict[str, Any]:
     return {
         "table_name": name,
-        "tablet_id": tid,
+        "tablet_id": str(tid),
         "kind": r["kind"],
         "rowset_id": r["id"],
         "rows": r["rows"],
@@ -233,8 +113,8 @@ def _maintenance(db: Database) -> list[dict[str, Any]]:
             {
                 "op": r.op,
                 "table_name": name,
-                "tablet_id": tid,
-                "started": _micros(int(r.started * 1e6)),
+                "tablet_id": None if tid is None else str(tid),
+                "started": micros_to_datetime(int(r.started * 1e6)),
                 "duration_s": r.duration_s,
                 "bytes_read": r.bytes_read,
                 "bytes_written": r.bytes_written,
@@ -251,3 +131,15 @@ _BUILDERS: dict[str, Callable[[Database], list[dict[str, Any]]]] = {
     "maintenance": _maintenance,
     "tablet_servers": lambda db: [],
 }
+
+
+__all__ = [
+    "SCHEMAS",
+    "SYSTEM_DATABASE",
+    "micros_to_datetime",
+    "names",
+    "schema_of",
+    "system_table",
+    "system_table_missing",
+    "table_row",
+]

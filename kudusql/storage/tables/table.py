@@ -42,7 +42,6 @@ from kudusql.common.errors import (
     IntegrityError,
     ProgrammingError,
 )
-from kudusql.common.hybrid_time import to_micros
 from kudusql.common.predicates import ColumnPredicate, PredicateKind
 from kudusql.common.row_operations import (
     RowError,
@@ -51,6 +50,7 @@ from kudusql.common.row_operations import (
     WriteShortcuts,
     operations,
 )
+from kudusql.common.row_values import rows_to_arrow
 from kudusql.common.schema import Schema
 from kudusql.common.types import cast_array
 from kudusql.storage.tables.catalog import TableMeta
@@ -62,6 +62,7 @@ from kudusql.storage.tables.partition import (
     partition_for_row,
 )
 from kudusql.storage.tables.pruning import prune_partitions
+from kudusql.storage.tables.statistics import column_statistics
 from kudusql.storage.tables.transaction import (
     TabletWrite,
     bulk_rows,
@@ -73,7 +74,6 @@ from kudusql.storage.tablet.row_write import (
     SMALL_WRITE_ROWS,
     RowBatch,
     RowLayout,
-    rows_to_arrow,
 )
 from kudusql.storage.tablet.tablet import Tablet
 
@@ -259,7 +259,7 @@ class Table(WriteShortcuts):
 
     def rows_to_arrow(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
         """Rows of Python values as the Arrow batch ``write`` takes, each value meaning
-        what it means alone (``row_write.column_from_values``)."""
+        what it means alone (``common/row_values.py``)."""
         return rows_to_arrow(self.schema, columns, rows)
 
     def _write_routed_rows(
@@ -663,25 +663,14 @@ class Table(WriteShortcuts):
         rt = self._rt()
         schema = rt.meta.schema
         snap = self.db.snapshot(None)
-        per_tablet = []
-        cols: dict[str, dict[str, Any]] = {
-            c.name: {"min": None, "max": None, "null_count": 0} for c in schema.columns
-        }
-        total = 0
-        for entry, t in zip(rt.meta.tablets, rt.tablets(), strict=True):
-            rows = 0
-            for b in t.scan(schema.names, snapshot=snap):
-                rows += b.num_rows
-                for c in schema.columns:
-                    _fold_column_stats(cols[c.name], b.column(c.name))
-            per_tablet.append({"tablet_id": entry.id, "rows": rows})
-            total += rows
-        stats = {
-            "rows": total,
-            "snapshot_micros": to_micros(snap),
-            "tablets": per_tablet,
-            "columns": {k: _json_stat(v) for k, v in cols.items()},
-        }
+        stats = column_statistics(
+            schema,
+            [
+                (entry.id, t.scan(schema.names, snapshot=snap))
+                for entry, t in zip(rt.meta.tablets, rt.tablets(), strict=True)
+            ],
+            snap,
+        )
         self.db._set_statistics(self.id, stats)
         return stats
 
@@ -895,28 +884,3 @@ def _parallel(
                 yield item
     finally:
         stop.set()
-
-
-def _fold_column_stats(acc: dict[str, Any], col: pa.ChunkedArray[Any] | pa.Array[Any]) -> None:
-    acc["null_count"] += col.null_count
-    if len(col) == col.null_count:
-        return
-    try:
-        mm = pc.min_max(col)
-    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return
-    lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    if lo is not None and (acc["min"] is None or lo < acc["min"]):
-        acc["min"] = lo
-    if hi is not None and (acc["max"] is None or hi > acc["max"]):
-        acc["max"] = hi
-
-
-def _json_stat(acc: dict[str, Any]) -> dict[str, Any]:
-    from kudusql.common.json_values import to_json_value
-
-    return {
-        "min": None if acc["min"] is None else to_json_value(acc["min"]),
-        "max": None if acc["max"] is None else to_json_value(acc["max"]),
-        "null_count": acc["null_count"],
-    }

@@ -11,9 +11,7 @@ from __future__ import annotations
 import threading
 
 from kudusql.common.errors import ProgrammingError
-from kudusql.common.hybrid_time import HybridClock, describe, from_micros
-
-MAX_CLOCK_ERROR_MICROS = 10_000_000  # Kudu's --max_clock_sync_error_usec
+from kudusql.common.hybrid_time import MAX_CLOCK_ERROR_MICROS, HybridClock, describe, from_micros
 
 
 class MvccManager:

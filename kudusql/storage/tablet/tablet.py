@@ -54,6 +54,7 @@ from kudusql.common.row_operations import (
     atomic_rejection,
     operations,
 )
+from kudusql.common.row_values import rows_to_arrow
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile import BlockCache
 from kudusql.storage.fs.files import fsync_dir
@@ -92,7 +93,6 @@ from kudusql.storage.tablet.row_write import (
     RowPath,
     RowWrite,
     decide_rows,
-    rows_to_arrow,
 )
 from kudusql.storage.tablet.rowset_writer import RowSetWriteOptions
 from kudusql.storage.tablet.rowsets import RowSets
