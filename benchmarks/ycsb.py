@@ -98,6 +98,8 @@ class Client(Protocol):
 
 
 class System(Protocol):
+    """A system under test: loads the records, then hands out one client per thread."""
+
     name: str
     description: str
     settings: dict[str, str]
@@ -109,6 +111,8 @@ class System(Protocol):
 
 # -- kudusql ----------------------------------------------------------------------------------
 class KudusqlClient:
+    """A DB-API connection with the benchmark's statements (qmark parameters)."""
+
     def __init__(self, target: str, options: dict[str, Any]) -> None:
         import kudusql
 
@@ -131,6 +135,9 @@ class KudusqlClient:
 
 
 class Kudusql:
+    """kudusql at a directory or a cluster address: the table made and loaded through
+    the DB-API."""
+
     name = "kudusql"
 
     def __init__(self, target: str, partitions: int) -> None:
@@ -176,6 +183,8 @@ class Kudusql:
 
 # -- PostgreSQL -------------------------------------------------------------------------------
 class PostgresClient:
+    """A psycopg 3 connection: autocommit, every statement prepared on the server."""
+
     def __init__(self, conninfo: str) -> None:
         import psycopg  # type: ignore[import-not-found,unused-ignore]
 
