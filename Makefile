@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 FLOORS := .venv-floors
 FLOORS_STAMP := $(FLOORS)/.installed
 
-.PHONY: run test test-floors test-slow test-spark lint bench clean
+.PHONY: run test test-floors test-slow test-spark lint bench bench-ycsb clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -72,6 +72,13 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# YCSB workloads A, B, C, F against kudusql and a throwaway PostgreSQL 15 (needs Debian's
+# postgresql-15 package); installs the `bench` extra (psycopg). Options: YCSB_ARGS="--rows 100000".
+YCSB_ARGS ?=
+bench-ycsb: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]' --config-settings editable_mode=compat
+	$(BIN)/python -m benchmarks.ycsb $(YCSB_ARGS)
 
 clean:
 	rm -rf $(VENV) $(FLOORS) .pytest_cache .mypy_cache .ruff_cache .hypothesis
