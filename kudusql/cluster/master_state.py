@@ -32,10 +32,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kudusql.cluster.catalog.records import (
+    METADATA_ENTRY,
     TABLES_ENTRY,
     TABLETS_ENTRY,
     CatalogCorruptionError,
     CatalogRecord,
+    MetadataRecord,
     RecordKey,
     TableRecord,
     TableState,
@@ -156,10 +158,13 @@ class MasterState:
         """Forget everything but the store, and rebuild the catalog from its records."""
         self._tables: dict[str, TableRecord] = {}
         self._tablets: dict[str, TabletRecord] = {}
+        self._metadata: dict[str, MetadataRecord] = {}
         for key, value in self._store.scan():
             record = decode_record(key, value)
             if isinstance(record, TableRecord):
                 self._tables[record.table_id] = record
+            elif isinstance(record, MetadataRecord):
+                self._metadata[record.name] = record
             else:
                 self._tablets[record.tablet_id] = record
         self._tablets_of: dict[str, list[str]] = {t: [] for t in self._tables}
@@ -180,7 +185,20 @@ class MasterState:
 
     def durable_records(self) -> list[CatalogRecord]:
         """The in-memory catalog's records (equal to the store's after every input)."""
-        return [*self._tables.values(), *self._tablets.values()]
+        return [*self._tables.values(), *self._tablets.values(), *self._metadata.values()]
+
+    def metadata_document(self, name: str) -> str | None:
+        """The body of the clients' document ``name``, or None."""
+        doc = self._metadata.get(name)
+        return None if doc is None else doc.body
+
+    def put_metadata_document(self, name: str, body: str) -> None:
+        """Keep (replace) the clients' document ``name`` durably."""
+        if not name:
+            raise CatalogError("a metadata document needs a name")
+        batch = _Batch()
+        batch.put(MetadataRecord(name, body))
+        self._commit(batch)
 
     def tables(self) -> list[TableRecord]:
         return list(self._tables.values())
@@ -271,12 +289,25 @@ class MasterState:
         schema: str | None = None,
         new_name: str | None = None,
         metadata: str | None = None,
+        add_partitions: Sequence[str] = (),
+        drop_tablets: Sequence[str] = (),
     ) -> DdlResult:
-        """Change a table's schema, name and/or metadata; its tablets are brought to the
-        new version."""
+        """Change a table's schema, name and/or metadata, add tablets for new partitions
+        (placed as a create places them) and delete the tablets of dropped ones; its
+        tablets are brought to the new version."""
         table = self._require_table(name)
         if new_name is not None and new_name != name and self.table(new_name) is not None:
             raise TableAlreadyExists(f"table {new_name!r} already exists")
+        if len(set(add_partitions)) != len(add_partitions):
+            raise CatalogError("the partitions to add are not distinct")
+        own = {t.tablet_id: t for t in self.tablets_of(table.table_id)}
+        for tablet_id in drop_tablets:
+            tablet = own.get(tablet_id)
+            if tablet is None or tablet.state in _BEING_DELETED:
+                raise CatalogError(f"table {name!r} has no tablet {tablet_id!r} to drop")
+        live = self.live_tservers(now) if add_partitions else []
+        if add_partitions and not live:
+            raise CatalogError("no live tablet servers to place the table's tablets on")
         state = TableState.PREPARING if table.state is TableState.PREPARING else TableState.ALTERING
         altered = replace(
             table,
@@ -288,6 +319,16 @@ class MasterState:
         )
         batch = _Batch()
         batch.put(altered)
+        for tablet_id in drop_tablets:
+            batch.put(replace(own[tablet_id], state=TabletState.DELETED))
+        hosted = self._hosted()
+        for partition in add_partitions:
+            uuid = pick_tserver(live, hosted, self._recent, self._rng, now)
+            assert uuid is not None
+            hosted[uuid] = hosted.get(uuid, 0) + 1
+            batch.put(
+                TabletRecord(self._new_id(), table.table_id, partition, uuid, TabletState.CREATING)
+            )
         self._commit(batch)
         return DdlResult(table.table_id, tuple(self._table_requests(table.table_id, now)))
 
@@ -422,7 +463,14 @@ class MasterState:
                     self._tables[key[1]] = record
                     self._tablets_of.setdefault(key[1], [])
         for key, record in batch.changes.items():
-            if key[0] != TABLES_ENTRY:
+            if key[0] == METADATA_ENTRY:
+                if record is None:
+                    self._metadata.pop(key[1], None)
+                else:
+                    assert isinstance(record, MetadataRecord)
+                    self._metadata[key[1]] = record
+        for key, record in batch.changes.items():
+            if key[0] == TABLETS_ENTRY:
                 old = self._tablets.get(key[1])
                 if record is None:
                     if old is not None:
@@ -505,8 +553,8 @@ class MasterState:
             return
         for tablet_id in self._tablets_of[table_id]:
             tablet = self._view(tablet_id, batch)
-            if tablet is None or tablet.state is TabletState.REPLACED:
-                continue
+            if tablet is None or tablet.state in _BEING_DELETED:
+                continue  # replaced, or its partition dropped: not part of the table
             if tablet.state is not TabletState.RUNNING:
                 return
             if self._reported_version.get(tablet_id, -1) < table.schema_version:

@@ -32,6 +32,7 @@ from kudusql.cluster.tserver.messages import (
     WriteRequest,
     WriteResponse,
 )
+from kudusql.common.errors import Error
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.row_operations import WriteOp, WriteResult
 from kudusql.common.schema import ColumnSchema, Schema
@@ -155,6 +156,14 @@ def result_of(r: WriteResult) -> tuple[Any, ...]:
     )
 
 
+def atomic_outcome(table: Table | RemoteTable, batch: pa.Table, op: WriteOp) -> tuple[Any, ...]:
+    """An atomic write's result, or the error it raised (class and message)."""
+    try:
+        return ("ok", *result_of(table.write(batch, op, atomic=True)))
+    except Error as e:
+        return (type(e).__name__, str(e))
+
+
 def rows(table: pa.Table) -> list[dict[str, Any]]:
     return sorted(table.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
@@ -174,11 +183,26 @@ def test_differential_against_the_embedded_table(
         ops = list(WriteOp)
         marks: list[tuple[int, int]] = []  # (embedded, remote) timestamps between batches
         statuses: set[tuple[str, str]] = set()
-        for step in range(24):
+        atomic_kinds: set[str] = set()  # "ok", or the error class an atomic batch raised
+        for step in range(28):
             batch = random_batch(rng, rng.choice([1, 5, 40, 200]))
             op = ops[step % len(ops)] if step < len(ops) else rng.choice(ops)
             if step % 3 == 0:
                 batch = batch.slice(0, max(1, batch.num_rows // 2))
+            # After the diff-scan windows below: atomic batches and per-row operations.
+            if step >= 16 and step % 2 == 0:
+                # All or nothing: the same error (class and message) or the same result.
+                outcome = atomic_outcome(local, batch, op)
+                assert atomic_outcome(remote, batch, op) == outcome, step
+                atomic_kinds.add(outcome[0])
+            elif step >= 16:
+                # Each row's operation from a column.
+                per_row = batch.append_column(
+                    "op", pa.array([rng.choice(ops).name.lower() for _ in range(batch.num_rows)])
+                )
+                expected = local.write(per_row, op_column="op")
+                got = remote.write(per_row, op_column="op")
+                assert result_of(got) == result_of(expected), (step, "op_column")
             expected = local.write(batch, op)
             got = remote.write(batch, op)
             assert result_of(got) == result_of(expected), (step, op)
@@ -191,9 +215,11 @@ def test_differential_against_the_embedded_table(
             messages = " | ".join(sorted(m for _, m in statuses))
             assert {s for s, _ in statuses} >= {"NotFound", "AlreadyPresent", "InvalidArgument"}
             assert "No tablet covering" in messages, messages
+            assert atomic_kinds >= {"ok", "IntegrityError"} or len(atomic_kinds) >= 2, atomic_kinds
 
-        # Every read gives the same answer.
+        # Every read gives the same answer (no columns: the row count, as count(*)).
         assert rows(remote.to_arrow()) == rows(local.to_arrow())
+        assert remote.to_arrow([]).num_rows == local.to_arrow([]).num_rows > 0
         assert remote.count_rows() == local.count_rows()
         assert remote.to_arrow(ordered=True).equals(local.to_arrow(ordered=True))
         for preds in (
@@ -231,7 +257,7 @@ def test_differential_against_the_embedded_table(
         assert remote.to_arrow(ordered=True, limit=5).equals(
             local.to_arrow(ordered=True).slice(0, 5)
         )
-        stats = remote.statistics()
+        stats = remote.tablet_statistics()
         assert len(stats) == 4 and sum(s["memrowset_rows"] for s in stats) >= local.count_rows()
 
 
@@ -362,9 +388,9 @@ def test_the_tablet_server_data_calls(tservers: list[TServerProcess]) -> None:
         limited = session.scan(t.address, t.tablet_id, ["a"], [], snap, limit=30).read_all()
         assert limited.num_rows == 30
         assert table.to_arrow(limit=0).num_rows == 0
-        before = {s["tablet_id"]: s for s in table.statistics()}
+        before = {s["tablet_id"]: s for s in table.tablet_statistics()}
         table.flush()
-        after = {s["tablet_id"]: s for s in table.statistics()}
+        after = {s["tablet_id"]: s for s in table.tablet_statistics()}
         assert after[t.tablet_id]["disk_rows"] == before[t.tablet_id]["memrowset_rows"] == 100
         assert after[t.tablet_id]["memrowset_rows"] == 0
         assert table.count_rows() == 100

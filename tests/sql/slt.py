@@ -32,6 +32,10 @@ As in sqllogictest, ``query`` may name the column types first, one letter a colu
 an integer and a boolean (NULL fits any letter). The letters: ``I`` integer (not a
 boolean), ``R`` real or decimal, ``T`` text, ``B`` boolean, ``D`` date or timestamp,
 ``X`` binary. ``query ... label a|b`` checks the result's column labels too (separated by ``|``).
+
+Each file runs against an embedded database and against a cluster (``kudusql://``). A
+record whose answer differs by mode is preceded, as in sqllogictest, by ``onlyif MODE``
+or ``skipif MODE`` (``embedded`` or ``cluster``) on its first line.
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kudusql
 from kudusql.common.errors import Error
+from tests.support.targets import Target
 
 
 @dataclass
@@ -54,6 +58,11 @@ class Record:
     arg: str
     sql: str
     expected: list[str]
+    #: The modes the record runs in (``onlyif`` / ``skipif``).
+    modes: frozenset[str] = frozenset({"embedded", "cluster"})
+
+
+MODES = frozenset({"embedded", "cluster"})
 
 
 def parse_file(path: Path) -> list[Record]:
@@ -76,12 +85,21 @@ def parse_file(path: Path) -> list[Record]:
     if cur:
         blocks.append((start, cur))
     for start, lines in blocks:
+        modes = MODES
+        while lines and lines[0].split(None, 1)[0] in ("onlyif", "skipif"):
+            word, _, mode = lines[0].partition(" ")
+            if mode.strip() not in MODES:
+                raise ValueError(f"{path}:{start}: unknown mode in {lines[0]!r}")
+            modes = modes & {mode.strip()} if word == "onlyif" else modes - {mode.strip()}
+            lines = lines[1:]
         head = lines[0].split(None, 1)
         kind, arg = head[0], head[1] if len(head) > 1 else ""
         body = lines[1:]
         if kind in ("query", "statement"):
             sep = body.index("----") if "----" in body else len(body)
-            records.append(Record(start, kind, arg, "\n".join(body[:sep]), body[sep + 1 :]))
+            records.append(
+                Record(start, kind, arg, "\n".join(body[:sep]), body[sep + 1 :], frozenset(modes))
+            )
         else:
             raise ValueError(f"{path}:{start}: unknown record {lines[0]!r}")
     return records
@@ -135,11 +153,14 @@ def check_types(where: str, types: str, rows: list[tuple[Any, ...]]) -> None:
             assert ok, f"{where}: column {i + 1} is {type(v).__name__} {v!r}, not {letter}"
 
 
-def run_file(path: Path) -> None:
-    with kudusql.connect(":memory:", maintenance=False, sync=False) as conn:
+def run_file(path: Path, target: Target | None = None) -> None:
+    target = target or Target("embedded")
+    with target.connect() as conn:
         cur = conn.cursor()
         for r in parse_file(path):
-            where = f"{path.name}:{r.line}"
+            if target.kind not in r.modes:
+                continue
+            where = f"{path.name}:{r.line} ({target.kind})"
             if r.kind == "statement":
                 words = r.arg.split(None, 1)
                 mode = words[0] if words else "ok"

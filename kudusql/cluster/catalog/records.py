@@ -17,6 +17,8 @@ FORMAT_VERSION = 1
 #: The entry types of the system catalog's key, as Kudu's ``SysRowEntryType``.
 TABLES_ENTRY = 1
 TABLETS_ENTRY = 2
+#: Small named documents the clients keep in the catalog (the SQL database registry).
+METADATA_ENTRY = 3
 
 RecordKey = tuple[int, str]
 
@@ -75,7 +77,19 @@ class TabletRecord:
         return (TABLETS_ENTRY, self.tablet_id)
 
 
-CatalogRecord = TableRecord | TabletRecord
+@dataclass(frozen=True)
+class MetadataRecord:
+    """A named document clients keep with the catalog (opaque to the master)."""
+
+    name: str
+    body: str
+
+    @property
+    def key(self) -> RecordKey:
+        return (METADATA_ENTRY, self.name)
+
+
+CatalogRecord = TableRecord | TabletRecord | MetadataRecord
 
 
 def encode_record(record: CatalogRecord) -> bytes:
@@ -91,6 +105,8 @@ def encode_record(record: CatalogRecord) -> bytes:
             "state": record.state.value,
             "metadata": record.metadata,
         }
+    elif isinstance(record, MetadataRecord):
+        body = {"v": FORMAT_VERSION, "name": record.name, "body": record.body}
     else:
         body = {
             "v": FORMAT_VERSION,
@@ -141,6 +157,10 @@ def decode_record(key: RecordKey, value: bytes) -> CatalogRecord:
             )
             record = tablet
             ident = tablet.tablet_id
+        elif entry_type == METADATA_ENTRY:
+            doc = MetadataRecord(name=_field(body, "name", str), body=_field(body, "body", str))
+            record = doc
+            ident = doc.name
         else:
             raise CatalogCorruptionError(
                 f"catalog record {entry_id!r} has unknown type {entry_type}"

@@ -45,8 +45,8 @@ from kudusql.cluster.master.messages import TableInfo
 from kudusql.cluster.rpc_client import DEFAULT_TIMEOUT, ObservedTimestamps, RpcClient
 from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.common.errors import (
+    CorruptionError,
     KuduNotFound,
-    NotSupportedError,
     OperationalError,
     ProgrammingError,
 )
@@ -69,9 +69,6 @@ __all__ = ["RemoteDatabase"]
 
 #: Seconds a cached table record is used before the master is asked again.
 TABLE_TTL_S = 1.0
-
-#: The master's record of the SQL layers' small metadata files (``save_meta_file``).
-_META_FILES_TABLE = "__kudusql_meta_files"
 
 
 class RemoteDatabase:
@@ -186,7 +183,7 @@ class RemoteDatabase:
 
     def table_names(self) -> list[str]:
         self._check_open()
-        return [n for n in self.master.table_names() if n != _META_FILES_TABLE]
+        return self.master.table_names()
 
     def has_table(self, name: str, *, soft_deleted: bool = False) -> bool:
         return self._cached(name) is not None
@@ -205,8 +202,6 @@ class RemoteDatabase:
         """The table's cached record while fresh, else the master's (the cached one
         when the master cannot be reached); None when there is no such table."""
         self._check_open()
-        if name == _META_FILES_TABLE:
-            return None
         now = time.monotonic()
         with self._lock:
             cached = self._tables.get(name)
@@ -282,8 +277,6 @@ class RemoteDatabase:
         """Create the table at the master; returns once every tablet runs."""
         self._check_open()
         ps = partition_schema or PartitionSchema()
-        if name == _META_FILES_TABLE:
-            raise ProgrammingError(f"table name {name!r} is reserved")
         meta = new_table_meta(
             0,
             name,
@@ -326,29 +319,44 @@ class RemoteDatabase:
             self._forget(name)
 
     def alter_table(self, name: str, steps: Sequence[AlterStep]) -> RemoteTable:
-        """ALTER TABLE: the embedded rules decide the new table; the master records it
-        and brings every tablet to its schema. Adding or dropping range partitions is
-        not done on a cluster yet."""
+        """ALTER TABLE: the embedded rules decide the new table; the master records it,
+        creates the tablets of added range partitions, deletes those of dropped ones,
+        and brings every tablet to the new schema."""
         self._check_open()
         table = self.table(name)
         old = table.meta
-        res = apply_alter(old, steps, len(old.tablets))
+        res = apply_alter(old, steps, max((e.id for e in old.tablets), default=-1) + 1)
         check_altered(name, res)
-        if res.added or res.dropped:
-            raise NotSupportedError(
-                "ADD/DROP RANGE PARTITION is not supported on a cluster yet (it is on an "
-                "embedded database)"
-            )
         new = res.meta
         if new.name != name and self.has_table(new.name):
             raise ProgrammingError(f"table {new.name!r} already exists")
+        drop_tablets: list[str] = []
+        if res.dropped:
+            by_start = self.meta_cache.table(name).by_start
+            for e in res.dropped:
+                located = by_start.get(e.partition_key_start)
+                if located is None:
+                    raise OperationalError(
+                        f"table {name!r}: no running tablet serves the partition to drop yet; "
+                        "try again"
+                    )
+                drop_tablets.append(located.tablet_id)
+        added = {e.partition_key_start for e in res.added}
+        add_partitions = [
+            TabletPartition.of(new.partition_schema, p).to_json()
+            for p in new.partitions()
+            if p.partition_key_start in added
+        ]
         self._forget(name, new.name)
         self.master.alter_table(
             name,
             schema=json.dumps(new.schema.to_dict()) if res.schema_changed else None,
             new_name=new.name if new.name != name else None,
             metadata=json.dumps(new.to_dict()),
+            add_partitions=add_partitions,
+            drop_tablets=drop_tablets,
         )
+        self._forget(name, new.name)
         return self.table(new.name)
 
     def _save_statistics(self, name: str, stats: dict[str, Any]) -> None:
@@ -407,12 +415,20 @@ class RemoteDatabase:
     # -- the SQL layers' metadata files ---------------------------------------------------
 
     def load_meta_file(self, name: str, magic: bytes, version: int, what: str) -> Any:
-        """Not kept on a cluster yet: the SQL database registry starts empty (databases
-        that hold a table exist all the same)."""
-        return None
+        """The body of the SQL layers' metadata file ``name``, kept at the master as a
+        catalog document (``{"magic", "version", "body"}``), or None."""
+        text = self.master.document(name)
+        if text is None:
+            return None
+        try:
+            doc = json.loads(text)
+            ok = doc.get("magic") == magic.hex() and doc.get("version") == version
+        except (ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise CorruptionError(f"{self.path}/{name}", 0, f"unreadable {what}")
+        return doc["body"]
 
     def save_meta_file(self, name: str, magic: bytes, version: int, body: Any) -> None:
-        raise NotSupportedError(
-            "CREATE DATABASE, DROP DATABASE and database comments are not kept on a cluster "
-            "yet; a table named db.t makes database db exist"
-        )
+        doc = {"magic": magic.hex(), "version": version, "body": body}
+        self.master.put_document(name, json.dumps(doc, sort_keys=True))

@@ -18,12 +18,15 @@ from kudusql.cluster.master.messages import (
     CreateTable,
     DdlResponse,
     DropTable,
+    GetMetadataDocument,
     GetTable,
     GetTableLocations,
     ListTables,
     ListTablesResponse,
     ListTabletServers,
     ListTabletServersResponse,
+    MetadataDocument,
+    PutMetadataDocument,
     TableInfo,
     TableLocationsResponse,
     TabletLocationInfo,
@@ -74,6 +77,13 @@ class MasterClient:
     def table_names(self) -> list[str]:
         return list(self._call(ListTables(), ListTablesResponse).names)
 
+    def document(self, name: str) -> str | None:
+        """The clients' metadata document ``name`` kept in the catalog, or None."""
+        return self._call(GetMetadataDocument(name), MetadataDocument).body
+
+    def put_document(self, name: str, body: str) -> None:
+        self._call(PutMetadataDocument(name, body), MetadataDocument)
+
     def tablet_servers(self) -> list[TabletServerInfo]:
         return list(self._call(ListTabletServers(), ListTabletServersResponse).servers)
 
@@ -98,8 +108,18 @@ class MasterClient:
         schema: str | None = None,
         new_name: str | None = None,
         metadata: str | None = None,
+        add_partitions: list[str] | None = None,
+        drop_tablets: list[str] | None = None,
     ) -> None:
-        request = AlterTable(name, schema, new_name, metadata, wait_seconds=_MASTER_WAIT)
+        request = AlterTable(
+            name,
+            schema,
+            new_name,
+            metadata,
+            wait_seconds=_MASTER_WAIT,
+            add_partitions=add_partitions or [],
+            drop_tablets=drop_tablets or [],
+        )
         response = self._call(request, DdlResponse)
         self._wait_done(new_name or name, response)
 

@@ -41,9 +41,16 @@ from kudusql.cluster.client.meta_cache import LocatedTablet, MetaCache, TableLoc
 from kudusql.cluster.client.tserver_client import KEY_INDEX_COLUMN, TabletServerPool
 from kudusql.cluster.errors import ServiceUnavailable, TabletNotFound
 from kudusql.cluster.tablet_partition import routing_keys
-from kudusql.common.errors import Error, ProgrammingError
+from kudusql.common.errors import DataError, Error, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.common.row_operations import RowError, WriteOp, WriteResult, WriteShortcuts
+from kudusql.common.row_operations import (
+    RowError,
+    WriteOp,
+    WriteResult,
+    WriteShortcuts,
+    atomic_rejection,
+    operations,
+)
 from kudusql.common.row_values import rows_to_arrow
 from kudusql.common.schema import Schema
 from kudusql.storage.tables.catalog import TableMeta, TabletEntry
@@ -222,31 +229,50 @@ class RemoteTable(WriteShortcuts):
         op_column: str | None = None,
         atomic: bool = False,
     ) -> WriteResult:
-        """Apply a batch with one operation for every row, each tablet's part at that
-        tablet's HybridTime; see the module docstring."""
-        if op_column is not None or op is None:
-            raise ProgrammingError("a remote table writes one operation per batch (no op_column)")
-        if atomic:
-            raise ProgrammingError(
-                "a remote table applies a batch atomically per tablet only (atomic=False)"
-            )
-        wop = WriteOp.parse(op)
+        """Apply a batch (one ``op`` for every row, or each row's from ``op_column``),
+        each tablet's part at that tablet's HybridTime; see the module docstring.
+
+        ``atomic``: any row error rejects the batch (``atomic_rejection``, as the
+        embedded table raises it). Every tablet first checks its part (nothing
+        applied if any finds an error), then applies it atomically. Across tablets
+        this is not one transaction: a write of another client landing between the
+        check and a part's write can reject that part after others applied, and the
+        error then says so."""
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
+        ops = operations(data, op, op_column)
         slots, unrouted = self._route(data)
         errors = [
-            RowError(int(i), wop, _key_of(data, self.schema, int(i)), "NotFound", NO_TABLET_MESSAGE)
+            RowError(
+                int(i),
+                WriteOp(int(ops[i])),
+                _key_of(data, self.schema, int(i)),
+                "NotFound",
+                NO_TABLET_MESSAGE,
+            )
             for i in np.flatnonzero(unrouted).tolist()
         ]
+        if atomic and errors:
+            raise DataError(
+                f"atomic write batch rejected: {len(errors)} row error(s); first: {errors[0]}"
+            )
         parts = _split(data, slots)
-        op_name = wop.name.lower()
+        op_name = "" if op_column is not None else WriteOp.parse(op).name.lower()  # type: ignore[arg-type]
 
-        def one(index: int) -> WriteResult:
+        def send(index: int, *, check_only: bool = False) -> WriteResult:
             slot, rows, part = parts[index]
             response = self._on_tablet(
                 slot,
-                lambda t: self.servers.write(t.address, t.tablet_id, op_name, part),
-                reads=False,
+                lambda t: self.servers.write(
+                    t.address,
+                    t.tablet_id,
+                    op_name,
+                    part,
+                    op_column=op_column,
+                    atomic=atomic,
+                    check_only=check_only,
+                ),
+                reads=check_only,
             )
             return WriteResult(
                 response.timestamp,
@@ -264,7 +290,12 @@ class RemoteTable(WriteShortcuts):
                 ],
             )
 
-        results = self._on_tablets(range(len(parts)), one)
+        if atomic and len(parts) > 1:
+            checked = self._on_tablets(range(len(parts)), lambda i: send(i, check_only=True))
+            found = sorted((e for r in checked for e in r.errors), key=lambda e: e.index)
+            if found:
+                raise atomic_rejection(found)
+        results = self._on_tablets(range(len(parts)), send)
         applied = ignored = timestamp = 0
         for r in results:
             applied += r.applied
@@ -272,6 +303,15 @@ class RemoteTable(WriteShortcuts):
             timestamp = max(timestamp, r.timestamp)
             errors += r.errors
         errors.sort(key=lambda e: e.index)
+        if atomic and errors:
+            rejected = atomic_rejection(errors)
+            if applied:
+                rejected = type(rejected)(
+                    f"{rejected}; the batch's rows on other tablets were applied (a cluster "
+                    "applies a batch atomically per tablet, and another write landed between "
+                    "the check and the write)"
+                )
+            raise rejected
         if not results:
             timestamp = self.servers.observed.value or 0
         return WriteResult(timestamp, applied, ignored, errors)
@@ -334,7 +374,9 @@ class RemoteTable(WriteShortcuts):
         snap = self.snapshot(snapshot)
         hashed = bool(self.partition_schema.hash_dimensions)
         extra = [k for k in schema.key_names if k not in names] if ordered and hashed else []
-        wanted = names + extra
+        # A scan of no columns (``count(*)``) still needs each row: a key column carries
+        # them and is dropped here.
+        wanted = names + extra or [schema.key_names[0]]
         wanted_schema = schema.arrow_schema(wanted)
 
         def open_tablet(slot: int) -> Callable[[], Iterator[pa.RecordBatch]]:
@@ -356,10 +398,14 @@ class RemoteTable(WriteShortcuts):
             return run
 
         jobs = [open_tablet(slot) for slot in keep]
-        if not ordered:
-            batches = _parallel(jobs, self.threads)
-        elif not hashed:  # range partitions are disjoint and in key order: concatenate
-            batches = (b for job in jobs for b in job())
+        if not ordered or not hashed:
+            # Unordered: as they come; ordered by range only: range partitions are
+            # disjoint and in key order, so the tablets' sorted streams concatenate.
+            batches = (
+                _parallel(jobs, self.threads) if not ordered else (b for job in jobs for b in job())
+            )
+            if wanted != names:
+                batches = (b.select(names) for b in batches)
         else:  # every tablet's rows, sorted by key (as the embedded table does)
             table = pa.Table.from_batches(list(_parallel(jobs, self.threads)), wanted_schema)
             if table.num_rows:

@@ -119,10 +119,22 @@ class TabletServerPool:
 
     # -- data -------------------------------------------------------------------------------
 
-    def write(self, address: str, tablet_id: str, op: str, data: pa.Table) -> WriteResponse:
-        """Apply ``data`` to the tablet with one operation (not retried: a write whose
-        answer was lost may have applied)."""
-        response = self.client(address).put(WriteRequest(tablet_id, op), data)
+    def write(
+        self,
+        address: str,
+        tablet_id: str,
+        op: str,
+        data: pa.Table,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+        check_only: bool = False,
+    ) -> WriteResponse:
+        """Apply ``data`` to the tablet with one operation, or each row's from
+        ``op_column`` (not retried: a write whose answer was lost may have applied);
+        see ``WriteRequest`` for ``atomic`` and ``check_only``."""
+        request = WriteRequest(tablet_id, op, op_column, atomic, check_only)
+        response = self.client(address).put(request, data, idempotent=check_only)
         return _expect(response, WriteResponse)  # type: ignore[no-any-return]
 
     def scan(

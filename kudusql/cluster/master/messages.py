@@ -7,7 +7,7 @@ are in ``kudusql.cluster.heartbeat_messages``. Wire format: FORMAT.md in this pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kudusql.cluster.messages import Request, Response, message
@@ -63,9 +63,10 @@ class CreateTable(Request):
 @message("master_alter_table")
 @dataclass(frozen=True)
 class AlterTable(Request):
-    """Change a table's schema, name and/or metadata (null: unchanged); the schema
-    version goes up by one and every tablet is brought to it. ``wait_seconds`` as in
-    CreateTable."""
+    """Change a table's schema, name and/or metadata (null: unchanged), add a tablet
+    for each of ``add_partitions`` and delete the tablets ``drop_tablets`` (ADD and DROP
+    RANGE PARTITION); the schema version goes up by one and every tablet is brought to
+    it. ``wait_seconds`` as in CreateTable."""
 
     RESPONSE: ClassVar[type[Response]] = DdlResponse
     name: str
@@ -73,6 +74,8 @@ class AlterTable(Request):
     new_name: str | None = None
     metadata: str | None = None
     wait_seconds: float = 0.0
+    add_partitions: list[str] = field(default_factory=list)
+    drop_tablets: list[str] = field(default_factory=list)
 
 
 @message("master_drop_table")
@@ -188,3 +191,34 @@ class ListTabletServers(Request):
 
     RESPONSE: ClassVar[type[Response]] = ListTabletServersResponse
     IDEMPOTENT: ClassVar[bool] = True
+
+
+@message("master_metadata_document")
+@dataclass(frozen=True)
+class MetadataDocument(Response):
+    """A clients' document kept in the catalog (``body`` null: there is none)."""
+
+    name: str
+    body: str | None
+
+
+@message("master_get_metadata_document")
+@dataclass(frozen=True)
+class GetMetadataDocument(Request):
+    """The document ``name`` (the SQL layers' database registry, for one)."""
+
+    RESPONSE: ClassVar[type[Response]] = MetadataDocument
+    IDEMPOTENT: ClassVar[bool] = True
+    name: str
+
+
+@message("master_put_metadata_document")
+@dataclass(frozen=True)
+class PutMetadataDocument(Request):
+    """Keep ``body`` as the document ``name`` (replacing it), durably, before answering.
+    Idempotent: the same put twice leaves the same document."""
+
+    RESPONSE: ClassVar[type[Response]] = MetadataDocument
+    IDEMPOTENT: ClassVar[bool] = True
+    name: str
+    body: str

@@ -39,12 +39,15 @@ from kudusql.cluster.master.messages import (
     CreateTable,
     DdlResponse,
     DropTable,
+    GetMetadataDocument,
     GetTable,
     GetTableLocations,
     ListTables,
     ListTablesResponse,
     ListTabletServers,
     ListTabletServersResponse,
+    MetadataDocument,
+    PutMetadataDocument,
     TableInfo,
     TableLocationsResponse,
     TabletLocationInfo,
@@ -147,6 +150,8 @@ class MasterServer(RpcServer):
         self.register_action(GetTableLocations, self._get_table_locations)
         self.register_action(ListTabletServers, self._list_tablet_servers)
         self.register_action(TSHeartbeat, self._heartbeat)
+        self.register_action(GetMetadataDocument, self._get_document)
+        self.register_action(PutMetadataDocument, self._put_document)
 
     def close(self) -> None:
         """Stop the driver and the senders, and close the catalog."""
@@ -337,7 +342,13 @@ class MasterServer(RpcServer):
     def _alter_table(self, r: AlterTable) -> DdlResponse:
         table_id = self._ddl(
             lambda st, now: st.alter_table(
-                r.name, now, schema=r.schema, new_name=r.new_name, metadata=r.metadata
+                r.name,
+                now,
+                schema=r.schema,
+                new_name=r.new_name,
+                metadata=r.metadata,
+                add_partitions=r.add_partitions,
+                drop_tablets=r.drop_tablets,
             )
         )
         log.info("altered table %s (%s)", r.name, table_id)
@@ -362,6 +373,18 @@ class MasterServer(RpcServer):
                 table.state.value,
                 table.state is TableState.RUNNING,
             )
+
+        return self._run(task)
+
+    def _get_document(self, r: GetMetadataDocument) -> MetadataDocument:
+        return self._run(
+            lambda state, now: MetadataDocument(r.name, state.metadata_document(r.name))
+        )
+
+    def _put_document(self, r: PutMetadataDocument) -> MetadataDocument:
+        def task(state: MasterState, now: float) -> MetadataDocument:
+            state.put_metadata_document(r.name, r.body)
+            return MetadataDocument(r.name, r.body)
 
         return self._run(task)
 

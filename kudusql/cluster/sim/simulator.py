@@ -19,6 +19,7 @@ from typing import TypeVar
 from kudusql.cluster.catalog.records import (
     TABLES_ENTRY,
     TABLETS_ENTRY,
+    CatalogRecord,
     TableRecord,
     TableState,
     TabletRecord,
@@ -131,8 +132,10 @@ class Simulation:
             ts.start()
         self.next_heartbeat = {u: self.rng.uniform(0, HEARTBEAT_INTERVAL) for u in self.tservers}
         self.partitions_of: dict[str, frozenset[str]] = {}
+        #: Each metadata document's last acknowledged body.
+        self.documents: dict[str, str] = {}
         self.faulty = True
-        self._decoded: dict[tuple[tuple[int, str], bytes], TableRecord | TabletRecord] = {}
+        self._decoded: dict[tuple[tuple[int, str], bytes], CatalogRecord] = {}
 
     # -- running ----------------------------------------------------------------------------
 
@@ -225,6 +228,13 @@ class Simulation:
                 self.network.send(MASTER, _Heartbeat(uuid, ts.address, report), self.now)
 
     def client_ddl(self) -> None:
+        if self.rng.random() < 0.1:  # a client's metadata document (the SQL databases)
+            doc, body = f"doc{self.rng.randint(0, 2)}", f"body{len(self.trace)}"
+            self.master_input(
+                f"put document {doc}",
+                lambda: self._put_document(doc, body),
+            )
+            return
         name = self.rng.choice(self.table_names)
         table = self.master.table(name)
         try:
@@ -239,16 +249,51 @@ class Simulation:
                 self.partitions_of[result.table_id] = frozenset(parts)
             elif self.rng.random() < 0.6:
                 version = table.schema_version + 1
-                self.master_input(
-                    f"alter {name} to v{version}",
-                    lambda: self.master.alter_table(
-                        name, self.now, schema=f"{name}-v{version}", metadata=f"{name}-m{version}"
-                    ),
+                # Some alters also add range partitions and drop others (by tablet id).
+                live = [
+                    t
+                    for t in self.master.tablets_of(table.table_id)
+                    if t.state in (TabletState.CREATING, TabletState.RUNNING)
+                ]
+                drop = (
+                    [self.rng.choice(live)]
+                    if live and len(live) > 1 and self.rng.random() < 0.3
+                    else []
                 )
+                add = (
+                    [f"q{version}-{i}" for i in range(self.rng.randint(1, 2))]
+                    if self.rng.random() < 0.3
+                    else []
+                )
+                before = self.partitions_of[table.table_id]
+                # The partitions the table covers from this input on (checked inside it).
+                self.partitions_of[table.table_id] = (before - {t.partition for t in drop}) | set(
+                    add
+                )
+                try:
+                    self.master_input(
+                        f"alter {name} to v{version} +{add} -{[t.partition for t in drop]}",
+                        lambda: self.master.alter_table(
+                            name,
+                            self.now,
+                            schema=f"{name}-v{version}",
+                            metadata=f"{name}-m{version}",
+                            add_partitions=add,
+                            drop_tablets=[t.tablet_id for t in drop],
+                        ),
+                    )
+                except CatalogError:
+                    self.partitions_of[table.table_id] = before
+                    raise
             else:
                 self.master_input(f"drop {name}", lambda: self.master.drop_table(name, self.now))
         except CatalogError as e:
             self.log(f"client: {e}")
+
+    def _put_document(self, name: str, body: str) -> DdlResult:
+        self.master.put_metadata_document(name, body)
+        self.documents[name] = body
+        return DdlResult("", ())
 
     def master_input(self, what: str, call: Callable[[], _Output]) -> _Output:
         """Run one master input, check safety, send its outputs (unless the master crashes)."""
@@ -323,7 +368,7 @@ class Simulation:
         trace = "\n".join(self.trace[-200:])
         raise SimulationFailure(f"seed {self.seed}: {message}\ntrace (last 200 events):\n{trace}")
 
-    def stored(self) -> dict[tuple[int, str], TableRecord | TabletRecord]:
+    def stored(self) -> dict[tuple[int, str], CatalogRecord]:
         try:
             out = {}
             for key, value in self.store.scan():
@@ -358,7 +403,7 @@ class Simulation:
                 if any(t.state in (TabletState.RUNNING, TabletState.CREATING) for t in own):
                     self.fail(f"dropped table {table.name} has a live tablet")
                 continue
-            current = [t for t in own if t.state is not TabletState.REPLACED]
+            current = [t for t in own if t.state not in (TabletState.REPLACED, TabletState.DELETED)]
             partitions = sorted(t.partition for t in current)
             expected = sorted(self.partitions_of.get(table_id, partitions))
             if partitions != expected:
@@ -378,6 +423,9 @@ class Simulation:
                             f"{short(tablet.tablet_id)} is at v{hosted.schema_version}"
                         )
         if self.master_up:
+            for doc, body in self.documents.items():
+                if self.master.metadata_document(doc) != body:
+                    self.fail(f"metadata document {doc} lost its acknowledged body {body!r}")
             for table in self.master.tables():
                 if table.state is TableState.REMOVED:
                     continue

@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             tls_root=str(tls.certificate) if tls is not None else None,
             interval=args.heartbeat_interval,
         )
+        server.on_tablets_changed = heartbeater.trigger  # type: ignore[method-assign]
         heartbeater.start()
     try:
         server.serve()

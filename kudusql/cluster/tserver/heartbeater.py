@@ -68,6 +68,8 @@ class Heartbeater:
             retry=RetryPolicy(max_attempts=1, deadline=timeout),
         )
         self._stop = threading.Event()
+        #: Set to heartbeat now rather than at the next interval.
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeater", daemon=True)
         self._sequence = 0
         #: What the master acknowledged: tablet id -> schema version; None: send a full report.
@@ -79,9 +81,15 @@ class Heartbeater:
     def start(self) -> None:
         self._thread.start()
 
+    def trigger(self) -> None:
+        """Heartbeat as soon as possible: a tablet changed, and the master waits for the
+        report that shows it (a CREATE TABLE returns once its tablets are reported)."""
+        self._wake.set()
+
     def stop(self) -> None:
         """Stop heartbeating (the master notices through its unresponsive timeout)."""
         self._stop.set()
+        self._wake.set()
         self._thread.join()
         self._master.close()
 
@@ -123,6 +131,7 @@ class Heartbeater:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()  # a trigger from now on is seen by the wait below
             try:
                 self.heartbeat()
                 if self._logged_failure:
@@ -134,4 +143,4 @@ class Heartbeater:
                     self._logged_failure = True
             except Exception:
                 log.exception("heartbeat failed")
-            self._stop.wait(self._interval)
+            self._wake.wait(self._interval)

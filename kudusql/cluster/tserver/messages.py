@@ -174,12 +174,18 @@ class WriteResponse(Response):
 @dataclass(frozen=True)
 class WriteRequest(Request):
     """Apply the put's batches to a tablet with one operation (``insert``, ``upsert``,
-    ``update``, ``delete`` or an ``_ignore`` form). Not idempotent: a lost answer does
-    not mean the write did not happen."""
+    ``update``, ``delete`` or an ``_ignore`` form), or each row's from the column
+    ``op_column`` (``operation`` is then empty). ``atomic``: any row error applies
+    nothing and the errors come back. ``check_only``: apply nothing, answer the errors
+    a write would report now. Not idempotent: a lost answer does not mean the write did
+    not happen."""
 
     RESPONSE: ClassVar[type[Response]] = WriteResponse
     tablet_id: str
     operation: str
+    op_column: str | None = None
+    atomic: bool = False
+    check_only: bool = False
 
 
 @message("tserver_scan")

@@ -92,6 +92,10 @@ class TabletServer(RpcServer):
         self.register_action(TabletStatsRequest, self._stats)
         self.register_action(FlushTablet, self._flush)
 
+    def on_tablets_changed(self) -> None:
+        """Called after a tablet is created, altered or deleted (the heartbeater sets it
+        to report the change at once, as Kudu's ``TriggerASAP``)."""
+
     def close(self) -> None:
         """Close every tablet (WALs synced) and release the directory."""
         self.tablets.close()
@@ -107,15 +111,17 @@ class TabletServer(RpcServer):
             schema=parse_schema(r.schema),
             schema_version=r.schema_version,
         )
+        self.on_tablets_changed()
         return _changed(entry)
 
     def _alter(self, r: AlterTablet) -> TabletChanged:
-        return _changed(
-            self.tablets.alter_tablet(r.tablet_id, parse_schema(r.schema), r.schema_version)
-        )
+        entry = self.tablets.alter_tablet(r.tablet_id, parse_schema(r.schema), r.schema_version)
+        self.on_tablets_changed()
+        return _changed(entry)
 
     def _delete(self, r: DeleteTablet) -> TabletChanged:
         entry = self.tablets.delete_tablet(r.tablet_id)
+        self.on_tablets_changed()
         if entry is None:
             return TabletChanged(r.tablet_id, "ABSENT", 0)
         return _changed(entry)
@@ -133,7 +139,14 @@ class TabletServer(RpcServer):
 
     def _write(self, r: WriteRequest, batches: pa.RecordBatchReader) -> WriteResponse:
         data = batches.read_all()
-        result = self.tablets.write(r.tablet_id, data, r.operation)
+        result = self.tablets.write(
+            r.tablet_id,
+            data,
+            r.operation or None,
+            op_column=r.op_column,
+            atomic=r.atomic,
+            check_only=r.check_only,
+        )
         errors = [
             WireRowError(
                 index=e.index,

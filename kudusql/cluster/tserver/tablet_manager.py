@@ -37,6 +37,8 @@ from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.cluster.tserver.messages import KEY_INDEX_COLUMN
 from kudusql.cluster.tserver.superblock import RUNNING, TOMBSTONED, Superblock, TabletEntry
 from kudusql.common.errors import (
+    DataError,
+    IntegrityError,
     KuduAlreadyPresent,
     OperationalError,
     ProgrammingError,
@@ -44,7 +46,7 @@ from kudusql.common.errors import (
 from kudusql.common.hybrid_time import HybridClock
 from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.common.row_operations import RowError, WriteOp, WriteResult
+from kudusql.common.row_operations import RowError, WriteOp, WriteResult, operations
 from kudusql.common.schema import Schema
 from kudusql.storage.cfile.block_cache import BlockCache
 from kudusql.storage.fs.lock import DirLock
@@ -295,23 +297,48 @@ class TabletManager:
                 raise TabletNotFound(f"tablet {tablet_id} is not hosted by this tablet server")
             return tablet
 
-    def write(self, tablet_id: str, data: pa.Table, operation: str) -> WriteResult:
-        """Apply a batch; returns once it is durable in the tablet's WAL. Rows that
-        belong to another tablet's partition are refused one by one (NotFound, as
-        Kudu's ``CheckRowInTablet``); the others apply."""
-        op = WriteOp.parse(operation)
+    def write(
+        self,
+        tablet_id: str,
+        data: pa.Table,
+        operation: str | None,
+        *,
+        op_column: str | None = None,
+        atomic: bool = False,
+        check_only: bool = False,
+    ) -> WriteResult:
+        """Apply a batch (one ``operation``, or each row's from ``op_column``); returns
+        once it is durable in the tablet's WAL. Rows that belong to another tablet's
+        partition are refused one by one (NotFound, as Kudu's ``CheckRowInTablet``); the
+        others apply. ``atomic``: a batch with any row error applies nothing and answers
+        its errors (timestamp 0). ``check_only``: the errors a write would report now."""
         tablet = self.tablet(tablet_id)
         partition = self._partitions[tablet_id]
         try:
+            ops = operations(data, operation, op_column)
             foreign = partition.foreign_rows(tablet.schema, data)
-            if not foreign.any():
-                return tablet.write(data, op)
             keep = np.flatnonzero(~foreign)
-            result = tablet.write(data.take(keep), op)
+            part = data if not foreign.any() else data.take(keep)
+
+            def own_errors() -> list[RowError]:
+                return tablet.check_write(part, operation, op_column=op_column)
+
+            if check_only or (atomic and foreign.any()):
+                result = WriteResult(0, 0, 0, own_errors())
+            elif atomic:
+                try:
+                    result = tablet.write(part, operation, op_column=op_column, atomic=True)
+                except (IntegrityError, DataError):
+                    # Rejected whole: answer each row's error (as the check finds them).
+                    result = WriteResult(0, 0, 0, own_errors())
+            else:
+                result = tablet.write(part, operation, op_column=op_column)
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
             raise ProgrammingError(
                 f"a write batch does not fit tablet {tablet_id}: {exc}"
             ) from None
+        if not foreign.any():
+            return result
         key_names = [k for k in tablet.schema.key_names if k in data.column_names]
         errors = [
             RowError(int(keep[e.index]), e.op, e.key, e.status, e.message) for e in result.errors
@@ -319,7 +346,7 @@ class TabletManager:
         errors += [
             RowError(
                 i,
-                op,
+                WriteOp(int(ops[i])),
                 tuple(data.column(k)[i].as_py() for k in key_names) or None,
                 "NotFound",
                 NOT_IN_PARTITION_MESSAGE,
