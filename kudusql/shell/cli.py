@@ -43,7 +43,8 @@ def parser() -> argparse.ArgumentParser:
         nargs="?",
         default=DEFAULT_PATH,
         metavar="PATH",
-        help=f"database directory (default: ./{DEFAULT_PATH}, created on first use)",
+        help=f"database directory (default: ./{DEFAULT_PATH}, created on first use), or "
+        "a cluster's master as kudusql://HOST:PORT",
     )
     ap.add_argument(
         "-c",
@@ -56,6 +57,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--format", choices=FORMATS, default="table", help="output format")
     ap.add_argument("-o", "--output", metavar="FILE", help="write results to FILE")
     ap.add_argument("--read-only", action="store_true", help="open the database read-only")
+    ap.add_argument(
+        "--secret-file",
+        metavar="FILE",
+        help="the cluster secret for a kudusql:// connection (default: $KUDUSQL_SECRET_FILE)",
+    )
     ap.add_argument("--timing", action="store_true", help="show elapsed time per statement")
     ap.add_argument("--vi", action="store_true", help="vi editing mode")
     ap.add_argument(
@@ -73,10 +79,19 @@ def _open(args: argparse.Namespace, err: TextIO) -> Connection | None:
     from kudusql.shell import errors
 
     path = args.path
+    cluster = path.lower().startswith("kudusql://")
+    if cluster and (args.read_only or args.no_maintenance):
+        err.write("Error: --read-only and --no-maintenance are for a database directory\n")
+        return None
+    if not cluster and args.secret_file:
+        err.write("Error: --secret-file is for a kudusql://HOST:PORT connection\n")
+        return None
     if args.read_only and not os.path.isdir(path):
         err.write(f"Error: no database at {path} to open read-only\n")
         return None
     try:
+        if cluster:
+            return kudusql.connect(path, secret_file=args.secret_file)
         options: dict[str, bool] = {"read_only": args.read_only}
         if args.no_maintenance:
             options["maintenance"] = False

@@ -26,6 +26,7 @@ from kudusql_tpch.check import compare_results
 from kudusql_tpch.generate import generate_tpch, tpchgen_path
 from kudusql_tpch.load import duck_native, duck_parquet, load_kudusql
 from kudusql_tpch.spec import TPCH_KEYS, has_order_by, load_queries, queries_dir
+from tests.support.targets import cluster_url, sql_cluster
 
 SF = 0.01
 #: Hash buckets at SF 0.01 (0: one tablet, no partitioning).
@@ -79,7 +80,7 @@ def tpch_data(request: pytest.FixtureRequest) -> Path:
     return generate_tpch(SF, root / "sf0.01", progress=False)
 
 
-def _open_loaded(path: Path, data: Path) -> Connection:
+def _open_loaded(path: Path | str, data: Path) -> Connection:
     conn = kudusql.connect(str(path))
     counts = load_kudusql(
         conn, data, lambda t: BUCKETS.get(t, 0), via_executemany=VIA_EXECUTEMANY, flush=False
@@ -98,6 +99,20 @@ def pristine(
     yield conn, duck
     conn.close()
     duck.close()
+
+
+@pytest.fixture(scope="module")
+def on_cluster(
+    tmp_path_factory: pytest.TempPathFactory, tpch_data: Path
+) -> Iterator[tuple[Connection, duckdb.DuckDBPyConnection]]:
+    """The same data loaded into a cluster (a master and three tablet servers) through
+    a ``kudusql://`` connection, and DuckDB over the Parquet files."""
+    with sql_cluster(tmp_path_factory.mktemp("tpch-cluster")) as cluster:
+        conn = _open_loaded(cluster_url(cluster), tpch_data)
+        duck = duck_parquet(tpch_data)
+        yield conn, duck
+        conn.close()
+        duck.close()
 
 
 def _changed(
@@ -164,6 +179,15 @@ def test_tpch_query(
     pristine: tuple[Connection, duckdb.DuckDBPyConnection],
 ) -> None:
     _check(*pristine, queries[q])
+
+
+@pytest.mark.parametrize("q", _params())
+def test_tpch_query_on_a_cluster(
+    q: int,
+    queries: dict[int, str],
+    on_cluster: tuple[Connection, duckdb.DuckDBPyConnection],
+) -> None:
+    _check(*on_cluster, queries[q])
 
 
 @pytest.mark.parametrize("q", _params())
