@@ -96,6 +96,13 @@ def parser() -> argparse.ArgumentParser:
         help=f"kudusql database (default {cache_dir()}/tpch-sf<N>.kudusql)",
     )
     g.add_argument(
+        "--cluster",
+        metavar="HOST:PORT",
+        default=None,
+        help="run against the cluster whose master is HOST:PORT instead of --db (its secret "
+        "from $KUDUSQL_SECRET_FILE); load with --loader arrow",
+    )
+    g.add_argument(
         "--loader",
         choices=("spark", "arrow"),
         default="spark",
@@ -160,7 +167,8 @@ class Context:
     args: argparse.Namespace
     sf: float
     src: Path
-    db: Path
+    #: The database directory, or a cluster's ``kudusql://HOST:PORT``.
+    db: Path | str
     out: Path
     queries: dict[str, str]
     progress: bool
@@ -210,7 +218,13 @@ def context(args: argparse.Namespace) -> Context:
     data_dir = args.data_dir or default_data_dir()
     # Nothing goes into the working directory unasked: the database and the results
     # default to the kudusql cache, and the paths are shown.
-    db = args.db or cache_dir() / f"tpch-sf{sf_label(sf)}.kudusql"
+    db: Path | str = args.db or cache_dir() / f"tpch-sf{sf_label(sf)}.kudusql"
+    if args.cluster:
+        if args.db is not None:
+            raise TpchError("--cluster and --db name two databases: give one")
+        if args.loader == "spark" and args.command in ("load", "all"):
+            raise TpchError("loading a cluster takes --loader arrow")
+        db = f"kudusql://{args.cluster}"
     out = args.out or default_results_dir()
     if args.db is None or args.out is None:
         log(f"database {db}, results in {out}")
@@ -408,6 +422,8 @@ def cmd_micro(ctx: Context, native: duckdb.DuckDBPyConnection | None = None) -> 
 
 
 def cmd_mutate(ctx: Context, native_path: Path | None = None, before: Suite | None = None) -> None:
+    if not isinstance(ctx.db, Path):
+        raise TpchError("mutate copies the database directory: it needs --db, not --cluster")
     _ensure_data(ctx)
     ctx.open_loaded().close()  # loaded and at this scale factor
     section, suites = run_mutation(

@@ -186,7 +186,7 @@ def _row_group_batches(f: pq.ParquetFile, batch_rows: int) -> list[list[int]]:
 
 
 def load_arrow(
-    db: Path,
+    db: Path | str,
     src: Path,
     sf: float,
     *,
@@ -337,7 +337,7 @@ def load_spark(
 
 def load(
     loader: str,
-    db: Path,
+    db: Path | str,
     src: Path,
     sf: float,
     *,
@@ -348,6 +348,10 @@ def load(
     if loader == "arrow":
         return load_arrow(db, src, sf, cores=cores, progress=progress)
     if loader == "spark":
+        if not isinstance(db, Path):
+            raise TpchError(
+                "the Spark loader writes a database directory; load a cluster with arrow"
+            )
         return load_spark(db, src, sf, cores=cores, master=master, progress=progress)
     raise TpchError(f"unknown loader {loader!r}: spark or arrow")
 
@@ -384,10 +388,11 @@ def duck_native_timed(src: Path, path: Path) -> tuple[duckdb.DuckDBPyConnection,
     return con, time.perf_counter() - t0
 
 
-def open_loaded(db: Path, src: Path, **options: Any) -> Connection:
-    """A connection to ``db`` after checking it holds the TPC-H tables with as many
-    lineitem rows as ``src`` has (else a TpchError saying to load)."""
-    if not db.exists():
+def open_loaded(db: Path | str, src: Path, **options: Any) -> Connection:
+    """A connection to ``db`` (a directory, or a cluster's ``kudusql://`` URL) after
+    checking it holds the TPC-H tables with as many lineitem rows as ``src`` has (else a
+    TpchError saying to load)."""
+    if isinstance(db, Path) and not db.exists():
         raise TpchError(
             f"no database at {db}: run `python -m kudusql_tpch load` first (same --sf/--db)"
         )

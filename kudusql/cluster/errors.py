@@ -15,6 +15,7 @@ from kudusql.common import errors as common_errors
 from kudusql.common.errors import DatabaseError, Error, InterfaceError, OperationalError
 
 __all__ = [
+    "ConnectionRefused",
     "MalformedMessage",
     "RpcTimedOut",
     "ServiceUnavailable",
@@ -28,6 +29,11 @@ __all__ = [
 
 class ServiceUnavailable(OperationalError):
     """A server could not be reached (down, restarting, refusing connections)."""
+
+
+class ConnectionRefused(ServiceUnavailable):
+    """Nothing listens at the server's address: the call was never sent (so even a
+    write may be sent again, elsewhere)."""
 
 
 class RpcTimedOut(OperationalError):

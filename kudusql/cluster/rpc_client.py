@@ -34,6 +34,7 @@ import pyarrow.flight as flight
 
 from kudusql.cluster.addresses import HostPort, parse_host_port
 from kudusql.cluster.errors import (
+    ConnectionRefused,
     MalformedMessage,
     RpcTimedOut,
     ServiceUnavailable,
@@ -350,7 +351,9 @@ class RpcClient:
                 f"{who} refused the call: unauthenticated (no cluster secret, or a wrong one)"
             ) from None
         except flight.FlightUnavailableError as exc:
-            raise _Retriable(ServiceUnavailable(f"{who} is unavailable: {_reason(exc)}")) from None
+            reason = _reason(exc)
+            kind = ConnectionRefused if reason == "connection refused" else ServiceUnavailable
+            raise _Retriable(kind(f"{who} is unavailable: {reason}")) from None
         except flight.FlightTimedOutError:
             raise _Retriable(
                 RpcTimedOut(f"{who} did not answer {request.TYPE} within {budget:.3g} s")

@@ -210,9 +210,14 @@ class RemoteDatabase:
         try:
             info = self.master.table(name)
         except OperationalError:
-            if cached is not None:
-                return cached  # the master is down: keep serving what is known
-            raise
+            if cached is None:
+                raise
+            # The master is down: keep serving what is known, and ask it again only
+            # after another ``table_ttl``.
+            entry = (now, cached[1], cached[2])
+            with self._lock:
+                self._tables[name] = entry
+            return entry
         if info is None:
             with self._lock:
                 self._tables.pop(name, None)

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from kudusql.cluster.client.meta_cache import LocatedTablet, MetaCache, TableLocations
 from kudusql.cluster.client.tserver_client import KEY_INDEX_COLUMN, TabletServerPool
-from kudusql.cluster.errors import ServiceUnavailable, TabletNotFound
+from kudusql.cluster.errors import ConnectionRefused, ServiceUnavailable, TabletNotFound
 from kudusql.cluster.tablet_partition import routing_keys
 from kudusql.common.errors import DataError, Error, ProgrammingError
 from kudusql.common.predicates import ColumnPredicate
@@ -136,15 +136,20 @@ class RemoteTable(WriteShortcuts):
 
     def _on_tablet(self, slot: int, call: Callable[[LocatedTablet], T], *, reads: bool = True) -> T:
         """``call`` on the tablet of partition ``slot``; once more on fresh locations when
-        the cached ones are stale."""
+        the cached ones are stale. A write goes again only when it surely did not apply:
+        its tablet was not there, or nothing listened at the address; a write whose
+        server went away mid-call raises, and the next call looks the tablet up again."""
         locations = self.meta_cache.table(self.name)
         stale: tuple[type[Error], ...] = (
-            (TabletNotFound, ServiceUnavailable) if reads else (TabletNotFound,)
+            (TabletNotFound, ServiceUnavailable) if reads else (TabletNotFound, ConnectionRefused)
         )
         try:
             return call(self._located(slot, locations))
         except stale:
             self.meta_cache.invalidate(self.name, locations)
+        except ServiceUnavailable:
+            self.meta_cache.invalidate(self.name, locations)
+            raise
         return call(self._located(slot, self.meta_cache.table(self.name)))
 
     def _on_tablets(self, slots: Sequence[int], call: Callable[[int], T]) -> list[T]:
