@@ -29,7 +29,7 @@ from kudusql.client.write import (
 )
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.row_operations import WriteOp, WriteResult
-from kudusql.storage.tables.table import Table as CoreTable
+from kudusql.storage.tables.handles import TableHandle
 
 if TYPE_CHECKING:
     from kudusql.client.client import Client
@@ -43,7 +43,7 @@ Record: TypeAlias = "Mapping[Any, Any] | Sequence[Any] | None"
 class Table:
     """A table of a ``Client`` (``client.table(name)``)."""
 
-    def __init__(self, client: Client, core: CoreTable) -> None:
+    def __init__(self, client: Client, core: TableHandle) -> None:
         self._client = client
         self._core = core
 
@@ -53,8 +53,8 @@ class Table:
         return self._client
 
     @property
-    def core(self) -> CoreTable:
-        """The storage table (``kudusql.storage.tables.table.Table``)."""
+    def core(self) -> TableHandle:
+        """The storage table: an embedded ``Table`` or a cluster's ``RemoteTable``."""
         return self._core
 
     @property
@@ -62,7 +62,9 @@ class Table:
         return self._core.name
 
     @property
-    def id(self) -> int:
+    def id(self) -> int | str:
+        """The table's id (an int in an embedded database, the master's id string on a
+        cluster)."""
         return self._core.id
 
     @property
@@ -105,7 +107,11 @@ class Table:
         return Column(self, self.schema[key])
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Table) and other._core.db is self._core.db and other.id == self.id
+        return (
+            isinstance(other, Table)
+            and other._client.database is self._client.database
+            and other.id == self.id
+        )
 
     def __hash__(self) -> int:
         return hash(self.id)
