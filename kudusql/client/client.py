@@ -354,7 +354,7 @@ class Client:
 
     def _table_by_id(self, table_id: int | str, name: str = "") -> Table:
         try:
-            return Table(self, self._db.table_by_id(table_id))
+            return Table(self, self._db.table_by_id(table_id, name or None))
         except ProgrammingError:
             if not name:
                 raise
@@ -422,9 +422,7 @@ class Client:
 def _one(what: str, value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         if len(value) != 1:
-            raise KuduValueError(
-                f"kudusql has one master: give one {what}, not {len(value)}"
-            )
+            raise KuduValueError(f"kudusql has one master: give one {what}, not {len(value)}")
         return value[0]
     return value
 

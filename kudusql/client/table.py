@@ -45,7 +45,16 @@ class Table:
 
     def __init__(self, client: Client, core: TableHandle) -> None:
         self._client = client
-        self._core = core
+        self._handle = core
+        self._id = core.id
+
+    @property
+    def _core(self) -> TableHandle:
+        """The table as it is now, found by id (so renames and ALTERs by any client are
+        followed; ProgrammingError once it is dropped)."""
+        handle = self._client.database.table_by_id(self._id, self._handle.name)
+        self._handle = handle
+        return handle
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -65,7 +74,7 @@ class Table:
     def id(self) -> int | str:
         """The table's id (an int in an embedded database, the master's id string on a
         cluster)."""
-        return self._core.id
+        return self._id
 
     @property
     def schema(self) -> Schema:

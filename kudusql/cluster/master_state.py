@@ -310,7 +310,9 @@ class MasterState:
             raise CatalogError("no live tablet servers to place the table's tablets on")
         state = TableState.PREPARING if table.state is TableState.PREPARING else TableState.ALTERING
         kept = [
-            t for t in own.values() if t.state not in _BEING_DELETED and t.tablet_id not in drop_tablets
+            t
+            for t in own.values()
+            if t.state not in _BEING_DELETED and t.tablet_id not in drop_tablets
         ]
         if not kept and not add_partitions:
             # No tablet is left to bring to the new version (every range partition

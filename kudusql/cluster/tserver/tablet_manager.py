@@ -373,7 +373,9 @@ class TabletManager:
         with encoded primary keys in ``key_range`` ``[lo, hi)``."""
         tablet = self.tablet(tablet_id)
         preds = _predicates(predicates)
-        reader = tablet.scan(columns, preds, snapshot=snapshot, ordered=ordered, key_range=key_range)
+        reader = tablet.scan(
+            columns, preds, snapshot=snapshot, ordered=ordered, key_range=key_range
+        )
         if limit is None:
             return reader
         if limit < 0:

@@ -608,8 +608,8 @@ class Database:
         assert meta is not None
         return Table(self, meta.id)
 
-    def table_by_id(self, table_id: int | str) -> Table:
-        """The table with this id, whatever its name now."""
+    def table_by_id(self, table_id: int | str, name: str | None = None) -> Table:
+        """The table with this id, whatever its name now (``name`` is not needed)."""
         if not isinstance(table_id, int):
             raise ProgrammingError(f"table id {table_id!r} is not a table of {self.path}")
         self._runtime(table_id)
