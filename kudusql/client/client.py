@@ -1,18 +1,22 @@
 """``connect()`` and ``Client``: the entry point, Kudu's ``kudu.connect`` /
-``kudu.Client`` for an embedded database (a directory instead of master addresses).
+``kudu.Client``, for a cluster (``connect(host, port)``: a ``RemoteDatabase``) or an
+embedded database (``connect(directory)``).
 
-A client opens (or wraps) one ``Database``; DDL goes through it (``create_table``,
-``delete_table``, ``new_table_alterer``), writes through sessions and tables, reads
-through scanners. ``latest_observed_timestamp()`` is the highest HybridTime of any
-write or scan this client has seen; a snapshot scan at it sees all of them.
+A client opens (or wraps) one ``DatabaseHandle`` and reaches storage only through it and
+its ``TableHandle``s, so both kinds serve every call; DDL goes through it
+(``create_table``, ``delete_table``, ``new_table_alterer``), writes through sessions and
+tables, reads through scanners. ``latest_observed_timestamp()`` is the highest
+HybridTime of any write or scan this client has seen; a snapshot scan at it sees all of
+them.
 
 Tables have Kudu's owner and comment (``create_table(owner=, comment=)``, the alterer's
 ``set_owner``/``set_comment``), statistics (``get_table_statistics``: on-disk size and
 live row count) and soft delete: ``soft_delete_table(name, reserve_seconds)`` (or
 ``delete_table(name, reserve_seconds=...)``) hides a table from ``list_tables`` and SQL
 while it stays recallable (``recall_table(table.id)``); once the reserve time has passed
-it is purged. Errors have kudu-python's classes (``KuduNotFound`` for a table that does
-not exist, ...), each also the PEP 249 class (``kudusql.common.errors``).
+it is purged (an embedded database only: a cluster refuses soft delete). Errors have
+kudu-python's classes (``KuduNotFound`` for a table that does not exist, ...), each also
+the PEP 249 class (``kudusql.common.errors``).
 """
 
 from __future__ import annotations
