@@ -30,6 +30,14 @@ Usage::
     session.flush()
     rows = table.scanner().add_predicate(table['key'] >= 1).open().read_all_tuples()
 
+On a cluster (``kudusql cluster start``), connect as kudu-python does, with the
+cluster's secret (``secret_file=`` or ``KUDUSQL_SECRET_FILE``)::
+
+    client = kudu.connect('127.0.0.1', 7051, secret_file='/tmp/c/cluster.secret')
+    # or kudu.connect('kudusql://127.0.0.1:7051?secret_file=/tmp/c/cluster.secret')
+
+and everything above works alike; scan tokens then name each tablet's tablet server.
+
 Code written for kudu-python runs with ``import kudusql.client as kudu`` where kudusql has
 the feature: scanned TIMESTAMPs are UTC-aware datetimes (``to_pandas``:
 ``datetime64[ns, UTC]``); errors have kudu-python's classes (``KuduNotFound``,
@@ -38,13 +46,18 @@ each also the PEP 249 class of ``kudusql.common.errors``.
 
 Differences from Kudu:
 
-- ``connect`` takes a database directory, not master addresses (a one-element list is
-  accepted, ``port`` and timeouts are ignored); clients of one process share the open
-  database. There is one copy of each tablet, so ``n_replicas`` above 1 is refused,
-  replica selection policies are all met by it, and what needs a cluster is refused or
-  absent: ``list_tablet_servers``, authentication and JWTs, ``is_multimaster`` (False),
+- ``connect`` takes one master (a host and port, or lists of one), or a database
+  directory for an embedded database (a one-element list is accepted, ``port`` and
+  timeouts are then ignored); clients of one process share an open embedded database.
+  There is one copy of each tablet, so ``n_replicas`` above 1 is refused, replica
+  selection policies are all met by it, and ``is_multimaster`` is False. An embedded
+  database refuses what needs a cluster (``list_tablet_servers``, authentication).
+  A cluster authenticates with its shared secret and TLS, not Kerberos or JWTs, and
+  refuses soft delete and recall (its master keeps no soft-deleted tables). Absent:
   a token's tablet replicas, ``scanner.get_current_server``, ``get_resource_metrics``
   and ``set_cache_blocks``.
+- ``latest_observed_timestamp()`` on a cluster includes every server's answer (Kudu's
+  propagated timestamp): at or after the last write's own HybridTime.
 - ``latest_observed_timestamp()`` is a ``HybridTime`` (an ``int``), not a datetime; it is
   accepted by ``set_snapshot`` (see ``timestamps``).
 - ``KuduError.failed_op()`` returns the operation itself, and

@@ -201,7 +201,7 @@ class TableAlterer:
         client = self._table.client
         db = client.database
         meta = db.table_meta(self._table.name, soft_deleted=True)
-        if meta is None or meta.id != self._table.id:
+        if meta is None or db.table(self._table.name, soft_deleted=True).id != self._table.id:
             raise KuduNotFound(f'the table does not exist: table_name: "{self._table.name}"')
         if meta.soft_deleted:
             raise KuduInvalidArgument(

@@ -1,23 +1,28 @@
 """``connect()`` and ``Client``: the entry point, Kudu's ``kudu.connect`` /
-``kudu.Client`` for an embedded database (a directory instead of master addresses).
+``kudu.Client``, for a cluster (``connect(host, port)``: a ``RemoteDatabase``) or an
+embedded database (``connect(directory)``).
 
-A client opens (or wraps) one ``Database``; DDL goes through it (``create_table``,
-``delete_table``, ``new_table_alterer``), writes through sessions and tables, reads
-through scanners. ``latest_observed_timestamp()`` is the highest HybridTime of any
-write or scan this client has seen; a snapshot scan at it sees all of them.
+A client opens (or wraps) one ``DatabaseHandle`` and reaches storage only through it and
+its ``TableHandle``s, so both kinds serve every call; DDL goes through it
+(``create_table``, ``delete_table``, ``new_table_alterer``), writes through sessions and
+tables, reads through scanners. ``latest_observed_timestamp()`` is the highest
+HybridTime of any write or scan this client has seen; a snapshot scan at it sees all of
+them.
 
 Tables have Kudu's owner and comment (``create_table(owner=, comment=)``, the alterer's
 ``set_owner``/``set_comment``), statistics (``get_table_statistics``: on-disk size and
 live row count) and soft delete: ``soft_delete_table(name, reserve_seconds)`` (or
 ``delete_table(name, reserve_seconds=...)``) hides a table from ``list_tables`` and SQL
 while it stays recallable (``recall_table(table.id)``); once the reserve time has passed
-it is purged. Errors have kudu-python's classes (``KuduNotFound`` for a table that does
-not exist, ...), each also the PEP 249 class (``kudusql.common.errors``).
+it is purged (an embedded database only: a cluster refuses soft delete). Errors have
+kudu-python's classes (``KuduNotFound`` for a table that does not exist, ...), each also
+the PEP 249 class (``kudusql.common.errors``).
 """
 
 from __future__ import annotations
 
 import getpass
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +34,14 @@ from kudusql.client.schema import Schema
 from kudusql.client.session import FLUSH_MANUAL, Session
 from kudusql.client.table import Table
 from kudusql.client.timestamps import HybridTime
+from kudusql.cluster.client.database import RemoteDatabase
+from kudusql.cluster.client.target import (
+    CLUSTER_OPTIONS,
+    SCHEME,
+    ClusterTarget,
+    is_cluster_url,
+)
+from kudusql.cluster.rpc_client import DEFAULT_TIMEOUT
 from kudusql.common.errors import (
     KuduAlreadyPresent,
     KuduInvalidArgument,
@@ -39,9 +52,8 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.schema import Schema as CoreSchema
-from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.handles import DatabaseHandle
 from kudusql.storage.tables.open_databases import open_database
-from kudusql.storage.tables.table import Table as CoreTable
 
 __all__ = [
     "ENCRYPTION_OPTIONAL",
@@ -82,6 +94,30 @@ class TableStatistics:
         )
 
 
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class TabletServer:
+    """A tablet server of the cluster (kudu-python's ``TabletServer``)."""
+
+    _uuid: str
+    _address: str
+
+    def uuid(self) -> str:
+        return self._uuid
+
+    def hostname(self) -> str:
+        return self._address.rsplit(":", 1)[0]
+
+    def port(self) -> int:
+        return int(self._address.rsplit(":", 1)[1])
+
+    def __repr__(self) -> str:
+        return f"TabletServer({self._uuid}, {self._address})"
+
+
 def _not_found(name: str) -> KuduNotFound:
     return KuduNotFound(f'the table does not exist: table_name: "{name}"')
 
@@ -96,15 +132,23 @@ def _current_user() -> str:
 class Client:
     """A connection to one database. ``Client(path, **database_options)`` opens (or
     creates) it, or shares the one another client of this process opened by the same
-    path; the last of them to ``close()`` closes it. ``Client(database)`` wraps an open
-    ``Database`` and leaves closing it to its owner."""
+    path; the last of them to ``close()`` closes it. ``Client("kudusql://HOST:PORT",
+    secret_file=..., tls_ca=..., timeout=...)`` connects to a cluster's master.
+    ``Client(database)`` wraps an open database (embedded or a cluster's
+    ``RemoteDatabase``) and leaves closing it to its owner."""
 
-    def __init__(self, database: Database | str, **kw: Any) -> None:
-        if isinstance(database, Database):
+    def __init__(self, database: DatabaseHandle | str, **kw: Any) -> None:
+        self._release = _nothing
+        if not isinstance(database, str):
             if kw:
                 raise ProgrammingError("database options apply only when opening by path")
-            self._db = database
+            self._db: DatabaseHandle = database
             self._own = False
+        elif is_cluster_url(database):
+            remote = RemoteDatabase.open(database, **kw)
+            self._db = remote
+            self._release = remote.close
+            self._own = True
         else:
             options = kw.pop("options", None)
             try:
@@ -122,9 +166,19 @@ class Client:
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
-    def database(self) -> Database:
-        """The storage database (``kudusql.storage.tables.database.Database``)."""
+    def database(self) -> DatabaseHandle:
+        """The storage database: an embedded ``Database`` or a cluster's
+        ``RemoteDatabase`` (both ``DatabaseHandle``s)."""
         return self._db
+
+    @property
+    def is_cluster(self) -> bool:
+        """True when connected to a cluster's master (not an embedded database)."""
+        return self._db.master_address is not None
+
+    def _check_open(self) -> None:
+        if self._db.closed:
+            raise ProgrammingError(f"database {self._db.path} is closed")
 
     @property
     def path(self) -> str:
@@ -159,8 +213,11 @@ class Client:
 
     def latest_observed_timestamp(self) -> HybridTime:
         """The highest HybridTime this client has observed (its writes' timestamps and its
-        scans' snapshots); 0 before any. ``scanner.set_snapshot()`` of it reads all of
-        them."""
+        scans' snapshots; on a cluster also any server's answer); 0 before any.
+        ``scanner.set_snapshot()`` of it reads all of them."""
+        seen = self._db.observed_timestamp()
+        if seen is not None:
+            self._observe(seen)
         return HybridTime(self._observed)
 
     # -- tables --------------------------------------------------------------------------------
@@ -181,7 +238,7 @@ class Client:
         process (as Kudu's master takes the client's user). Returns the new table."""
         if n_replicas not in (None, 0, 1):
             raise KuduNotSupported(
-                f"n_replicas={n_replicas}: an embedded database keeps one copy of each tablet"
+                f"n_replicas={n_replicas}: kudusql keeps one copy of each tablet"
             )
         core_schema = schema.core if isinstance(schema, Schema) else schema
         if not isinstance(core_schema, CoreSchema):
@@ -196,7 +253,7 @@ class Client:
         for what, v in (("owner", owner), ("comment", comment)):
             if v is not None and not isinstance(v, str):
                 raise KuduTypeError(f"a table {what} is a str, not {type(v).__name__}")
-        self._db._check_open()
+        self._check_open()
         self._db.purge_expired_tables()
         held = self._db.table_meta(table_name, soft_deleted=True)
         if held is not None and (held.soft_deleted or not if_not_exists):
@@ -222,7 +279,7 @@ class Client:
         if reserve_seconds is not None:
             self.soft_delete_table(table_name, reserve_seconds)
             return
-        self._db._check_open()
+        self._check_open()
         if not self._db.has_table(table_name, soft_deleted=True):
             raise _not_found(table_name)
         self._db.drop_table(table_name, soft_deleted=True)
@@ -232,7 +289,7 @@ class Client:
         name, and ``recall_table(table.id)`` brings it back within ``reserve_seconds``;
         after that it is purged. Without ``reserve_seconds`` (or with 0) it is dropped at
         once, as in Kudu."""
-        self._db._check_open()
+        self._check_open()
         if reserve_seconds is not None and (
             isinstance(reserve_seconds, bool) or not isinstance(reserve_seconds, int)
         ):
@@ -252,7 +309,11 @@ class Client:
     def recall_table(self, table_id: int | str, new_table_name: str | None = None) -> Table:
         """Bring back a soft-deleted table (by its id) within its reserve time, under
         ``new_table_name`` if given; KuduNotFound if there is no such table."""
-        self._db._check_open()
+        self._check_open()
+        if self.is_cluster:
+            raise KuduNotSupported(
+                "a kudusql cluster keeps no soft-deleted tables, so there is none to recall"
+            )
         try:
             tid = int(table_id)
         except (TypeError, ValueError):
@@ -276,13 +337,13 @@ class Client:
 
     def table_exists(self, table_name: str) -> bool:
         """True if the table exists (a soft-deleted one too, as in Kudu)."""
-        self._db._check_open()
+        self._check_open()
         return self._db.has_table(table_name, soft_deleted=True)
 
     def table(self, table_name: str) -> Table:
         """The table called ``table_name`` (a soft-deleted one too; KuduNotFound if
         there is none)."""
-        self._db._check_open()
+        self._check_open()
         if not self._db.has_table(table_name, soft_deleted=True):
             raise _not_found(table_name)
         return Table(self, self._db.table(table_name, soft_deleted=True))
@@ -295,14 +356,13 @@ class Client:
         wal = sum(t["wal_bytes"] for t in stats["tablets"])
         return TableStatistics(int(stats["disk_bytes"]) + int(wal), table.core.count_rows())
 
-    def _table_by_id(self, table_id: int, name: str = "") -> Table:
+    def _table_by_id(self, table_id: int | str, name: str = "") -> Table:
         try:
-            self._db._runtime(table_id)
+            return Table(self, self._db.table_by_id(table_id, name or None))
         except ProgrammingError:
             if not name:
                 raise
             raise ProgrammingError(f"table {name!r} was dropped") from None
-        return Table(self, CoreTable(self._db, table_id))
 
     def list_tables(self, match_substring: str | None = None) -> list[str]:
         """The live tables' names (those containing ``match_substring``), sorted."""
@@ -319,9 +379,13 @@ class Client:
             names = [n for n in names if match_substring in n]
         return names
 
-    def list_tablet_servers(self) -> list[Any]:
-        """Kudu lists its tablet servers; an embedded database has none to list."""
-        raise KuduNotSupported("an embedded database has no tablet servers to list")
+    def list_tablet_servers(self) -> list[TabletServer]:
+        """The cluster's tablet servers (``uuid()``, ``hostname()``, ``port()``); an
+        embedded database has none to list."""
+        if not self.is_cluster:
+            raise KuduNotSupported("an embedded database has no tablet servers to list")
+        rows = self._db.system_table("tablet_servers").to_pylist()
+        return [TabletServer(str(r["uuid"]), str(r["address"])) for r in rows]
 
     def new_table_alterer(self, table: Table | str) -> TableAlterer:
         """An alterer for ``table`` (a Table or its name)."""
@@ -351,12 +415,25 @@ class Client:
                 f"unknown session option(s) {', '.join(sorted(unknown))}; known: "
                 f"{', '.join(sorted(known))}"
             )
-        self._db._check_open()
+        self._check_open()
         return Session(self, flush_mode, timeout_ms, **kwargs)
 
     def deserialize_token_into_scanner(self, serialized_token: bytes | str) -> Scanner:
         """A scanner of a serialized scan token (planned by any client of this database)."""
         return deserialize_into_scanner(self, serialized_token)
+
+
+def _one(what: str, value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise KuduValueError(f"kudusql has one master: give one {what}, not {len(value)}")
+        return value[0]
+    return value
+
+
+def _is_directory(path: str) -> bool:
+    """A database directory, not a host name: a path with a separator, or ``:memory:``."""
+    return "/" in path or os.sep in path or path == ":memory:"
 
 
 def connect(
@@ -370,19 +447,26 @@ def connect(
     trusted_certificates: Any = None,
     **kw: Any,
 ) -> Client:
-    """Open (creating if needed) the database at ``path``: ``Database`` keyword options
-    such as ``options=TabletOptions(...)``, ``read_only=True``, ``create=False``.
+    """A client of a cluster or of an embedded database.
 
-    kudu-python's ``connect(host, port, ...)`` arguments are accepted where they mean
-    something here: a one-element list of paths, the timeouts (local calls do not time
-    out) and any encryption policy (nothing goes over a network); ``port`` is ignored.
-    Authentication (``require_authentication``, ``jwt``) needs a cluster."""
-    if isinstance(path, (list, tuple)):
-        if len(path) != 1:
-            raise KuduValueError(
-                f"an embedded database is one directory, not {len(path)} master addresses"
-            )
-        path = path[0]
+    A cluster, as kudu-python's ``connect(host, port)``: ``path`` is the master's host
+    (or a list of one) with its ``port`` (or a list of one), or a ``kudusql://HOST:PORT``
+    URL. Credentials as every cluster connection takes them (``cluster/client/
+    target.py``): keyword ``secret``, ``secret_file``, ``tls_ca``, ``timeout``
+    (seconds), the URL's parameters, else ``KUDUSQL_SECRET_FILE``/``KUDUSQL_TLS_CA``.
+    kudu-python's ``trusted_certificates`` (PEM texts) are the TLS roots;
+    ``admin_timeout_ms``/``rpc_timeout_ms`` set the call timeout when ``timeout`` is not
+    given; ``require_authentication`` needs a cluster secret, an encryption policy other
+    than optional needs TLS; JWTs are refused.
+
+    An embedded database, when ``path`` is a directory (no ``port``, or a ``path`` with
+    a ``/``: then ``port`` is ignored):
+    ``Database`` keyword options such as ``options=TabletOptions(...)``,
+    ``read_only=True``, ``create=False``; a one-element list of paths is accepted, the
+    timeouts are ignored (local calls do not time out) and every encryption policy is
+    met (nothing goes over a network)."""
+    address: str = _one("master address", path)
+    port_number: int | None = _one("port", port)
     if encryption_policy not in (
         ENCRYPTION_OPTIONAL,
         ENCRYPTION_REQUIRED_REMOTE,
@@ -392,9 +476,76 @@ def connect(
     for ms in (admin_timeout_ms, rpc_timeout_ms):
         if ms is not None and ms < 0:
             raise KuduValueError("a timeout cannot be negative")
+    if is_cluster_url(address) or (port_number is not None and not _is_directory(address)):
+        return _connect_cluster(
+            address if port_number is None else f"{SCHEME}{address}:{int(port_number)}",
+            [ms for ms in (admin_timeout_ms, rpc_timeout_ms) if ms],
+            require_authentication,
+            encryption_policy,
+            jwt,
+            trusted_certificates,
+            kw,
+        )
     if require_authentication or jwt is not None or trusted_certificates is not None:
         raise KuduNotSupported(
             "an embedded database has no authentication (require_authentication, jwt and "
-            "trusted_certificates need a Kudu cluster)"
+            "trusted_certificates need a cluster: connect(host, port))"
         )
-    return Client(path, **kw)
+    return Client(address, **kw)
+
+
+def _connect_cluster(
+    url: str,
+    timeouts_ms: list[int],
+    require_authentication: bool,
+    encryption_policy: int,
+    jwt: str | None,
+    trusted_certificates: Any,
+    kw: dict[str, Any],
+) -> Client:
+    if jwt is not None:
+        raise KuduNotSupported(
+            "a kudusql cluster authenticates with its shared secret (secret_file=...), not JWTs"
+        )
+    unknown = set(kw) - CLUSTER_OPTIONS
+    if unknown:
+        raise KuduValueError(
+            f"unknown option(s) {', '.join(sorted(unknown))} for a cluster; known: "
+            f"{', '.join(sorted(CLUSTER_OPTIONS))}"
+        )
+    if kw.get("timeout") is None and timeouts_ms:
+        kw = {**kw, "timeout": max(timeouts_ms) / 1000}
+    target = ClusterTarget.parse(url, **kw)
+    tls_root = target.tls_root
+    if trusted_certificates is not None:
+        certs = (
+            [trusted_certificates]
+            if isinstance(trusted_certificates, (str, bytes))
+            else list(trusted_certificates)
+        )
+        tls_root = b"\n".join(c.encode() if isinstance(c, str) else bytes(c) for c in certs)
+    if require_authentication and target.secret is None:
+        raise KuduNotSupported(
+            "require_authentication: give the cluster's secret (secret_file=... or "
+            "KUDUSQL_SECRET_FILE); a kudusql cluster has no Kerberos"
+        )
+    if encryption_policy != ENCRYPTION_OPTIONAL and tls_root is None:
+        raise KuduNotSupported(
+            "this encryption policy needs TLS: give the cluster's CA certificate "
+            "(tls_ca=... or trusted_certificates=[...])"
+        )
+    db = RemoteDatabase(
+        target.address,
+        secret=target.secret,
+        tls_root=tls_root,
+        timeout=target.timeout or DEFAULT_TIMEOUT,
+    )
+    try:
+        db.table_names()  # reachable now, or a clear error now
+    except BaseException:
+        db.close()
+        raise
+    client = Client(db)
+    client._own = True
+    client._release = db.close
+    return client

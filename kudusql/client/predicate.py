@@ -33,7 +33,7 @@ class Predicate:
 
     __slots__ = ("predicate", "table_id")
 
-    def __init__(self, table_id: int, predicate: ColumnPredicate) -> None:
+    def __init__(self, table_id: int | str, predicate: ColumnPredicate) -> None:
         self.table_id = table_id
         self.predicate = predicate
 

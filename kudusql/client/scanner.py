@@ -46,7 +46,7 @@ from kudusql.common.errors import (
 )
 from kudusql.common.keys import encode_key_prefix
 from kudusql.common.predicates import ColumnPredicate
-from kudusql.storage.tables.scan_token import ScanToken as CoreScanToken
+from kudusql.storage.tables.handles import ScanTokenHandle
 
 if TYPE_CHECKING:
     from kudusql.client.client import Client
@@ -270,12 +270,13 @@ class _ScanSpec:
 
     def resolve_snapshot(self) -> int:
         """The storage snapshot to read at, fixed now."""
-        db = self.table.core.db
+        client = self.table.client
+        db = client.database
         if self.read_mode == READ_AT_SNAPSHOT and self.snapshot is not None:
             return db.snapshot(self.snapshot)
         snap = db.snapshot(None)
         if self.read_mode == READ_YOUR_WRITES:
-            snap = max(snap, db.snapshot(self.table.client._observed + 1))
+            snap = max(snap, db.snapshot(int(client.latest_observed_timestamp()) + 1))
         return snap
 
 
@@ -541,7 +542,7 @@ class Scanner:
 class _TokenScanner(Scanner):
     """A scanner running one scan token."""
 
-    def __init__(self, table: Table, token: CoreScanToken) -> None:
+    def __init__(self, table: Table, token: ScanTokenHandle) -> None:
         super().__init__(table)
         self._token = token
 
@@ -549,7 +550,8 @@ class _TokenScanner(Scanner):
         raise ProgrammingError("a scanner made from a scan token cannot be reconfigured")
 
     def _open_reader(self) -> tuple[pa.RecordBatchReader, int]:
-        return self._token.execute(self.table.core.db), self._token.snapshot
+        reader = self.table.client.database.scan_token_reader(self._token)
+        return reader, self._token.snapshot
 
     def get_projection_schema(self) -> pa.Schema:
         return utc_schema(self.table.core.schema.arrow_schema(list(self._token.columns)))
@@ -558,16 +560,18 @@ class _TokenScanner(Scanner):
 class ScanToken:
     """One serializable piece of a planned scan (``ScanTokenBuilder.build``)."""
 
-    def __init__(self, client: Client, core: CoreScanToken) -> None:
+    def __init__(self, client: Client, core: ScanTokenHandle) -> None:
         self._client = client
         self._core = core
 
     @property
-    def core(self) -> CoreScanToken:
+    def core(self) -> ScanTokenHandle:
+        """The database's token (an embedded ``ScanToken`` or a cluster's
+        ``RemoteScanToken``)."""
         return self._core
 
     @property
-    def tablet_id(self) -> int:
+    def tablet_id(self) -> int | str:
         return self._core.tablet_id
 
     @property
@@ -579,7 +583,8 @@ class ScanToken:
 
     def into_kudu_scanner(self) -> Scanner:
         """A scanner of this piece, in the client that planned it."""
-        return _TokenScanner(self._client._table_by_id(self._core.table_id), self._core)
+        core = self._core
+        return _TokenScanner(self._client._table_by_id(core.table_id, core.table_name), core)
 
     def __repr__(self) -> str:
         return f"ScanToken({self._core.table_name!r}, tablet {self.tablet_id}, {self.partition})"
@@ -587,7 +592,7 @@ class ScanToken:
 
 def deserialize_into_scanner(client: Client, serialized: bytes | str) -> Scanner:
     """A scanner of a serialized scan token, in ``client`` (which must hold the table)."""
-    core = CoreScanToken.deserialize(serialized)
+    core = client.database.scan_token(serialized)
     return _TokenScanner(client._table_by_id(core.table_id, core.table_name), core)
 
 

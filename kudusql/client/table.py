@@ -29,7 +29,7 @@ from kudusql.client.write import (
 )
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.row_operations import WriteOp, WriteResult
-from kudusql.storage.tables.table import Table as CoreTable
+from kudusql.storage.tables.handles import TableHandle
 
 if TYPE_CHECKING:
     from kudusql.client.client import Client
@@ -43,9 +43,18 @@ Record: TypeAlias = "Mapping[Any, Any] | Sequence[Any] | None"
 class Table:
     """A table of a ``Client`` (``client.table(name)``)."""
 
-    def __init__(self, client: Client, core: CoreTable) -> None:
+    def __init__(self, client: Client, core: TableHandle) -> None:
         self._client = client
-        self._core = core
+        self._handle = core
+        self._id = core.id
+
+    @property
+    def _core(self) -> TableHandle:
+        """The table as it is now, found by id (so renames and ALTERs by any client are
+        followed; ProgrammingError once it is dropped)."""
+        handle = self._client.database.table_by_id(self._id, self._handle.name)
+        self._handle = handle
+        return handle
 
     # -- description ---------------------------------------------------------------------------
     @property
@@ -53,8 +62,8 @@ class Table:
         return self._client
 
     @property
-    def core(self) -> CoreTable:
-        """The storage table (``kudusql.storage.tables.table.Table``)."""
+    def core(self) -> TableHandle:
+        """The storage table: an embedded ``Table`` or a cluster's ``RemoteTable``."""
         return self._core
 
     @property
@@ -62,8 +71,10 @@ class Table:
         return self._core.name
 
     @property
-    def id(self) -> int:
-        return self._core.id
+    def id(self) -> int | str:
+        """The table's id (an int in an embedded database, the master's id string on a
+        cluster)."""
+        return self._id
 
     @property
     def schema(self) -> Schema:
@@ -105,7 +116,11 @@ class Table:
         return Column(self, self.schema[key])
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Table) and other._core.db is self._core.db and other.id == self.id
+        return (
+            isinstance(other, Table)
+            and other._client.database is self._client.database
+            and other.id == self.id
+        )
 
     def __hash__(self) -> int:
         return hash(self.id)

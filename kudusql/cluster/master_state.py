@@ -309,6 +309,15 @@ class MasterState:
         if add_partitions and not live:
             raise CatalogError("no live tablet servers to place the table's tablets on")
         state = TableState.PREPARING if table.state is TableState.PREPARING else TableState.ALTERING
+        kept = [
+            t
+            for t in own.values()
+            if t.state not in _BEING_DELETED and t.tablet_id not in drop_tablets
+        ]
+        if not kept and not add_partitions:
+            # No tablet is left to bring to the new version (every range partition
+            # dropped): the alter is complete now; no tablet report would complete it.
+            state = TableState.RUNNING
         altered = replace(
             table,
             name=new_name if new_name is not None else table.name,

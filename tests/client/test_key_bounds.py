@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import kudusql.client as kudu
+from tests.client.conftest import ON_BOTH
 
 
 def compound_table(client: kudu.Client) -> tuple[kudu.Table, list[tuple[Any, ...]]]:
@@ -87,6 +88,7 @@ def test_scanner_bounds_match_a_filter_of_every_row(client: kudu.Client) -> None
         assert sorted(sc.read_all_tuples()) == want, (lo, hi)
 
 
+@ON_BOTH
 def test_bounds_combine_with_predicates_order_snapshots_and_tokens(client: kudu.Client) -> None:
     t, rows = compound_table(client)
     rng = random.Random(7)

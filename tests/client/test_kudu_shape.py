@@ -390,7 +390,7 @@ def test_connect_takes_kudu_pythons_arguments(tmp_path: Path) -> None:
             c2.create_table("t", simple_schema())
             assert c.list_tables() == ["t"]
         assert c.table("t").name == "t"
-        with pytest.raises(ValueError, match="one directory"):
+        with pytest.raises(ValueError, match="give one master address, not 2"):
             kudu.connect([path, path])
         with pytest.raises(kudu.KuduNotSupported, match="no authentication"):
             kudu.connect(path, require_authentication=True)

@@ -17,7 +17,7 @@ from kudusql.common.errors import (
     ProgrammingError,
 )
 from kudusql.common.types import DataType
-from tests.client.conftest import simple_schema
+from tests.client.conftest import ON_BOTH, simple_schema
 
 
 # -- schema builder ----------------------------------------------------------------------------
@@ -164,6 +164,7 @@ def test_string_types_parse_sql_names() -> None:
 
 
 # -- create, list, drop ------------------------------------------------------------------------
+@ON_BOTH
 def test_create_list_exists_open_drop(client: kudu.Client) -> None:
     assert client.list_tables() == []
     t1 = client.create_table("alpha", simple_schema())
@@ -262,6 +263,7 @@ def test_bad_bounds(client: kudu.Client) -> None:
 
 
 # -- alter -------------------------------------------------------------------------------------
+@ON_BOTH
 def test_alterer_columns(client: kudu.Client) -> None:
     t = client.create_table("t", simple_schema())
     t.insert_arrow({"key": [1, 2], "name": ["a", "b"], "value": [1.0, 2.0]})
@@ -292,6 +294,7 @@ def test_alterer_columns(client: kudu.Client) -> None:
     assert t2.schema["label"].default is None
 
 
+@ON_BOTH
 def test_alterer_rename_and_properties(client: kudu.Client) -> None:
     t = client.create_table("old", simple_schema())
     t.insert_arrow({"key": [1]})
@@ -334,6 +337,7 @@ def test_alterer_errors_change_nothing(client: kudu.Client) -> None:
     assert t.schema == before
 
 
+@ON_BOTH
 def test_alterer_range_partitions(client: kudu.Client) -> None:
     parts = (
         kudu.Partitioning()

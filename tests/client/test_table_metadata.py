@@ -11,8 +11,7 @@ import kudusql
 import kudusql.client as kudu
 import kudusql.storage.tables.database as database_module
 from kudusql.common.errors import ProgrammingError
-
-from .conftest import simple_schema
+from tests.client.conftest import ON_BOTH, simple_schema
 
 
 def fill(t: kudu.Table, n: int) -> None:
@@ -39,6 +38,7 @@ def test_owner_and_comment_are_set_altered_and_kept(tmp_path: Path) -> None:
 
 
 # -- statistics ---------------------------------------------------------------------------------
+@ON_BOTH
 def test_table_statistics_count_live_rows_and_disk_bytes(client: kudu.Client) -> None:
     t = client.create_table(
         "t", simple_schema(), kudu.Partitioning().add_hash_partitions(["key"], 2)

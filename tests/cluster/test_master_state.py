@@ -250,6 +250,17 @@ def test_alter_waits_for_every_tablet_to_report_the_new_version() -> None:
     assert {ts.schema_version for s in c.ts.values() for ts in s.tablets.values()} == {1}
 
 
+def test_alter_dropping_every_tablet_is_done_at_once() -> None:
+    c = started()
+    created = c.master.create_table("t", "s0", ["p0", "p1"], c.now)
+    c.deliver(list(created.requests))
+    c.heartbeat_all()
+    tablets = [t.tablet_id for t in c.master.tablet_locations("t")]
+    c.master.alter_table("t", c.now, drop_tablets=tablets)
+    assert c.master.is_ddl_done("t")  # no tablet is left to report the new version
+    assert c.master.tablet_locations("t") == []
+
+
 def test_alter_after_master_restart_rolls_forward() -> None:
     c = started()
     created = c.master.create_table("t", "s0", ["p0", "p1"], c.now)

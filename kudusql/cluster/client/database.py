@@ -39,6 +39,7 @@ from kudusql.cluster.addresses import parse_host_port
 from kudusql.cluster.client.master_client import MasterClient
 from kudusql.cluster.client.meta_cache import MetaCache
 from kudusql.cluster.client.remote_table import RemoteTable
+from kudusql.cluster.client.scan_token import RemoteScanToken
 from kudusql.cluster.client.target import ClusterTarget
 from kudusql.cluster.client.tserver_client import TabletServerPool
 from kudusql.cluster.master.messages import TableInfo
@@ -47,6 +48,7 @@ from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.common.errors import (
     CorruptionError,
     KuduNotFound,
+    KuduNotSupported,
     OperationalError,
     ProgrammingError,
 )
@@ -62,6 +64,7 @@ from kudusql.common.schema import Schema
 from kudusql.storage.tables import system_schemas
 from kudusql.storage.tables.alter import AlterStep, apply_alter
 from kudusql.storage.tables.catalog import TableMeta
+from kudusql.storage.tables.handles import ScanTokenHandle
 from kudusql.storage.tables.partition import PartitionSchema
 from kudusql.storage.tables.table_rules import check_altered, new_table_meta
 
@@ -198,6 +201,69 @@ class RemoteDatabase:
             raise KuduNotFound(f"table {name!r} does not exist")
         return found[2]
 
+    def table_by_id(self, table_id: int | str, name: str | None = None) -> RemoteTable:
+        """The table with the master's id ``table_id``, whatever its name now (``name``,
+        a likely one, is looked at first)."""
+        wanted = str(table_id)
+        names = [name] if name else []
+        with self._lock:
+            names += [n for n, e in self._tables.items() if e[1].table_id == wanted]
+        for candidate in [*names, *self.table_names()]:
+            found = self._cached(candidate)
+            if found is not None and found[1].table_id == wanted:
+                return found[2]
+        raise ProgrammingError(
+            f"table {name or wanted!r} was dropped"
+            + (" (or dropped and created again)" if name and self.has_table(name) else "")
+        )
+
+    def observed_timestamp(self) -> int | None:
+        """The highest HybridTime the master and tablet servers answered with."""
+        return self.observed.value
+
+    # -- scan tokens ----------------------------------------------------------------------
+
+    def scan_token(self, data: bytes | str) -> RemoteScanToken:
+        """A cluster scan token read back (``scan_token.py``)."""
+        return RemoteScanToken.deserialize(data)
+
+    def scan_token_reader(
+        self, token: ScanTokenHandle, *, ordered: bool = False
+    ) -> pa.RecordBatchReader:
+        """The rows of one token: its tablet read at its snapshot."""
+        own = self.scan_token(token.serialize())
+        try:
+            table = self.table_by_id(own.table_id, own.table_name)
+        except ProgrammingError:
+            raise ProgrammingError(
+                f"table {own.table_name!r} was dropped after the scan was planned"
+            ) from None
+        return table.scan_token_reader(own, ordered=ordered)
+
+    # -- soft delete: not on a cluster ----------------------------------------------------
+
+    def soft_deleted_table_names(self) -> list[str]:
+        """None: the master keeps no soft-deleted tables."""
+        return []
+
+    def purge_expired_tables(self) -> list[str]:
+        return []
+
+    def soft_drop_table(self, name: str, reserve_seconds: int) -> None:
+        """A reserve time of 0 drops the table at once (as Kudu does); a positive one is
+        refused: the master has no soft-deleted state."""
+        if reserve_seconds > 0:
+            raise KuduNotSupported(
+                "soft delete needs the master to keep deleted tables, which a kudusql "
+                "cluster does not: delete the table, or use an embedded database"
+            )
+        self.drop_table(name)
+
+    def recall_table(self, table_id: int, new_name: str | None = None) -> RemoteTable:
+        raise KuduNotSupported(
+            "a kudusql cluster keeps no soft-deleted tables, so there is none to recall"
+        )
+
     def _cached(self, name: str) -> tuple[float, TableInfo, RemoteTable] | None:
         """The table's cached record while fresh, else the master's (the cached one
         when the master cannot be reached); None when there is no such table."""
@@ -255,6 +321,8 @@ class RemoteDatabase:
             meta=meta,
             now=self.snapshot,
             write_lock=lock,
+            table_id=info.table_id,
+            master=self.master_address or "",
         )
         table.on_statistics = lambda stats: self._save_statistics(info.name, stats)
         return table

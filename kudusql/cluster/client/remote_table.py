@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kudusql.cluster.client.meta_cache import LocatedTablet, MetaCache, TableLocations
+from kudusql.cluster.client.scan_token import RemoteScanToken
 from kudusql.cluster.client.tserver_client import KEY_INDEX_COLUMN, TabletServerPool
 from kudusql.cluster.errors import ConnectionRefused, ServiceUnavailable, TabletNotFound
 from kudusql.cluster.tablet_partition import routing_keys
@@ -92,7 +93,12 @@ class RemoteTable(WriteShortcuts):
         meta: TableMeta | None = None,
         now: Callable[[], int] | None = None,
         write_lock: threading.RLock | None = None,
+        table_id: str = "",
+        master: str = "",
     ) -> None:
+        #: The master's id of the table (kept across renames).
+        self.id = table_id
+        self.master = master
         self.name = name
         self.schema = schema
         self.partition_schema = partition_schema
@@ -363,11 +369,13 @@ class RemoteTable(WriteShortcuts):
         snapshot: int | None = None,
         ordered: bool = False,
         limit: int | None = None,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> pa.RecordBatchReader:
         """Rows live at one snapshot (see ``snapshot``) matching every predicate, from
         the tablets the predicates do not prune, read in parallel. ``ordered=True``
         returns them in primary-key order; ``limit`` returns at most that many rows
-        (each tablet stops there too)."""
+        (each tablet stops there too); ``key_range`` keeps the encoded primary keys in
+        ``[lo, hi)``."""
         schema = self.schema
         names = list(schema.names if columns is None else columns)
         for c in names:
@@ -396,6 +404,7 @@ class RemoteTable(WriteShortcuts):
                         snap,
                         ordered=ordered,
                         limit=None if ordered and hashed else limit,
+                        key_range=key_range,
                     ),
                 )
                 return (b.cast(wanted_schema) for b in reader)
@@ -420,6 +429,96 @@ class RemoteTable(WriteShortcuts):
         if limit is not None:
             batches = _first_rows(batches, limit)
         return pa.RecordBatchReader.from_batches(out_schema, batches)
+
+    def scan_tokens(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        *,
+        snapshot: int | None = None,
+        split_size_bytes: int | None = None,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
+    ) -> list[RemoteScanToken]:
+        """One token per tablet the predicates keep, each naming the tablet server that
+        hosts it now, all at one snapshot (see ``snapshot``). A tablet is never cut in
+        several (``split_size_bytes`` is checked only): its server alone knows its
+        rowsets' key bounds."""
+        if split_size_bytes is not None and split_size_bytes <= 0:
+            raise ProgrammingError("the split size must be positive")
+        schema = self.schema
+        names = tuple(schema.names if columns is None else columns)
+        for c in names:
+            schema.index_of(c)
+        preds, keep = self._prune(predicates)
+        snap = self.snapshot(snapshot)
+        lo, hi = key_range
+        if lo is not None and hi is not None and lo >= hi:
+            return []
+        locations = self.meta_cache.table(self.name)
+        tokens = []
+        for slot in keep:
+            tablet = self._located(slot, locations)
+            tokens.append(
+                RemoteScanToken(
+                    self.master,
+                    self.id,
+                    self.name,
+                    self.meta.schema_version,
+                    tablet.tablet_id,
+                    self.partitions[slot].describe(self.partition_schema),
+                    tablet.address,
+                    names,
+                    tuple(preds),
+                    snap,
+                    lo,
+                    hi,
+                )
+            )
+        return tokens
+
+    def scan_token_reader(
+        self, token: RemoteScanToken, *, ordered: bool = False
+    ) -> pa.RecordBatchReader:
+        """The rows of ``token`` (a tablet of this table): from the tablet server it
+        names, else from the tablet's server as the master locates it now."""
+        if token.schema_version != self.meta.schema_version:
+            raise ProgrammingError(
+                f"table {self.name!r} was altered after the scan was planned (schema "
+                f"version {token.schema_version} -> {self.meta.schema_version}); plan the "
+                "scan again"
+            )
+        out = self.schema.arrow_schema(list(token.columns))
+
+        def read(address: str) -> pa.RecordBatchReader:
+            return self.servers.scan(
+                address,
+                token.tablet_id,
+                list(token.columns),
+                list(token.predicates),
+                token.snapshot,
+                ordered=ordered,
+                key_range=(token.key_lo, token.key_hi),
+            )
+
+        try:
+            reader = read(token.address)
+        except (TabletNotFound, ServiceUnavailable):
+            self.meta_cache.invalidate(self.name)
+            now = next(
+                (
+                    t
+                    for t in self.meta_cache.table(self.name).by_start.values()
+                    if t.tablet_id == token.tablet_id
+                ),
+                None,
+            )
+            if now is None:
+                raise ProgrammingError(
+                    f"tablet {token.tablet_id} of {self.name!r} ({token.partition}) was "
+                    "dropped after the scan was planned"
+                ) from None
+            reader = read(now.address)
+        return pa.RecordBatchReader.from_batches(out, (b.cast(out) for b in reader))
 
     def to_arrow(
         self,

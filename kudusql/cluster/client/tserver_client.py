@@ -147,9 +147,12 @@ class TabletServerPool:
         *,
         ordered: bool = False,
         limit: int | None = None,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> pa.RecordBatchReader:
-        """The tablet's rows at ``snapshot``, streamed in batches as the server reads
-        them; the stream is opened (and retried if need be) before this returns."""
+        """The tablet's rows at ``snapshot`` (with encoded primary keys in ``key_range``
+        ``[lo, hi)``), streamed in batches as the server reads them; the stream is
+        opened (and retried if need be) before this returns."""
+        lo, hi = key_range
         request = ScanRequest(
             tablet_id,
             None if columns is None else list(columns),
@@ -157,6 +160,8 @@ class TabletServerPool:
             snapshot,
             ordered,
             limit,
+            None if lo is None else lo.hex(),
+            None if hi is None else hi.hex(),
         )
         return self.client(address).stream(request, timeout=self.scan_timeout)
 

@@ -194,9 +194,10 @@ class ScanRequest(Request):
     """Rows of a tablet live at ``snapshot_timestamp`` (null: every write applied so
     far), with the ``columns`` (null: all) and matching every predicate
     (``ColumnPredicate.to_dict()`` objects); ``ordered`` returns them in key order;
-    ``limit`` stops after that many rows. The rows stream in batches of at most the
-    tablet's scan batch size: a tablet is never materialized whole (ordered scans
-    aside, which sort)."""
+    ``limit`` stops after that many rows; ``key_lo``/``key_hi`` (hex of encoded primary
+    keys, null: unbounded) keep the keys in ``[key_lo, key_hi)`` (a scan token's key
+    range). The rows stream in batches of at most the tablet's scan batch size: a
+    tablet is never materialized whole (ordered scans aside, which sort)."""
 
     RESPONSE: ClassVar[type[Response]] = GetResponse
     IDEMPOTENT: ClassVar[bool] = True
@@ -206,6 +207,8 @@ class ScanRequest(Request):
     snapshot_timestamp: int | None = None
     ordered: bool = False
     limit: int | None = None
+    key_lo: str | None = None
+    key_hi: str | None = None
 
 
 #: The column a lookup's answer adds: each found row's position among the request's keys.

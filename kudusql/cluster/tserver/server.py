@@ -160,8 +160,21 @@ class TabletServer(RpcServer):
         return WriteResponse(result.timestamp, result.applied, result.ignored, errors)
 
     def _scan(self, r: ScanRequest) -> pa.RecordBatchReader:
+        try:
+            key_range = (
+                None if r.key_lo is None else bytes.fromhex(r.key_lo),
+                None if r.key_hi is None else bytes.fromhex(r.key_hi),
+            )
+        except ValueError:
+            raise MalformedMessage("a scan's key bounds are not hex") from None
         return self.tablets.scan(
-            r.tablet_id, r.columns, r.predicates or [], r.snapshot_timestamp, r.ordered, r.limit
+            r.tablet_id,
+            r.columns,
+            r.predicates or [],
+            r.snapshot_timestamp,
+            r.ordered,
+            r.limit,
+            key_range=key_range,
         )
 
     def _lookup(self, r: LookupRequest) -> pa.Table:

@@ -364,13 +364,18 @@ class TabletManager:
         snapshot: int | None,
         ordered: bool,
         limit: int | None = None,
+        *,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
     ) -> pa.RecordBatchReader:
         """Rows at ``snapshot``: the tablet first waits until every write before it is
         applied (its safe time); a snapshot more than the clock error bound ahead of the
-        clock is refused, a nearer one moves the clock past it. At most ``limit`` rows."""
+        clock is refused, a nearer one moves the clock past it. At most ``limit`` rows,
+        with encoded primary keys in ``key_range`` ``[lo, hi)``."""
         tablet = self.tablet(tablet_id)
         preds = _predicates(predicates)
-        reader = tablet.scan(columns, preds, snapshot=snapshot, ordered=ordered)
+        reader = tablet.scan(
+            columns, preds, snapshot=snapshot, ordered=ordered, key_range=key_range
+        )
         if limit is None:
             return reader
         if limit < 0:

@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -69,6 +69,10 @@ from kudusql.storage.tables.txn_log import (
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.mvcc import MvccManager
 from kudusql.storage.tablet.tablet import Tablet
+
+if TYPE_CHECKING:
+    from kudusql.storage.tables.handles import ScanTokenHandle
+    from kudusql.storage.tables.scan_token import ScanToken
 
 log = logging.getLogger(__name__)
 
@@ -603,6 +607,30 @@ class Database:
             raise ProgrammingError(f"table {name!r} does not exist")
         assert meta is not None
         return Table(self, meta.id)
+
+    def table_by_id(self, table_id: int | str, name: str | None = None) -> Table:
+        """The table with this id, whatever its name now (``name`` is not needed)."""
+        if not isinstance(table_id, int):
+            raise ProgrammingError(f"table id {table_id!r} is not a table of {self.path}")
+        self._runtime(table_id)
+        return Table(self, table_id)
+
+    def observed_timestamp(self) -> int | None:
+        """None: an embedded database answers no one; each client tracks its own."""
+        return None
+
+    def scan_token(self, data: bytes | str) -> ScanToken:
+        """A scan token planned on an embedded database, read back."""
+        from kudusql.storage.tables.scan_token import ScanToken
+
+        return ScanToken.deserialize(data)
+
+    def scan_token_reader(
+        self, token: ScanTokenHandle, *, ordered: bool = False
+    ) -> pa.RecordBatchReader:
+        """The rows of one token planned on this database."""
+        own = self.scan_token(token.serialize())
+        return own.execute(self, ordered=ordered)
 
     def _runtime(self, table_id: int) -> TableRuntime:
         self._check_open()

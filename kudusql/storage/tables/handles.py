@@ -25,8 +25,34 @@ from kudusql.storage.tables.catalog import TableMeta
 from kudusql.storage.tables.partition import Partition, PartitionSchema
 
 
+class ScanTokenHandle(Protocol):
+    """One serializable piece of a planned scan (``TableHandle.scan_tokens``): a tablet,
+    its key range, the projection, the predicates and the snapshot. Each database kind
+    has its own token format; ``DatabaseHandle.scan_token`` reads it back."""
+
+    @property
+    def table_id(self) -> int | str: ...
+    @property
+    def table_name(self) -> str: ...
+    @property
+    def tablet_id(self) -> int | str: ...
+    @property
+    def partition(self) -> str: ...
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+    @property
+    def snapshot(self) -> int: ...
+    def serialize(self) -> bytes: ...
+
+
 class TableHandle(Protocol):
     """One table: its metadata, its writes and its reads (at a snapshot HybridTime)."""
+
+    @property
+    def id(self) -> int | str:
+        """The table's id: stays with the table across renames; a table dropped and
+        created again under its name has another."""
+        ...
 
     @property
     def meta(self) -> TableMeta: ...
@@ -75,7 +101,23 @@ class TableHandle(Protocol):
         *,
         snapshot: int | None = None,
         ordered: bool = False,
-    ) -> pa.RecordBatchReader: ...
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
+    ) -> pa.RecordBatchReader:
+        """``key_range``: only encoded primary keys in ``[lo, hi)`` (None: unbounded)."""
+        ...
+
+    def scan_tokens(
+        self,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[ColumnPredicate] = (),
+        *,
+        snapshot: int | None = None,
+        split_size_bytes: int | None = None,
+        key_range: tuple[bytes | None, bytes | None] = (None, None),
+    ) -> Sequence[ScanTokenHandle]:
+        """The scan cut into tokens (at least one per tablet the predicates keep), all
+        at one snapshot."""
+        ...
 
     def to_arrow(
         self,
@@ -122,6 +164,8 @@ class DatabaseHandle(Protocol):
     master_address: str | None
 
     def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
     def statement(self) -> AbstractContextManager[None]: ...
     def refresh(self, *, tablets: bool = True) -> bool: ...
     def snapshot(self, ts: int | None = None) -> int: ...
@@ -129,6 +173,35 @@ class DatabaseHandle(Protocol):
     def has_table(self, name: str, *, soft_deleted: bool = False) -> bool: ...
     def table_meta(self, name: str, *, soft_deleted: bool = False) -> TableMeta | None: ...
     def table(self, name: str, *, soft_deleted: bool = False) -> TableHandle: ...
+    def table_by_id(self, table_id: int | str, name: str | None = None) -> TableHandle:
+        """The table with this id, whatever its name now (``name``: where it likely is);
+        ProgrammingError once it is dropped."""
+        ...
+
+    def observed_timestamp(self) -> int | None:
+        """The highest HybridTime a server answered this database handle with (None for
+        an embedded database: there is no server, each client tracks its own)."""
+        ...
+
+    def scan_token(self, data: bytes | str) -> ScanTokenHandle:
+        """A serialized scan token of this kind of database, read back (ProgrammingError
+        for another kind's token or one that is not a token)."""
+        ...
+
+    def scan_token_reader(
+        self, token: ScanTokenHandle, *, ordered: bool = False
+    ) -> pa.RecordBatchReader:
+        """The rows of one token (refused when its table was dropped or altered since)."""
+        ...
+
+    def soft_deleted_table_names(self) -> list[str]: ...
+    def soft_drop_table(self, name: str, reserve_seconds: int) -> None:
+        """Hide a table for ``reserve_seconds`` (0: drop it at once); a database without
+        soft delete raises NotSupportedError for a reserve time."""
+        ...
+
+    def recall_table(self, table_id: int, new_name: str | None = None) -> TableHandle: ...
+    def purge_expired_tables(self) -> list[str]: ...
 
     def create_table(
         self,

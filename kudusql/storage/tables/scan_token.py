@@ -73,6 +73,10 @@ class ScanToken:
             d = json.loads(data)
             if not isinstance(d, dict):
                 raise ProgrammingError("not a scan token: expected a JSON object")
+            if d.get("kind") is not None:
+                raise ProgrammingError(
+                    f"this scan token was planned on a {d['kind']}, not an embedded database"
+                )
             if d.get("v") != FORMAT_VERSION:
                 raise ProgrammingError(f"unsupported scan token version {d.get('v')!r}")
             return cls(
