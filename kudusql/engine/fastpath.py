@@ -13,7 +13,7 @@ This module owns the fast paths for the two statements an application repeats mo
 - **UPDATE and DELETE by full primary key**: ``UPDATE t SET c1 = v1, ... WHERE k1 = v1
   AND ... AND kn = vn`` and ``DELETE FROM t WHERE <the same>``, every value a literal
   or a parameter and nothing else in the statement. Under ``TableHandle.exclusive`` (as
-  the general path) the key is looked up at the snapshot, and a live row gets one
+  the general path) the key is looked up (at the snapshot), and a live row gets one
   write of one row (``Session._write_rows``, the row path the INSERT fast path takes);
   an absent key writes nothing.
 
@@ -388,8 +388,14 @@ class KeyWrite:
         key = row[: len(bound.key)]
         # As the general path: nothing else writes the table between the read and the
         # write, and an absent key writes nothing (the statement's timestamp: the read's).
+        # An embedded table's every write holds the lock ``exclusive`` holds, and its
+        # snapshot sees every write made before: there the latest state is the state at
+        # the snapshot, and the latest-state probe (one rowset) is the fast read. A
+        # cluster table's other clients write on: it is read at the snapshot.
+        embedded = session.db.master_address is None
         with table.exclusive() as snap:
-            if table.lookup(key, bound.columns[:1], snapshot=snap) is None:
+            at = None if embedded else snap
+            if table.lookup(key, bound.columns[:1], snapshot=at) is None:
                 res = DmlResult()
             else:
                 res = session._write_rows(table, [row], bound.columns, op)
