@@ -373,12 +373,12 @@ class KeyWrite:
         row: list[Any] = []
         for source, dtype in zip(bound.key, bound.key_types, strict=True):
             v = _bind(source, params)
-            if v is _MISSING or not _fits(v, dtype):
+            if v is _MISSING or not _fits(v, dtype) or not _encodable(v):
                 return None
             row.append(v)
         for source, dtype in zip(bound.assigned, bound.assigned_types, strict=True):
             v = _bind(source, params)
-            if v is _MISSING or not _fits_value(v, dtype):
+            if v is _MISSING or not _fits_value(v, dtype) or not _encodable(v):
                 return None
             row.append(v)
         if self.assignments is None:
@@ -413,6 +413,18 @@ def _fits_value(v: Any, dtype: DataType) -> bool:
     if kind is TypeKind.DOUBLE:
         return type(v) is float
     return _fits(v, dtype)
+
+
+def _encodable(v: Any) -> bool:
+    """Not a ``str`` that UTF-8 cannot hold (a lone surrogate): the general path reports
+    that one."""
+    if not isinstance(v, str) or v.isascii():
+        return True
+    try:
+        v.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def analyse_key_write(s: st.Statement) -> KeyWrite | None:

@@ -144,6 +144,39 @@ CASES = [
 ]
 
 
+STRINGS = Shape(
+    "CREATE TABLE t (k STRING PRIMARY KEY, v STRING, d DOUBLE, i BIGINT) "
+    "PARTITION BY HASH (k) PARTITIONS 2",
+    (),
+    ("k",),
+)
+CASES.append(
+    (
+        STRINGS,
+        [
+            Statement("INSERT INTO t VALUES ('a', 'x', 1.0, 1), ('a\x00b', 'y', 2.0, 2)"),
+            # NUL characters, quotes, a lone surrogate (UTF-8 cannot hold it), NaN, the
+            # infinities, the smallest double, -0.0, BIGINT's bounds, a bool for BIGINT
+            *(
+                Statement("UPDATE t SET v = ? WHERE k = ?", [v, k])
+                for v in ("nul\x00in", "\ud800", "'q\"", "é" * 300, "")
+                for k in ("a", "a\x00b")
+            ),
+            Statement("UPDATE t SET v = 'z' WHERE k = ?", ["nul\x00in"]),
+            *(
+                Statement("UPDATE t SET d = ? WHERE k = 'a'", [d])
+                for d in (float("nan"), float("inf"), -float("inf"), 5e-324, -0.0)
+            ),
+            *(
+                Statement("UPDATE t SET i = ? WHERE k = 'a'", [i])
+                for i in (2**63 - 1, -(2**63), True)
+            ),
+            Statement("DELETE FROM t WHERE k = ?", ["a\x00b"]),
+        ],
+    )
+)
+
+
 @pytest.mark.parametrize(("shape", "stmts"), CASES)
 def test_known_key_writes_agree(shape: Shape, stmts: list[Statement]) -> None:
     run_both(shape, stmts)
