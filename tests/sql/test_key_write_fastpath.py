@@ -88,7 +88,7 @@ def key_writes(draw: st.DrawFn, shape: Shape) -> Statement:
     return Statement(" ".join(parts), params if params else None)
 
 
-@settings(max_examples=int(os.environ.get("KUDUSQL_DIFF_EXAMPLES", "30")), deadline=None)
+@settings(max_examples=int(os.environ.get("KUDUSQL_DIFF_EXAMPLES", "25")), deadline=None)
 @given(data=st.data())
 def test_key_writes_agree_with_the_general_path(data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from(KEY_SHAPES), label="shape")
