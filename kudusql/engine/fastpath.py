@@ -10,10 +10,17 @@ This module owns the fast paths for the two statements an application repeats mo
 - **INSERT / UPSERT ... VALUES** with parameters: the parsed template's rows get the
   parameter values and go to one batched write (``Session.insert_rows``), with no
   re-parse of the SQL text.
+- **UPDATE and DELETE by full primary key**: ``UPDATE t SET c1 = v1, ... WHERE k1 = v1
+  AND ... AND kn = vn`` and ``DELETE FROM t WHERE <the same>``, every value a literal
+  or a parameter and nothing else in the statement. Under ``TableHandle.exclusive`` (as
+  the general path) the key is looked up (at the snapshot), and a live row gets one
+  write of one row (``Session._write_rows``, the row path the INSERT fast path takes);
+  an absent key writes nothing.
 
 A statement text is analysed once (``StatementCache``, LRU) and each execution only
 binds values. Whatever does not fit a shape, or a value whose Python type does not match
-its key column exactly, goes down the general path, which gives the same answer.
+its column exactly (a key's, or an assigned column's), goes down the general path, which
+gives the same answer.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from kudusql.common.errors import Error, OperationalError
+from kudusql.common.row_operations import WriteOp
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, DataType, TypeKind
 from kudusql.engine.params import statement_placement_error
 from kudusql.engine.result import Result
+from kudusql.executor.dml import DmlResult
 from kudusql.parser import statements as st
 from kudusql.parser.convert import parse
 from kudusql.parser.names import TableName, fold, ident, table_name
@@ -285,13 +294,209 @@ def _value(e: exp.Expr, counter: list[int]) -> _Value | None:
     return None
 
 
+@dataclass(frozen=True)
+class _WriteBinding:
+    """A key write bound to one schema version: the value source and type of each key
+    column (in key order) and of each assigned column (in statement order), and the
+    stored names of the written columns (the key's, then the assigned ones)."""
+
+    key: tuple[_Value, ...]
+    key_types: tuple[DataType, ...]
+    assigned: tuple[_Value, ...]
+    assigned_types: tuple[DataType, ...]
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KeyWrite:
+    """``UPDATE t SET c = v, ... WHERE <full key>`` (``assignments``) or ``DELETE FROM t
+    WHERE <full key>`` (``assignments`` None)."""
+
+    table: TableName
+    #: Folded key column name -> its value source.
+    key: tuple[tuple[str, _Value], ...]
+    #: Folded assigned column name -> its value source, in statement order.
+    assignments: tuple[tuple[str, _Value], ...] | None
+    #: The number of ``?`` placeholders.
+    positional: int = 0
+    _bindings: dict[tuple[int, int], _WriteBinding | None] = field(
+        default_factory=dict, compare=False, repr=False, hash=False
+    )
+
+    def _bind_schema(self, schema: Schema) -> _WriteBinding | None:
+        """Names matched to the stored ones ignoring case; None for what the general
+        path refuses or reports (unknown, ambiguous, key or twice-assigned columns) and
+        for a non-unique key (its hidden column makes a declared key match many rows)."""
+        if not schema.key_unique:
+            return None
+        folded: dict[str, str] = {}
+        for n in schema.names:
+            if folded.setdefault(fold(n), n) != n:
+                return None
+        given = dict(self.key)
+        if set(given) != {fold(k) for k in schema.key_names}:
+            return None
+        assigned: list[str] = []
+        for name, _ in self.assignments or ():
+            stored = folded.get(name)
+            if stored is None or schema.is_key(stored) or stored in assigned:
+                return None
+            assigned.append(stored)
+        keys = schema.key_columns
+        return _WriteBinding(
+            key=tuple(given[fold(c.name)] for c in keys),
+            key_types=tuple(c.type for c in keys),
+            assigned=tuple(v for _, v in self.assignments or ()),
+            assigned_types=tuple(schema.column(c).type for c in assigned),
+            columns=(*schema.key_names, *assigned),
+        )
+
+    def run(self, session: Session, params: Any) -> Result | None:
+        if (self.table.database or session.database) == SYSTEM_DATABASE:
+            return None
+        if session.db.read_only:
+            return None  # the general path refuses the write
+        if len(session.relations) and session.relations.get(self.table) is not None:
+            return None  # the general path refuses a registered name
+        if isinstance(params, Sequence) and len(params) != self.positional:
+            return None  # the general path names the counts (``params.bind``)
+        table = session.table(self.table)
+        version = (table.meta.id, table.meta.schema_version)
+        if version in self._bindings:
+            bound = self._bindings[version]
+        else:
+            bound = self._bind_schema(table.meta.schema)
+            self._bindings.clear()  # one schema version at a time
+            self._bindings[version] = bound
+        if bound is None:
+            return None
+        row: list[Any] = []
+        for source, dtype in zip(bound.key, bound.key_types, strict=True):
+            v = _bind(source, params)
+            if v is _MISSING or not _fits(v, dtype) or not _encodable(v):
+                return None
+            row.append(v)
+        for source, dtype in zip(bound.assigned, bound.assigned_types, strict=True):
+            v = _bind(source, params)
+            if v is _MISSING or not _fits_value(v, dtype) or not _encodable(v):
+                return None
+            row.append(v)
+        if self.assignments is None:
+            verb, op = "DELETE", WriteOp.DELETE
+        else:
+            verb, op = "UPDATE", WriteOp.UPDATE
+        key = row[: len(bound.key)]
+        # As the general path: nothing else writes the table between the read and the
+        # write, and an absent key writes nothing (the statement's timestamp: the read's).
+        # An embedded table's every write holds the lock ``exclusive`` holds, and its
+        # snapshot sees every write made before: there the latest state is the state at
+        # the snapshot, and the latest-state probe (one rowset) is the fast read. A
+        # cluster table's other clients write on: it is read at the snapshot.
+        embedded = session.db.master_address is None
+        with table.exclusive() as snap:
+            at = None if embedded else snap
+            if table.lookup(key, bound.columns[:1], snapshot=at) is None:
+                res = DmlResult()
+            else:
+                res = session._write_rows(table, [row], bound.columns, op)
+        return session._finish(verb, res, snap)
+
+
+def _fits_value(v: Any, dtype: DataType) -> bool:
+    """A value to assign has exactly the Python type of its column (``_fits``), or is
+    NULL; else the general path, which converts it as SQL does."""
+    if v is None:
+        return True
+    kind = dtype.kind
+    if kind is TypeKind.BOOL:
+        return type(v) is bool
+    if kind is TypeKind.DOUBLE:
+        return type(v) is float
+    return _fits(v, dtype)
+
+
+def _encodable(v: Any) -> bool:
+    """Not a ``str`` that UTF-8 cannot hold (a lone surrogate): the general path reports
+    that one."""
+    if not isinstance(v, str) or v.isascii():
+        return True
+    try:
+        v.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def analyse_key_write(s: st.Statement) -> KeyWrite | None:
+    """The UPDATE- or DELETE-by-key shape of a statement, or None."""
+    if isinstance(s, st.Update):
+        allowed = {"this", "expressions", "where"}
+    elif isinstance(s, st.Delete):
+        allowed = {"this", "where"}
+    else:
+        return None
+    tree = s.ast
+    if any(v for k, v in tree.args.items() if k not in allowed):
+        return None  # FROM, joins, ORDER BY, LIMIT, WITH, RETURNING...
+    tref, where = tree.this, tree.args.get("where")
+    if not isinstance(tref, exp.Table) or not isinstance(where, exp.Where):
+        return None
+    if any(v for k, v in tref.args.items() if k not in ("this", "db", "alias")):
+        return None
+    if not isinstance(tref.this, exp.Identifier):
+        return None
+    alias_node = tref.args.get("alias")
+    if alias_node is not None and (not alias_node.this or alias_node.args.get("columns")):
+        return None
+    counter = [0]
+    assignments: dict[str, _Value] | None = None
+    if isinstance(s, st.Update):
+        assignments = {}
+        for a in tree.expressions:
+            if not isinstance(a, exp.EQ) or not _owned(a.this, {""}):
+                return None
+            name = ident(a.this.this)
+            source = _set_value(a.expression, counter)
+            if source is None or name in assignments:
+                return None
+            assignments[name] = source
+        if not assignments:
+            return None
+    key: dict[str, _Value] = {}
+    owner = {"", fold(s.alias)}
+    for cond in conjuncts(where.this):
+        if not isinstance(cond, exp.EQ):
+            return None
+        col, val = cond.this, cond.expression
+        if not isinstance(col, exp.Column):
+            col, val = val, col
+        if not _owned(col, owner):
+            return None
+        source = _value(val, counter)
+        column = ident(col.this)
+        if source is None or column in key:
+            return None
+        key[column] = source
+    sets = None if assignments is None else tuple(assignments.items())
+    return KeyWrite(s.table, tuple(key.items()), sets, positional=counter[0])
+
+
+def _set_value(e: exp.Expr, counter: list[int]) -> _Value | None:
+    """An assigned value: what ``_value`` takes, NULL, TRUE or FALSE."""
+    if isinstance(e, exp.Null):
+        return _Value(literal=None)
+    if isinstance(e, exp.Boolean):
+        return _Value(literal=bool(e.this))
+    return _value(e, counter)
+
+
 class StatementCache:
     """Parsed statement templates (texts with their placeholders) and their fast-path
     analysis, most recently used kept."""
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self.size = size
-        self._items: OrderedDict[str, tuple[st.Statement, PointLookup | None] | None] = (
+        self._items: OrderedDict[str, tuple[st.Statement, PointLookup | KeyWrite | None] | None] = (
             OrderedDict()
         )
         self._values: dict[int, tuple[st.Statement, list[list[Any]] | None]] = {}
@@ -299,7 +504,7 @@ class StatementCache:
 
     def get(
         self, sql: str, cancelled: threading.Event | None = None
-    ) -> tuple[st.Statement, PointLookup | None] | None:
+    ) -> tuple[st.Statement, PointLookup | KeyWrite | None] | None:
         """The single statement of ``sql`` with its lookup shape, or None when ``sql``
         is not one INSERT/UPSERT VALUES or point-lookup statement (also cached).
         ``cancelled`` stops the parse (OperationalError)."""
@@ -338,7 +543,7 @@ class StatementCache:
 
     def _analyse(
         self, sql: str, cancelled: threading.Event | None
-    ) -> tuple[st.Statement, PointLookup | None] | None:
+    ) -> tuple[st.Statement, PointLookup | KeyWrite | None] | None:
         try:
             stmts = parse(sql, cancelled=cancelled)
         except OperationalError:
@@ -351,5 +556,5 @@ class StatementCache:
         s = stmts[0]
         if isinstance(s, st.Insert | st.Upsert) and isinstance(s.source, exp.Values):
             return s, None
-        lookup = analyse_point_lookup(s)
-        return None if lookup is None else (s, lookup)
+        fast: PointLookup | KeyWrite | None = analyse_point_lookup(s) or analyse_key_write(s)
+        return None if fast is None else (s, fast)
