@@ -365,14 +365,24 @@ def _make_decimal_encoder(dtype: DataType) -> Callable[[object], bytes]:
 
 def _raw_bytes(v: object) -> bytes:
     if isinstance(v, str):
-        return v.encode("utf-8")
+        return _utf8(v)
     if isinstance(v, bytes):
         return v
     if isinstance(v, bytearray | memoryview):
         return bytes(v)
     if isinstance(v, np.str_):
-        return str(v).encode("utf-8")
+        return _utf8(str(v))
     raise DataError(f"{v!r} is not a string or bytes value")
+
+
+def _utf8(v: str) -> bytes:
+    try:
+        return v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise DataError(
+            f"{v!r} is not valid text: UTF-8 cannot hold {v[e.start:e.end]!r} at position "
+            f"{e.start} (a lone surrogate)"
+        ) from None
 
 
 def _enc_string_last(v: object) -> bytes:

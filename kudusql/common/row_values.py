@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kudusql.common.errors import DataError
 from kudusql.common.schema import Schema
 from kudusql.common.types import _INT_BOUNDS, DataType, TypeKind, cast_array
 
@@ -98,5 +99,18 @@ def _inferred(values: list[Any]) -> pa.Array[Any]:
     try:
         arr: pa.Array[Any] = pa.array(values)
         return arr
+    except UnicodeEncodeError:
+        pass  # a str UTF-8 cannot hold: named below
     except _BUILD_ERRORS:
-        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+        pass
+    texts = [None if v is None else str(v) for v in values]
+    for t in texts:
+        if t is not None:
+            try:
+                t.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise DataError(
+                    f"{t!r} is not valid text: UTF-8 cannot hold {t[e.start : e.end]!r} at "
+                    f"position {e.start} (a lone surrogate)"
+                ) from None
+    return pa.array(texts, type=pa.string())
