@@ -18,6 +18,8 @@ request names its response type, and whether a retry of it is harmless
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import json
 import types
@@ -25,6 +27,8 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
+
+import pyarrow as pa
 
 from kudusql.cluster.errors import MalformedMessage, error_code
 from kudusql.common.errors import Error
@@ -280,3 +284,20 @@ def decode(data: bytes) -> Envelope:
     if issubclass(cls, Response) and timestamp is None:
         raise MalformedMessage(f"{type_name}: a response carries the server's timestamp")
     return Envelope(_build(cls, raw["body"], type_name), timestamp)
+
+
+def encode_arrow(table: pa.Table) -> str:
+    """``table`` as a message field: the base64 of one Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
+
+
+def decode_arrow(text: str, what: str) -> pa.Table:
+    """The table an ``encode_arrow`` field holds; ``MalformedMessage`` naming ``what``
+    when it holds something else."""
+    try:
+        return pa.ipc.open_stream(base64.b64decode(text, validate=True)).read_all()
+    except (binascii.Error, ValueError, pa.ArrowInvalid) as exc:
+        raise MalformedMessage(f"{what} is not an Arrow IPC stream: {exc}") from None

@@ -9,7 +9,6 @@ client-propagated consistency).
 
 from __future__ import annotations
 
-import base64
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from kudusql.cluster.addresses import HostPort
-from kudusql.cluster.messages import Response
+from kudusql.cluster.messages import Response, decode_arrow, encode_arrow
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import DEFAULT_TIMEOUT, ObservedTimestamps, RpcClient
 from kudusql.cluster.tserver.messages import (
@@ -29,6 +28,8 @@ from kudusql.cluster.tserver.messages import (
     DiffScanRequest,
     FlushTablet,
     LookupRequest,
+    LookupRows,
+    LookupRowsRequest,
     ScanRequest,
     TabletChanged,
     TabletStatsRequest,
@@ -39,6 +40,9 @@ from kudusql.cluster.tserver.messages import (
 from kudusql.common.predicates import ColumnPredicate
 
 __all__ = ["DEFAULT_SCAN_TIMEOUT", "KEY_INDEX_COLUMN", "TabletServerPool"]
+
+#: Lookups of at most this many keys are one action; more keys stream their rows.
+ACTION_LOOKUP_KEYS = 16
 
 #: Seconds one tablet's scan or diff scan may stream in all (gRPC's deadline bounds the
 #: whole stream; scans are not paged yet).
@@ -173,15 +177,18 @@ class TabletServerPool:
         columns: Sequence[str] | None,
         snapshot: int | None,
     ) -> pa.Table:
-        """The live rows with these primary keys, and each one's ``key_index``."""
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, keys.schema) as writer:
-            writer.write_table(keys)
-        encoded = base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
-        request = LookupRequest(
-            tablet_id, encoded, None if columns is None else list(columns), snapshot
-        )
-        return self.client(address).get(request)
+        """The live rows with these primary keys, and each one's ``key_index``. A few
+        keys (``ACTION_LOOKUP_KEYS``) go as one action (one round trip); more as a
+        stream."""
+        encoded = encode_arrow(keys)
+        cols = None if columns is None else list(columns)
+        if keys.num_rows <= ACTION_LOOKUP_KEYS:
+            response = self.client(address).call(
+                LookupRowsRequest(tablet_id, encoded, cols, snapshot)
+            )
+            rows: str = _expect(response, LookupRows).rows
+            return decode_arrow(rows, "a lookup's rows")
+        return self.client(address).get(LookupRequest(tablet_id, encoded, cols, snapshot))
 
     def diff_scan(
         self,

@@ -27,6 +27,8 @@ __all__ = [
     "FlushTablet",
     "GetTabletReport",
     "LookupRequest",
+    "LookupRows",
+    "LookupRowsRequest",
     "ReportedTabletInfo",
     "ScanRequest",
     "TabletChanged",
@@ -225,6 +227,29 @@ class LookupRequest(Request):
     base64 of an Arrow IPC stream of the key columns, one row per key."""
 
     RESPONSE: ClassVar[type[Response]] = GetResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    keys: str
+    columns: list[str] | None = None
+    snapshot_timestamp: int | None = None
+
+
+@message("tserver_lookup_rows")
+@dataclass(frozen=True)
+class LookupRows(Response):
+    """A ``LookupRowsRequest``'s answer: the rows as ``tserver_lookup`` streams them
+    (with ``key_index``), as the base64 of one Arrow IPC stream."""
+
+    rows: str
+
+
+@message("tserver_lookup_few")
+@dataclass(frozen=True)
+class LookupRowsRequest(Request):
+    """``tserver_lookup`` as one action: for a few keys (a point lookup), one round trip
+    instead of a stream's; the same fields and answer rows."""
+
+    RESPONSE: ClassVar[type[Response]] = LookupRows
     IDEMPOTENT: ClassVar[bool] = True
     tablet_id: str
     keys: str

@@ -9,12 +9,10 @@ write that follows a client's read is stamped after it.
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 import pyarrow as pa
 
 from kudusql.cluster.errors import MalformedMessage
+from kudusql.cluster.messages import decode_arrow, encode_arrow
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
 from kudusql.cluster.tserver.messages import (
@@ -27,6 +25,8 @@ from kudusql.cluster.tserver.messages import (
     FlushTablet,
     GetTabletReport,
     LookupRequest,
+    LookupRows,
+    LookupRowsRequest,
     ReportedTabletInfo,
     ScanRequest,
     TabletChanged,
@@ -87,6 +87,7 @@ class TabletServer(RpcServer):
         self.register_put(WriteRequest, self._write)
         self.register_get(ScanRequest, self._scan)
         self.register_get(LookupRequest, self._lookup)
+        self.register_action(LookupRowsRequest, self._lookup_rows)
         self.register_get(DiffScanRequest, self._diff_scan)
         self.register_action(CountRowsRequest, self._count)
         self.register_action(TabletStatsRequest, self._stats)
@@ -177,12 +178,12 @@ class TabletServer(RpcServer):
             key_range=key_range,
         )
 
-    def _lookup(self, r: LookupRequest) -> pa.Table:
-        try:
-            keys = pa.ipc.open_stream(base64.b64decode(r.keys, validate=True)).read_all()
-        except (binascii.Error, ValueError, pa.ArrowInvalid) as exc:
-            raise MalformedMessage(f"a lookup's keys are not an Arrow IPC stream: {exc}") from None
+    def _lookup(self, r: LookupRequest | LookupRowsRequest) -> pa.Table:
+        keys = decode_arrow(r.keys, "a lookup's keys")
         return self.tablets.lookup(r.tablet_id, keys, r.columns, r.snapshot_timestamp)
+
+    def _lookup_rows(self, r: LookupRowsRequest) -> LookupRows:
+        return LookupRows(encode_arrow(self._lookup(r)))
 
     def _diff_scan(self, r: DiffScanRequest) -> pa.RecordBatchReader:
         return self.tablets.diff_scan(
