@@ -33,6 +33,12 @@ def _cluster_parser() -> argparse.ArgumentParser:
     start.add_argument("dir", metavar="DIR")
     start.add_argument("--tservers", type=int, default=3, help="tablet servers (default 3)")
     start.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve TLS with a certificate generated in DIR/tls "
+        "(clients: tls_ca=DIR/tls/server.crt)",
+    )
+    start.add_argument(
         "--master-flag", action="append", default=[], help="an extra flag for the master"
     )
     start.add_argument(
@@ -54,9 +60,15 @@ def _cluster(argv: Sequence[str]) -> int:
             print("kudusql cluster: --tservers must be at least 1", file=sys.stderr)
             return 2
         flags = {"master_flags": args.master_flag, "tserver_flags": args.tserver_flag}
-        cluster = MiniCluster(args.dir, **flags)
+        cluster = MiniCluster(args.dir, tls=args.tls, **flags)
         cluster.start(args.tservers)
         print(cluster.master_address)
+        tls = f" and tls_ca={cluster.tls_ca}" if cluster.tls_ca else ""
+        print(
+            f"connect with kudusql://{cluster.master_address}, secret_file="
+            f"{cluster.secret_file}{tls} (or export KUDUSQL_SECRET_FILE)",
+            file=sys.stderr,
+        )
         return 0
     cluster = MiniCluster(args.dir)
     if cluster.master is None:

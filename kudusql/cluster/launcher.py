@@ -37,7 +37,12 @@ from kudusql.cluster.master.messages import (
 )
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
-from kudusql.cluster.security import generate_secret, read_secret_file, write_secret_file
+from kudusql.cluster.security import (
+    generate_secret,
+    generate_self_signed,
+    read_secret_file,
+    write_secret_file,
+)
 from kudusql.common.errors import Error, OperationalError
 from kudusql.storage.fs.files import write_file_atomic
 
@@ -45,6 +50,9 @@ __all__ = ["Daemon", "MiniCluster"]
 
 STATE_FILE = "cluster.json"
 SECRET_FILE = "secret"
+#: With TLS: the directory of the cluster's certificate and key (every daemon serves
+#: the one self-signed certificate, which is also the clients' trust root).
+TLS_DIR = "tls"
 MASTER_DIR = "master"
 
 
@@ -94,11 +102,13 @@ class MiniCluster:
         master_flags: Sequence[str] = (),
         tserver_flags: Sequence[str] = (),
         start_timeout: float = 60.0,
+        tls: bool = False,
     ) -> None:
         self.root = Path(root).resolve()
         self.master_flags = list(master_flags)
         self.tserver_flags = list(tserver_flags)
         self.start_timeout = start_timeout
+        self.tls = tls
         self.master: Daemon | None = None
         self.tservers: list[Daemon] = []
         self._children: dict[int, subprocess.Popen[bytes]] = {}
@@ -113,6 +123,7 @@ class MiniCluster:
             raw = json.loads(path.read_text())
             self.master = Daemon(**raw["master"]) if raw.get("master") else None
             self.tservers = [Daemon(**d) for d in raw.get("tservers", [])]
+            self.tls = bool(raw.get("tls", False))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise OperationalError(f"{path} is not a cluster state file: {exc}") from None
 
@@ -120,6 +131,7 @@ class MiniCluster:
         state = {
             "master": asdict(self.master) if self.master else None,
             "tservers": [asdict(d) for d in self.tservers],
+            "tls": self.tls,
         }
         write_file_atomic(str(self.root / STATE_FILE), json.dumps(state, indent=1).encode())
 
@@ -132,6 +144,17 @@ class MiniCluster:
         return read_secret_file(self.secret_file)
 
     @property
+    def tls_ca(self) -> Path | None:
+        """The certificate a client trusts (with ``tls``), else None."""
+        return self.root / TLS_DIR / "server.crt" if self.tls else None
+
+    @property
+    def url(self) -> str:
+        """The ``kudusql://`` URL a client connects with, credentials included."""
+        url = f"kudusql://{self.master_address}?secret_file={self.secret_file}"
+        return url + (f"&tls_ca={self.tls_ca}" if self.tls_ca else "")
+
+    @property
     def master_address(self) -> str:
         if self.master is None:
             raise OperationalError(f"no cluster was started in {self.root}")
@@ -142,6 +165,7 @@ class MiniCluster:
         return RpcClient(
             self.master_address,
             secret=self.secret,
+            tls_root=self.tls_ca,
             server_kind="master",
             timeout=timeout,
             retry=RetryPolicy(deadline=timeout),
@@ -155,6 +179,8 @@ class MiniCluster:
         address_file.unlink(missing_ok=True)
         command = [sys.executable, "-m", f"kudusql.cluster.{kind}", "--dir", str(directory)]
         command += ["--secret-file", str(self.secret_file), *flags]
+        if self.tls:
+            command += ["--tls-dir", str(self.root / TLS_DIR)]
         package_root = str(Path(__file__).resolve().parents[2])  # holds kudusql/
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
@@ -196,6 +222,8 @@ class MiniCluster:
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.secret_file.exists():
             write_secret_file(self.secret_file, generate_secret())
+        if self.tls and not (self.root / TLS_DIR / "server.crt").exists():
+            generate_self_signed(self.root / TLS_DIR)
         self.tservers = []
         try:
             self._start_master()

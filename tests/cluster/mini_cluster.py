@@ -37,14 +37,15 @@ TSERVER_FLAGS = ["--heartbeat-interval", "0.2"]
 
 
 @contextmanager
-def mini_cluster_at(root: Path, tservers: int = 3) -> Iterator[MiniCluster]:
-    """A started cluster under ``root``, stopped (SIGTERM, then SIGKILL) however the
-    block ends."""
+def mini_cluster_at(root: Path, tservers: int = 3, *, tls: bool = False) -> Iterator[MiniCluster]:
+    """A started cluster under ``root`` (serving TLS with ``tls``), stopped (SIGTERM,
+    then SIGKILL) however the block ends."""
     cluster = MiniCluster(
         root,
         master_flags=MASTER_FLAGS,
         tserver_flags=TSERVER_FLAGS,
         start_timeout=scaled(30),
+        tls=tls,
     )
     try:
         cluster.start(tservers)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ import kudusql
 from kudusql.cluster.client.tserver_client import TabletServerPool
 from kudusql.cluster.launcher import MiniCluster
 from kudusql.common.errors import Error, OperationalError
-from tests.cluster.mini_cluster import eventually
+from tests.cluster.mini_cluster import eventually, mini_cluster_at
 from tests.support.targets import cluster_url
 
 #: Rows per INSERT statement, spread over every tablet.
@@ -125,3 +126,23 @@ def test_a_connection_without_the_secret_is_refused(mini_cluster: MiniCluster) -
     with TabletServerPool() as pool, pytest.raises(OperationalError, match="unauthenticated"):
         pool.now(address)
     assert re.match(r"\d+\.\d+\.\d+\.\d+:\d+", address)
+
+
+def test_a_tls_cluster_serves_sql_to_a_client_that_trusts_its_certificate(
+    tmp_path: Path,
+) -> None:
+    """`kudusql cluster start --tls`: every daemon serves TLS (the master's calls to
+    tablet servers and their heartbeats too); a client needs the certificate and the
+    secret."""
+    with mini_cluster_at(tmp_path / "tls", tservers=2, tls=True) as cluster:
+        assert cluster.tls_ca is not None and cluster.tls_ca.exists()
+        with kudusql.connect(cluster.url) as conn:
+            conn.execute(
+                "CREATE TABLE t (id INT PRIMARY KEY, v STRING) PARTITION BY HASH (id) PARTITIONS 2"
+            )
+            conn.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+            assert conn.execute("SELECT count(*) FROM t").fetchone() == (2,)
+        plain = f"kudusql://{cluster.master_address}?secret_file={cluster.secret_file}"
+        with pytest.raises(OperationalError, match="unavailable") as e:
+            kudusql.connect(plain, timeout=2)
+        assert "Traceback" not in str(e.value)

@@ -42,7 +42,7 @@ class Target:
 
 
 def cluster_url(cluster: MiniCluster) -> str:
-    return f"kudusql://{cluster.master_address}?secret_file={cluster.secret_file}"
+    return cluster.url
 
 
 @contextmanager
