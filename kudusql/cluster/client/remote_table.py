@@ -26,7 +26,6 @@ is tried once more on fresh ones.
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -43,6 +42,7 @@ from kudusql.cluster.client.tserver_client import KEY_INDEX_COLUMN, TabletServer
 from kudusql.cluster.errors import ConnectionRefused, ServiceUnavailable, TabletNotFound
 from kudusql.cluster.tablet_partition import routing_keys
 from kudusql.common.errors import DataError, Error, ProgrammingError
+from kudusql.common.parallel import parallel_batches
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.row_operations import (
     RowError,
@@ -416,12 +416,16 @@ class RemoteTable(WriteShortcuts):
             # Unordered: as they come; ordered by range only: range partitions are
             # disjoint and in key order, so the tablets' sorted streams concatenate.
             batches = (
-                _parallel(jobs, self.threads) if not ordered else (b for job in jobs for b in job())
+                parallel_batches(jobs, self.threads, name="remote-scan")
+                if not ordered
+                else (b for job in jobs for b in job())
             )
             if wanted != names:
                 batches = (b.select(names) for b in batches)
         else:  # every tablet's rows, sorted by key (as the embedded table does)
-            table = pa.Table.from_batches(list(_parallel(jobs, self.threads)), wanted_schema)
+            table = pa.Table.from_batches(
+                list(parallel_batches(jobs, self.threads, name="remote-scan")), wanted_schema
+            )
             if table.num_rows:
                 order = pc.sort_indices(table, [(k, "ascending") for k in schema.key_names])
                 table = table.take(order)
@@ -723,65 +727,6 @@ def _first_rows(batches: Iterator[pa.RecordBatch], limit: int) -> Iterator[pa.Re
             b = b.slice(0, left)
         left -= b.num_rows
         yield b
-
-
-_DONE = object()
-
-
-def _parallel(
-    jobs: list[Callable[[], Iterator[pa.RecordBatch]]], workers: int
-) -> Iterator[pa.RecordBatch]:
-    """Batches of every job, up to ``workers`` jobs at a time, in the order they come;
-    at most a few batches per worker wait in memory, and the producers stop when the
-    consumer goes away. A job's error is raised to the consumer."""
-    if len(jobs) <= 1 or workers <= 1:
-        for job in jobs:
-            yield from job()
-        return
-    q: queue.Queue[Any] = queue.Queue(maxsize=2 * workers)
-    stop = threading.Event()
-    pending = list(reversed(jobs))
-    lock = threading.Lock()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def worker() -> None:
-        try:
-            while True:
-                with lock:
-                    if not pending or stop.is_set():
-                        return
-                    job = pending.pop()
-                for b in job():
-                    if b.num_rows and not put(b):
-                        return
-        except BaseException as e:  # handed to the consumer, which raises it
-            put(e)
-        finally:
-            put(_DONE)
-
-    n = min(workers, len(jobs))
-    for i in range(n):
-        threading.Thread(target=worker, name=f"remote-scan-{i}", daemon=True).start()
-    done = 0
-    try:
-        while done < n:
-            item = q.get()
-            if item is _DONE:
-                done += 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield item
-    finally:
-        stop.set()
 
 
 def _key_of(data: pa.Table, schema: Schema, i: int) -> tuple[Any, ...] | None:

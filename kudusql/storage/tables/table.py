@@ -26,8 +26,6 @@ scans concatenate disjoint range tablets, or sort across hash tablets).
 from __future__ import annotations
 
 import contextlib
-import queue
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,6 +40,7 @@ from kudusql.common.errors import (
     IntegrityError,
     ProgrammingError,
 )
+from kudusql.common.parallel import parallel_batches
 from kudusql.common.predicates import ColumnPredicate, PredicateKind
 from kudusql.common.row_operations import (
     RowError,
@@ -478,7 +477,7 @@ class Table(WriteShortcuts):
         if not ordered:
             jobs = [_scan_job(t, names, preds, snap, key_range) for t in tablets]
             return pa.RecordBatchReader.from_batches(
-                out_schema, _parallel(jobs, self.db.options.threads)
+                out_schema, parallel_batches(jobs, self.db.options.threads)
             )
         if not rt.meta.partition_schema.hash_dimensions:
             # Range partitions are disjoint and in key order: concatenate.
@@ -492,7 +491,7 @@ class Table(WriteShortcuts):
         keys = schema.key_names
         extra = [k for k in keys if k not in names]
         jobs = [_scan_job(t, names + extra, preds, snap, key_range) for t in tablets]
-        batches = list(_parallel(jobs, self.db.options.threads))
+        batches = list(parallel_batches(jobs, self.db.options.threads))
         table = pa.Table.from_batches(batches, schema=schema.arrow_schema(names + extra))
         if table.num_rows:
             table = table.take(pc.sort_indices(table, [(k, "ascending") for k in keys]))
@@ -824,63 +823,3 @@ def _scan_job(
         return iter(t.scan(names, preds, snapshot=snap, key_range=key_range))
 
     return run
-
-
-_DONE = object()
-
-
-def _parallel(
-    jobs: list[Callable[[], Iterator[pa.RecordBatch]]], workers: int
-) -> Iterator[pa.RecordBatch]:
-    """Batches of every job, produced by up to ``workers`` jobs at a time, in
-    whatever order they finish; stops the producers if the consumer goes away."""
-    if len(jobs) <= 1 or workers <= 1:
-        for j in jobs:
-            yield from (b for b in j() if b.num_rows)
-        return
-    q: queue.Queue[Any] = queue.Queue(maxsize=4 * workers)
-    stop = threading.Event()
-    pending = list(reversed(jobs))
-    lock = threading.Lock()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def worker() -> None:
-        try:
-            while True:
-                with lock:
-                    if not pending or stop.is_set():
-                        return
-                    job = pending.pop()
-                for b in job():
-                    if b.num_rows and not put(b):
-                        return
-        except BaseException as e:  # handed to the consumer, which raises it
-            put(e)
-        finally:
-            put(_DONE)
-
-    n = min(workers, len(jobs))
-    # Own threads, not a shared pool: a scan its consumer abandons must not starve others
-    # (its producers wait on the full queue until the generator is closed or collected).
-    for i in range(n):
-        threading.Thread(target=worker, name=f"scan-{i}", daemon=True).start()
-    done = 0
-    try:
-        while done < n:
-            item = q.get()
-            if item is _DONE:
-                done += 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield item
-    finally:
-        stop.set()
