@@ -8,13 +8,14 @@ server's own messages, ``tserver/messages.py``).
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from typing import ClassVar
 
 from kudusql.cluster import master_protocol
 from kudusql.cluster.messages import Request, Response, message
 
-__all__ = ["HeartbeatResponse", "ReportedTabletInfo", "TSHeartbeat"]
+__all__ = ["HeartbeatResponse", "ReportedTabletInfo", "TSHeartbeat", "tablet_report"]
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,31 @@ class TSHeartbeat(Request):
     removed_tablet_ids: list[str]
 
     def report(self) -> master_protocol.TabletReport:
-        return master_protocol.TabletReport(
-            incarnation=self.incarnation,
-            sequence_number=self.sequence_number,
-            is_incremental=self.is_incremental,
-            updated_tablets=tuple(
-                master_protocol.ReportedTablet(t.tablet_id, t.schema_version)
-                for t in self.updated_tablets
-            ),
-            removed_tablet_ids=tuple(self.removed_tablet_ids),
-        )
+        return tablet_report(self)
+
+
+class _WireReport(typing.Protocol):
+    @property
+    def incarnation(self) -> int: ...
+    @property
+    def sequence_number(self) -> int: ...
+    @property
+    def is_incremental(self) -> bool: ...
+    @property
+    def updated_tablets(self) -> list[ReportedTabletInfo]: ...
+    @property
+    def removed_tablet_ids(self) -> list[str]: ...
+
+
+def tablet_report(wire: _WireReport) -> master_protocol.TabletReport:
+    """The ``master_protocol.TabletReport`` a message's report fields carry."""
+    return master_protocol.TabletReport(
+        incarnation=wire.incarnation,
+        sequence_number=wire.sequence_number,
+        is_incremental=wire.is_incremental,
+        updated_tablets=tuple(
+            master_protocol.ReportedTablet(t.tablet_id, t.schema_version)
+            for t in wire.updated_tablets
+        ),
+        removed_tablet_ids=tuple(wire.removed_tablet_ids),
+    )

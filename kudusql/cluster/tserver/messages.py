@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kudusql.cluster import master_protocol
+from kudusql.cluster.heartbeat_messages import ReportedTabletInfo, tablet_report
 from kudusql.cluster.messages import GetResponse, Request, Response, message
 
 __all__ = [
@@ -104,14 +105,6 @@ class DeleteTablet(Request):
     reason: str = ""
 
 
-@dataclass(frozen=True)
-class ReportedTabletInfo:
-    """One replica in a tablet report."""
-
-    tablet_id: str
-    schema_version: int
-
-
 @message("tserver_tablet_report")
 @dataclass(frozen=True)
 class TabletReportResponse(Response):
@@ -126,16 +119,7 @@ class TabletReportResponse(Response):
     removed_tablet_ids: list[str]
 
     def report(self) -> master_protocol.TabletReport:
-        return master_protocol.TabletReport(
-            incarnation=self.incarnation,
-            sequence_number=self.sequence_number,
-            is_incremental=self.is_incremental,
-            updated_tablets=tuple(
-                master_protocol.ReportedTablet(t.tablet_id, t.schema_version)
-                for t in self.updated_tablets
-            ),
-            removed_tablet_ids=tuple(self.removed_tablet_ids),
-        )
+        return tablet_report(self)
 
 
 @message("tserver_get_tablet_report")
