@@ -380,7 +380,7 @@ def _utf8(v: str) -> bytes:
         return v.encode("utf-8")
     except UnicodeEncodeError as e:
         raise DataError(
-            f"{v!r} is not valid text: UTF-8 cannot hold {v[e.start:e.end]!r} at position "
+            f"{v!r} is not valid text: UTF-8 cannot hold {v[e.start : e.end]!r} at position "
             f"{e.start} (a lone surrogate)"
         ) from None
 
