@@ -87,7 +87,7 @@ def test_master_option_names_a_cluster_or_a_directory(tmp_path: Path) -> None:
     assert url.cluster is not None and url.cluster.address == "h:1"
     for directory in ("/data/db", "file:///data/db", "./h:1", "db"):
         assert parse_options({"kudu.master": directory, "kudu.table": "t"}).cluster is None
-    with pytest.raises(ProgrammingError, match="several masters.*one master"):
+    with pytest.raises(ProgrammingError, match=r"several masters.*one master"):
         parse_options({"kudu.master": "m1:7051,m2:7051", "kudu.table": "t"})
 
 
@@ -192,7 +192,7 @@ def test_refusals_are_clear(
         ).load()
     with pytest.raises(PySparkException, match="'nope' does not exist in kudusql://"):
         spark.read.format("kudu").option("kudu.master", url).option("kudu.table", "nope").load()
-    with pytest.raises(PySparkException, match="(?i)unauthenticated"):
+    with pytest.raises(PySparkException, match=r"(?i)unauthenticated"):
         spark.read.format("kudu").option("kudu.master", master).option(
             "kudusql.secretFile", str(wrong)
         ).option("kudu.table", "kv").load()
@@ -215,7 +215,7 @@ def test_refusals_are_clear(
 
 
 def test_kudu_context_on_a_cluster(spark: SparkSession, cluster: tuple[str, str, str]) -> None:
-    url, master, secret = cluster
+    _, master, secret = cluster
     ctx = KuduContext(master, spark, secret_file=secret)
     if ctx.table_exists("ctx"):
         ctx.delete_table("ctx")
