@@ -139,7 +139,9 @@ def read_token(
         )
     except (TabletNotFound, ServiceUnavailable):
         # The tablet moved, or its server is away: where is it now (the master knows)?
-        reader = kept_database(target).scan_token_reader(token, ordered=ordered)
+        db = kept_database(target)
+        db.refresh()
+        reader = db.scan_token_reader(token, ordered=ordered)
     yield from reader
 
 
@@ -177,6 +179,9 @@ def write_task(
     """Write every batch to table ``table_id`` (refused when it was dropped or altered
     since the job was planned), counting into ``result``."""
     db = kept_database(task_target(target))
+    # The master's record now, not one an earlier task of this worker cached: the
+    # table may have been dropped and created again under the same name since.
+    db.refresh()
     remote = db.table_by_id(table_id, table)
     if remote.meta.schema_version != schema_version:
         raise ProgrammingError(
