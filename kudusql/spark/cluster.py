@@ -13,9 +13,10 @@ schema version. Tasks never open a database directory:
   tablet is now (a ``RemoteDatabase``, ``scan_token_reader``);
 * a write task writes each Arrow batch Spark hands it with ``RemoteTable.write``,
   which routes the rows to tablets and applies each tablet's part atomically at that
-  tablet's HybridTime (``write_task``). Its rows are visible as soon as it writes them:
-  a cluster has no staging, so a cluster write job is not all-or-nothing (nor is
-  kudu-spark's).
+  tablet's HybridTime (``write_task``; ``kudu.ignoreNull`` writes each row without its
+  NULL columns, which an upsert or update then leaves as stored). Its rows are
+  visible as soon as it writes them: a cluster has no staging, so a cluster write job
+  is not all-or-nothing (nor is kudu-spark's).
 
 Credentials: the driver resolves the cluster's secret (``kudusql.secretFile``, the URL's
 ``secret_file``, the driver's ``KUDUSQL_SECRET_FILE``) and the plan carries it to the
@@ -26,11 +27,13 @@ that resolved none leaves each task to its own environment's ``KUDUSQL_SECRET_FI
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pyarrow as pa
 
 from kudusql.cluster.client.database import RemoteDatabase
@@ -167,6 +170,40 @@ class TaskWrite:
         return to_micros(self.timestamp) + 1 if self.timestamp else None
 
 
+#: Operations for which ``kudu.ignoreNull`` leaves a NULL's column as stored.
+KEEPS_STORED = (WriteOp.UPSERT, WriteOp.UPSERT_IGNORE, WriteOp.UPDATE, WriteOp.UPDATE_IGNORE)
+
+
+def ignore_null_parts(data: pa.Table, keys: Sequence[str]) -> list[pa.Table]:
+    """``data`` as writes that leave each row's NULL columns as stored (kudu-spark's
+    ``ignoreNull``: a NULL is an unset column): an upsert or update of a subset of the
+    columns keeps the others, so the rows are grouped by which columns are NULL and each
+    group written without those. Rows keep their order across groups when a key repeats
+    in the batch (then the groups are runs of consecutive rows)."""
+    others = [c for c in data.column_names if c not in keys]
+    nulls = [c for c in others if data.column(c).null_count]
+    if not nulls or not data.num_rows:
+        return [data]
+    pattern = np.stack(
+        [np.asarray(data.column(c).is_null().to_numpy(zero_copy_only=False)) for c in nulls],
+        axis=1,
+    )
+    distinct_keys = data.group_by(list(keys)).aggregate([]).num_rows
+    if distinct_keys == data.num_rows:
+        kinds, which = np.unique(pattern, axis=0, return_inverse=True)
+        groups = [(kinds[i], np.flatnonzero(which == i)) for i in range(len(kinds))]
+    else:  # a key written twice: runs of one pattern, in the batch's order
+        change = np.flatnonzero((pattern[1:] != pattern[:-1]).any(axis=1)) + 1
+        bounds = [0, *change.tolist(), data.num_rows]
+        groups = [(pattern[a], np.arange(a, b)) for a, b in itertools.pairwise(bounds)]
+    parts = []
+    for kind, rows in groups:
+        skip = {c for c, null in zip(nulls, kind, strict=True) if null}
+        part = data.take(rows).select([c for c in data.column_names if c not in skip])
+        parts.append(part)
+    return parts
+
+
 def write_task(
     target: ClusterTarget,
     table_id: str,
@@ -175,9 +212,12 @@ def write_task(
     operation: str,
     batches: Iterable[pa.RecordBatch],
     result: TaskWrite,
+    *,
+    ignore_null: bool = False,
 ) -> TaskWrite:
     """Write every batch to table ``table_id`` (refused when it was dropped or altered
-    since the job was planned), counting into ``result``."""
+    since the job was planned), counting into ``result``; with ``ignore_null``, an
+    upsert or update leaves each NULL's column as stored (``ignore_null_parts``)."""
     db = kept_database(task_target(target))
     # The master's record now, not one an earlier task of this worker cached: the
     # table may have been dropped and created again under the same name since.
@@ -189,17 +229,21 @@ def write_task(
             f"{schema_version} -> {remote.meta.schema_version}); run the job again"
         )
     op = WriteOp.parse(operation)
+    keys = remote.schema.key_names
     for batch in batches:
         if not batch.num_rows:
             continue
-        r = remote.write(batch, op)
         result.rows += batch.num_rows
-        result.applied += r.applied
-        result.ignored += r.ignored
-        result.rejected += len(r.errors)
-        room = SAMPLE_ERRORS - len(result.sample_errors)
-        if room > 0:
-            result.sample_errors += [str(e) for e in r.errors[:room]]
-        if r.applied or r.ignored:
-            result.timestamp = max(result.timestamp, r.timestamp)
+        data = pa.Table.from_batches([batch])
+        parts = ignore_null_parts(data, keys) if ignore_null and op in KEEPS_STORED else [data]
+        for part in parts:
+            r = remote.write(part, op)
+            result.applied += r.applied
+            result.ignored += r.ignored
+            result.rejected += len(r.errors)
+            room = SAMPLE_ERRORS - len(result.sample_errors)
+            if room > 0:
+                result.sample_errors += [str(e) for e in r.errors[:room]]
+            if r.applied or r.ignored:
+                result.timestamp = max(result.timestamp, r.timestamp)
     return result

@@ -170,24 +170,14 @@ class DefaultSource(DataSource):
             return KudusqlStreamWriter(plan, table, self.options.get("checkpointLocation"))
 
     def _cluster_plan(self, opts: SourceOptions, schema: StructType, overwrite: bool) -> JobPlan:
-        """A write to a cluster: refused where it would need the embedded commit's
-        atomicity (overwrite) or its read of the stored rows (``kudu.ignoreNull``)."""
+        """A write to a cluster: overwrite, which would need the embedded commit's
+        atomicity, is refused."""
         assert opts.cluster is not None
         if overwrite:
             raise ProgrammingError(
                 "overwrite mode is not supported on a cluster (nor by kudu-spark): it would "
                 "delete and insert in many tablet transactions, not one; write with mode "
                 "append, or delete the rows first"
-            )
-        if opts.ignore_null and opts.operation in (
-            "upsert",
-            "upsert_ignore",
-            "update",
-            "update_ignore",
-        ):
-            raise ProgrammingError(
-                "kudu.ignoreNull is not supported on a cluster yet: leave it unset and "
-                "write only the columns to change"
             )
         if opts.handle_schema_drift:
             add_new_columns(opts, schema)
@@ -203,7 +193,7 @@ class DefaultSource(DataSource):
                 columns=tuple(columns),
                 operation=opts.operation,
                 overwrite=False,
-                ignore_null=False,
+                ignore_null=opts.ignore_null,
                 ignore_row_errors=opts.ignore_row_errors,
                 job_dir="",
                 report_file=opts.report_file,

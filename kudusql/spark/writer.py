@@ -104,6 +104,7 @@ def cluster_task(plan: JobPlan, iterator: Iterator[pa.RecordBatch]) -> TaskWrite
         plan.operation,
         batches,
         done,
+        ignore_null=plan.ignore_null,
     )
     if done.rejected and not plan.ignore_row_errors:
         raise RowErrorsFailure(cluster_failure(done.rejected, done.sample_errors))
