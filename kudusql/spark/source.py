@@ -11,7 +11,9 @@ classpath those names are kudu-spark's). ``register(spark)`` in
 schema from the database (opened read-only), and hands out a reader (``reader``), a
 writer (``writer``) or a streaming writer (``streamWriter``) for one table. Planning a
 write with ``kudu.handleSchemaDrift`` first adds the DataFrame's new columns to the
-table (``add_new_columns``).
+table (``add_new_columns``). When ``kudu.master`` names a cluster, the driver plans
+through the cluster's master (``cluster.open_database``) and the writers are the
+cluster's (``ClusterWriter``, ``ClusterStreamWriter``).
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ class DefaultSource(DataSource):
         with user_errors():
             opts = self._opts()
             if opts.cluster is not None:
-                return ClusterWriter(self._cluster_plan(opts, schema, overwrite))
+                return ClusterWriter(self._cluster_plan(opts, schema, overwrite, stream=False))
             plan, table = self._plan(opts, schema, overwrite, stream=False)
             return KudusqlWriter(plan, table)
 
@@ -165,15 +167,17 @@ class DefaultSource(DataSource):
         with user_errors():
             opts = self._opts()
             if opts.cluster is not None:
-                return ClusterStreamWriter(self._cluster_plan(opts, schema, overwrite))
+                return ClusterStreamWriter(self._cluster_plan(opts, schema, overwrite, stream=True))
             plan, table = self._plan(opts, schema, overwrite, stream=True)
             return KudusqlStreamWriter(plan, table, self.options.get("checkpointLocation"))
 
-    def _cluster_plan(self, opts: SourceOptions, schema: StructType, overwrite: bool) -> JobPlan:
+    def _cluster_plan(
+        self, opts: SourceOptions, schema: StructType, overwrite: bool, *, stream: bool
+    ) -> JobPlan:
         """A write to a cluster: overwrite, which would need the embedded commit's
-        atomicity, is refused."""
+        atomicity, is refused (a stream's complete mode by ``ClusterStreamWriter``)."""
         assert opts.cluster is not None
-        if overwrite:
+        if overwrite and not stream:
             raise ProgrammingError(
                 "overwrite mode is not supported on a cluster (nor by kudu-spark): it would "
                 "delete and insert in many tablet transactions, not one; write with mode "
@@ -192,7 +196,7 @@ class DefaultSource(DataSource):
                 schema_version=meta.schema_version,
                 columns=tuple(columns),
                 operation=opts.operation,
-                overwrite=False,
+                overwrite=overwrite,
                 ignore_null=opts.ignore_null,
                 ignore_row_errors=opts.ignore_row_errors,
                 job_dir="",
