@@ -11,11 +11,14 @@ kudu-spark's timestamp accumulator does. DDL opens the database as its writer fo
 duration of the call only. A write with ``repartition=True`` (``kudu.repartition``)
 first repartitions the DataFrame by the table's partitioning (``repartition.py``). The
 constructor checks that Spark's Python workers can import kudusql
-(``session.check_worker_python``).
+(``session.check_worker_python``). ``master`` may name a cluster (``HOST:PORT`` or
+``kudusql://HOST:PORT``): DDL then goes to its master, and writes are the data source's
+cluster writes (not all-or-nothing, see ``writer.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -26,34 +29,81 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from kudusql.client.partitioning import Partitioning
+from kudusql.cluster.client.target import SCHEME, ClusterTarget
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema, Schema
-from kudusql.spark.options import database_path, parse_options, storage_table_name
+from kudusql.spark import cluster
+from kudusql.spark.options import (
+    cluster_target,
+    database_path,
+    names_cluster,
+    parse_options,
+    storage_table_name,
+)
 from kudusql.spark.publish import JobSummary
 from kudusql.spark.repartition import repartition_by_tablet
 from kudusql.spark.session import check_worker_python
 from kudusql.spark.source import missing_table
 from kudusql.spark.spark_schema import kudusql_type, pruned_schema
 from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.handles import DatabaseHandle
 
 
 class KuduContext:
-    def __init__(self, master: str, spark: SparkSession) -> None:
+    def __init__(
+        self,
+        master: str,
+        spark: SparkSession,
+        *,
+        secret_file: str | None = None,
+        tls_ca: str | None = None,
+    ) -> None:
+        """``master``: a directory, or a cluster's ``HOST:PORT`` / ``kudusql://HOST:PORT``
+        (``secret_file`` and ``tls_ca`` as the ``kudusql.secretFile`` and
+        ``kudusql.tlsCa`` options)."""
         check_worker_python(spark)
         self.master = master
-        self.database = database_path(master)
+        self.cluster: ClusterTarget | None = None
+        self._cluster_options: dict[str, str] = {}
+        if names_cluster(master):
+            self.cluster = cluster_target(master, secret_file=secret_file, tls_ca=tls_ca)
+            self.database = f"{SCHEME}{self.cluster.address}"
+            self._cluster_options = {
+                k: v
+                for k, v in (("kudusql.secretFile", secret_file), ("kudusql.tlsCa", tls_ca))
+                if v
+            }
+            with cluster.open_database(self.cluster):
+                pass  # reachable, credentials accepted: fail here, not in the first job
+        else:
+            self.database = database_path(master)
         self.spark = spark
         self.last_timestamp_micros: int | None = None
 
+    def _reader(self) -> contextlib.AbstractContextManager[DatabaseHandle]:
+        """The database for a look at its catalog (read-only when it is a directory)."""
+        if self.cluster is not None:
+            return cluster.open_database(self.cluster)
+        return Database(self.database, read_only=True)
+
+    def _writer(self) -> contextlib.AbstractContextManager[DatabaseHandle]:
+        """The database for DDL (as its writer when it is a directory)."""
+        if self.cluster is not None:
+            return cluster.open_database(self.cluster)
+        return Database(self.database, maintenance=False)
+
+    def _exists(self) -> bool:
+        return self.cluster is not None or os.path.isdir(self.database)
+
     # -- tables ---------------------------------------------------------------------------
     def table_exists(self, table: str) -> bool:
-        if not os.path.isdir(self.database):
+        if not self._exists():
             return False
-        with Database(self.database, read_only=True) as db:
+        with self._reader() as db:
             return db.has_table(storage_table_name(table))
 
     def delete_table(self, table: str) -> None:
-        with Database(self.database, maintenance=False) as db:
+        with self._writer() as db:
             db.drop_table(storage_table_name(table))
 
     def create_table(
@@ -76,7 +126,7 @@ class KuduContext:
                 partitioning.add_hash_partitions(list(cols), buckets)
         elif hash_partitions:
             raise ProgrammingError("give hash_partitions or partitioning, not both")
-        with Database(self.database, maintenance=False) as db:
+        with self._writer() as db:
             db.create_table(
                 storage_table_name(table),
                 core,
@@ -99,7 +149,7 @@ class KuduContext:
             reader = reader.option("kudu.snapshotTimestampMicros", str(snapshot_micros))
         if columns is not None:
             name = storage_table_name(table)
-            with Database(self.database, read_only=True) as db:
+            with self._reader() as db:
                 if not db.has_table(name):
                     raise ProgrammingError(f"table {table!r} does not exist in {self.database}")
                 schema = db.table(name).schema
@@ -154,7 +204,7 @@ class KuduContext:
         return summary
 
     def _repartition(self, df: DataFrame, name: str, *, sort: bool) -> DataFrame:
-        with Database(self.database, read_only=True) as db:
+        with self._reader() as db:
             meta = db.table(name).meta
         return repartition_by_tablet(
             df, meta.schema, meta.partition_schema, len(meta.tablets), sort=sort
@@ -164,8 +214,8 @@ class KuduContext:
         """The key columns of ``table``, checked here on the driver: a missing table is
         a plain ProgrammingError saying what to do, not a failed Spark job."""
         name = storage_table_name(table)
-        if os.path.isdir(self.database):
-            with Database(self.database, read_only=True) as db:
+        if self._exists():
+            with self._reader() as db:
                 if db.has_table(name):
                     return list(db.table(name).schema.key_names)
                 names = db.table_names()
@@ -174,7 +224,8 @@ class KuduContext:
         raise missing_table(table, self.database, names, write=True)
 
     def _options(self, table: str) -> dict[str, str]:
-        return {"kudu.master": self.database, "kudu.table": table}
+        master = self.master if self.cluster is not None else self.database
+        return {"kudu.master": master, "kudu.table": table, **self._cluster_options}
 
 
 #: Keyword names whose option is not the camel-cased ``kudu.`` name.

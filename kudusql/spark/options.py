@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
+from kudusql.cluster.client.target import SCHEME, ClusterTarget, is_cluster_url
 from kudusql.common.errors import ProgrammingError
 
 log = logging.getLogger("kudusql.spark")
@@ -41,7 +43,8 @@ IMPALA_PREFIX = "impala::"
 #: Every option, lower-cased (Spark lower-cases keys), with what it does here. The
 #: first block is kudu-spark's ``DefaultSource`` (``docs/SPARK.md`` has the table).
 KNOWN_OPTIONS = {
-    "kudu.master": "the database: a directory path or a file:// URI",
+    "kudu.master": "the database: a directory path or a file:// URI; or a cluster's master, "
+    "HOST:PORT (kudu-spark's meaning) or kudusql://HOST:PORT[?secret_file=F&tls_ca=C]",
     "kudu.table": "the table: t (database default), db.t, or Impala's impala::db.t",
     "kudu.operation": "insert, insert-ignore, upsert (default), upsert-ignore, update, "
     "update-ignore, delete or delete-ignore (or with _ for -)",
@@ -77,6 +80,9 @@ KNOWN_OPTIONS = {
     "writer lock (default 30000, Kudu's operation timeout)",
     "kudu.operationtimeoutms": "the same as kudu.operation.timeout.ms",
     "checkpointlocation": "a streaming query's checkpoint (Spark's option)",
+    "kudusql.secretfile": "a cluster's secret file (else the URL's secret_file, else the "
+    "driver's KUDUSQL_SECRET_FILE, else each executor's)",
+    "kudusql.tlsca": "a cluster's TLS CA certificate (else the URL's tls_ca, else KUDUSQL_TLS_CA)",
     "kudusql.pushfilters": "refused when true (Spark reuses a relation's last pushed read plan "
     "for later queries; see docs/SPARK.md); false is accepted",
     "kudusql.reportfile": "write a JSON summary of a write job (rows, errors) to this file",
@@ -126,6 +132,9 @@ class SourceOptions:
     handle_schema_drift: bool = False
     #: Seconds a commit waits for the database's writer lock.
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    #: The cluster when ``kudu.master`` names a master (``database`` is then its
+    #: ``kudusql://HOST:PORT``); None for an embedded database.
+    cluster: ClusterTarget | None = None
 
 
 def storage_table_name(name: str) -> str:
@@ -143,14 +152,51 @@ def storage_table_name(name: str) -> str:
     return name
 
 
+#: ``kudu.master`` as kudu-spark means it: a master's ``HOST:PORT`` (no slash; a
+#: directory whose name looks like that is given as ``./name``).
+_HOST_PORT = re.compile(r"^[^/\\\s,]+:\d+$")
+
+
+def names_cluster(master: str) -> bool:
+    """Whether ``kudu.master`` names a cluster's master rather than a directory."""
+    m = master.strip()
+    return is_cluster_url(m) or bool(_HOST_PORT.match(m)) or _several_masters(m)
+
+
+def _several_masters(master: str) -> bool:
+    parts = [p.strip() for p in master.split(",")]
+    return len(parts) > 1 and all(_HOST_PORT.match(p) for p in parts if p)
+
+
+def cluster_target(
+    master: str, *, secret_file: str | None = None, tls_ca: str | None = None
+) -> ClusterTarget:
+    """The cluster ``kudu.master`` names (``HOST:PORT`` or ``kudusql://HOST:PORT``), with
+    its credentials: ``secret_file`` / ``tls_ca`` (the ``kudusql.*`` options), else the
+    URL's parameters, else this process's environment (``cluster/client/target.py``)."""
+    m = master.strip()
+    if _several_masters(m):
+        raise ProgrammingError(
+            f"kudu.master {master!r} names several masters: a kudusql cluster has one "
+            "master (multi-master needs Raft, not built yet); give that master's HOST:PORT"
+        )
+    url = m if is_cluster_url(m) else SCHEME + m
+    return ClusterTarget.parse(url, secret_file=secret_file, tls_ca=tls_ca)
+
+
 def database_path(master: str) -> str:
-    """A directory from ``kudu.master``: a path or a ``file://`` URI."""
+    """A directory from ``kudu.master``: a path or a ``file://`` URI (a cluster's
+    address is refused: callers that take a cluster check ``names_cluster`` first)."""
+    if names_cluster(master):
+        raise ProgrammingError(
+            f"kudu.master {master!r} names a cluster, which this needs a directory for"
+        )
     if "://" in master:
         u = urlparse(master)
         if u.scheme != "file":
             raise ProgrammingError(
-                f"kudu.master {master!r}: only embedded databases (a path or file:// URI) "
-                "are supported"
+                f"kudu.master {master!r}: expected a directory, a file:// URI, a master's "
+                "HOST:PORT or kudusql://HOST:PORT"
             )
         master = unquote(u.path)
     return os.path.abspath(os.path.expanduser(master))
@@ -238,7 +284,19 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
         _warn_unknown(unknown)
     master = opts.get("kudu.master") or opts.get("path")
     if not master:
-        raise ProgrammingError("option kudu.master (the database path) is required")
+        raise ProgrammingError(
+            "option kudu.master (the database path, or a cluster's HOST:PORT) is required"
+        )
+    cluster = None
+    if names_cluster(master):
+        cluster = cluster_target(
+            master,
+            secret_file=opts.get("kudusql.secretfile") or None,
+            tls_ca=opts.get("kudusql.tlsca") or None,
+        )
+        database = f"{SCHEME}{cluster.address}"
+    else:
+        database = database_path(master)
     table = opts.get("kudu.table", "")
     if need_table and not table.strip():
         raise ProgrammingError("option kudu.table is required")
@@ -266,7 +324,7 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
         raise ProgrammingError(PUSH_FILTERS_REFUSED)
     _choice(opts, "kudu.scanLocality", ("closest_replica", "leader_only"), "closest_replica")
     return SourceOptions(
-        database=database_path(master),
+        database=database,
         table=storage_table_name(table) if table.strip() else "",
         snapshot_micros=snap,
         split_size_bytes=split,
@@ -284,4 +342,5 @@ def parse_options(options: Mapping[str, str], *, need_table: bool = True) -> Sou
             "kudu.handleSchemaDrift", opts.get("kudu.handleschemadrift", "false")
         ),
         lock_timeout_s=_timeout_s(opts),
+        cluster=cluster,
     )

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kudusql.cluster.client.target import ClusterTarget
 from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.common.hybrid_time import to_micros
 from kudusql.common.row_operations import WriteOp, WriteResult
@@ -71,6 +72,10 @@ class JobPlan:
     stage_rowsets: bool = False
     #: Seconds the commit waits for the database's writer lock.
     lock_timeout_s: float = 30.0
+    #: The cluster the table is on (None: ``database`` is a directory); ``table_id`` is
+    #: then 0 and ``table_id_text`` the master's id of the table.
+    cluster: ClusterTarget | None = None
+    table_id_text: str = ""
 
 
 @dataclass
@@ -145,6 +150,11 @@ def open_writer(database: str, timeout_s: float) -> Database:
 
 def _finish(plan: JobPlan, summary: JobSummary, t0: float) -> JobSummary:
     summary.seconds = time.perf_counter() - t0
+    return finish_job(plan, summary)
+
+
+def finish_job(plan: JobPlan, summary: JobSummary) -> JobSummary:
+    """Write the job's report file, if it asked for one."""
     if plan.report_file:
         _write_report(plan.report_file, summary)
     return summary

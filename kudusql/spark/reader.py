@@ -21,6 +21,12 @@ decoded pages in its block cache) from task to task and query to query, as long 
 files a fresh open would read are unchanged (``storage.tables.fingerprint``, taken
 before each open); a changed tablet is reopened, a changed catalog reopens the whole
 database.
+
+On a cluster (``kudu.master`` naming a master) the driver plans the cluster's scan
+tokens through the master (one per tablet, all at one snapshot: the option's, else
+now, after every write the driver has seen acknowledged), packed round-robin into one
+group per task slot; each task streams its tokens' tablets from the tablet servers
+the tokens name (``cluster.read_token``), never touching a database directory.
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from kudusql.cluster.client.target import ClusterTarget
 from kudusql.common.hybrid_time import from_micros
 from kudusql.common.options import TabletOptions
+from kudusql.spark import cluster
 from kudusql.spark.options import SourceOptions
 from kudusql.spark.spark_schema import arrow_schema_for
 from kudusql.storage.tables.database import Database
@@ -136,6 +144,8 @@ class KudusqlReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.opts
+        if o.cluster is not None:
+            return self._cluster_partitions(o.cluster)
         snapshot = None if o.snapshot_micros is None else from_micros(o.snapshot_micros)
         with Database(o.database, read_only=True) as db:
             tokens = db.table(o.table).scan_tokens(
@@ -158,8 +168,40 @@ class KudusqlReader(DataSourceReader):
             for g in groups
         ]
 
+    def _cluster_partitions(self, target: ClusterTarget) -> Sequence[InputPartition]:
+        """A cluster's scan tokens (one per tablet, at one snapshot) in groups, one
+        group per task slot (a tablet server alone knows its tablets' sizes)."""
+        o = self.opts
+        snapshot = None if o.snapshot_micros is None else from_micros(o.snapshot_micros)
+        with cluster.open_database(target) as db:
+            table = db.table(o.table)
+            snap = db.snapshot(snapshot)
+            tokens = table.scan_tokens(self.columns, snapshot=snap)
+        self.snapshot = snap
+        if not tokens:
+            return [TokenPartition([], "the table has no tablets")]
+        slots = max(1, min(len(tokens), o.min_partitions or os.cpu_count() or 1))
+        groups = [tokens[i::slots] for i in range(slots)]
+        return [
+            TokenPartition(
+                [t.serialize() for t in g],
+                f"{g[0].table_name} "
+                + ", ".join(f"tablet {t.tablet_id} {t.partition} on {t.address}" for t in g),
+            )
+            for g in groups
+        ]
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         target = self.arrow_schema
+        if self.opts.cluster is not None:
+            for data in partition.value:
+                batches = cluster.read_token(
+                    self.opts.cluster, data, ordered=self.opts.fault_tolerant
+                )
+                for batch in batches:
+                    if batch.num_rows:
+                        yield from split_batch(spark_batch(batch, target), self.opts.batch_bytes)
+            return
         for data in partition.value:
             token = ScanToken.deserialize(data)
             db = kept_open(token.db_path, token.tablet_id)

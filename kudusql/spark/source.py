@@ -11,7 +11,9 @@ classpath those names are kudu-spark's). ``register(spark)`` in
 schema from the database (opened read-only), and hands out a reader (``reader``), a
 writer (``writer``) or a streaming writer (``streamWriter``) for one table. Planning a
 write with ``kudu.handleSchemaDrift`` first adds the DataFrame's new columns to the
-table (``add_new_columns``).
+table (``add_new_columns``). When ``kudu.master`` names a cluster, the driver plans
+through the cluster's master (``cluster.open_database``) and the writers are the
+cluster's (``ClusterWriter``, ``ClusterStreamWriter``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pyspark.sql.types import StructType
 
 from kudusql.common.errors import ProgrammingError
 from kudusql.common.schema import ColumnSchema
+from kudusql.spark import cluster
 from kudusql.spark.options import SourceOptions, parse_options
 from kudusql.spark.publish import JobPlan, open_writer
 from kudusql.spark.reader import KudusqlReader
@@ -42,12 +45,12 @@ from kudusql.spark.spark_schema import (
     spark_schema,
 )
 from kudusql.spark.staging import new_job_dir
-from kudusql.spark.streaming import KudusqlStreamWriter
-from kudusql.spark.writer import KudusqlWriter
+from kudusql.spark.streaming import ClusterStreamWriter, KudusqlStreamWriter
+from kudusql.spark.writer import ClusterWriter, KudusqlWriter
 from kudusql.storage.tables.alter import AddColumn
 from kudusql.storage.tables.database import Database
+from kudusql.storage.tables.handles import DatabaseHandle, TableHandle
 from kudusql.storage.tables.staging import StagingTarget, can_stage, staging_target
-from kudusql.storage.tables.table import Table
 
 log = logging.getLogger("kudusql.spark")
 
@@ -85,17 +88,25 @@ def missing_table(table: str, database: str, names: list[str], *, write: bool) -
     return ProgrammingError(text)
 
 
-def open_table(db: Database, opts: SourceOptions, *, write: bool = False) -> Table:
+def open_table(db: DatabaseHandle, opts: SourceOptions, *, write: bool = False) -> TableHandle:
     if not db.has_table(opts.table):
         raise missing_table(opts.table, opts.database, db.table_names(), write=write)
     return db.table(opts.table)
+
+
+def open_database(opts: SourceOptions) -> contextlib.AbstractContextManager[DatabaseHandle]:
+    """The job's database for the driver's planning: the directory opened read-only, or
+    a connection to the cluster; closed after the block."""
+    if opts.cluster is not None:
+        return cluster.open_database(opts.cluster)
+    return Database(opts.database, read_only=True)
 
 
 def add_new_columns(opts: SourceOptions, schema: StructType) -> None:
     """``kudu.handleSchemaDrift``: add each DataFrame column the table lacks (matched
     ignoring case) as a nullable column of the Spark type's kudusql type, as kudu-spark
     does; a column another writer added meanwhile is kept as it is."""
-    with Database(opts.database, read_only=True) as db:
+    with open_database(opts) as db:
         have = open_table(db, opts, write=True).schema
     new = [f for f in schema.fields if find_column(have, f.name) is None]
     if not new:
@@ -104,9 +115,14 @@ def add_new_columns(opts: SourceOptions, schema: StructType) -> None:
         AddColumn(ColumnSchema(f.name, kudusql_type(f.dataType, f.name)), if_not_exists=True)
         for f in new
     ]
-    with open_writer(opts.database, opts.lock_timeout_s) as db:
-        open_table(db, opts, write=True)
-        db.alter_table(opts.table, steps)
+    if opts.cluster is not None:
+        with cluster.open_database(opts.cluster) as db:
+            open_table(db, opts, write=True)
+            db.alter_table(opts.table, steps)
+    else:
+        with open_writer(opts.database, opts.lock_timeout_s) as wdb:
+            open_table(wdb, opts, write=True)
+            wdb.alter_table(opts.table, steps)
     log.info(
         "kudusql: added %d column(s) to table %r for schema drift: %s",
         len(new),
@@ -126,13 +142,13 @@ class DefaultSource(DataSource):
     def schema(self) -> StructType:
         with user_errors():
             opts = self._opts()
-            with Database(opts.database, read_only=True) as db:
+            with open_database(opts) as db:
                 return spark_schema(open_table(db, opts).schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         with user_errors():
             opts = self._opts()
-            with Database(opts.database, read_only=True) as db:
+            with open_database(opts) as db:
                 table = open_table(db, opts).schema
             columns = read_columns(table, opts.table, schema)
             return KudusqlReader(opts, columns, schema)
@@ -140,6 +156,8 @@ class DefaultSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         with user_errors():
             opts = self._opts()
+            if opts.cluster is not None:
+                return ClusterWriter(self._cluster_plan(opts, schema, overwrite, stream=False))
             plan, table = self._plan(opts, schema, overwrite, stream=False)
             return KudusqlWriter(plan, table)
 
@@ -148,8 +166,44 @@ class DefaultSource(DataSource):
         every batch's commit); see ``kudusql.spark.streaming``."""
         with user_errors():
             opts = self._opts()
+            if opts.cluster is not None:
+                return ClusterStreamWriter(self._cluster_plan(opts, schema, overwrite, stream=True))
             plan, table = self._plan(opts, schema, overwrite, stream=True)
             return KudusqlStreamWriter(plan, table, self.options.get("checkpointLocation"))
+
+    def _cluster_plan(
+        self, opts: SourceOptions, schema: StructType, overwrite: bool, *, stream: bool
+    ) -> JobPlan:
+        """A write to a cluster: overwrite, which would need the embedded commit's
+        atomicity, is refused (a stream's complete mode by ``ClusterStreamWriter``)."""
+        assert opts.cluster is not None
+        if overwrite and not stream:
+            raise ProgrammingError(
+                "overwrite mode is not supported on a cluster (nor by kudu-spark): it would "
+                "delete and insert in many tablet transactions, not one; write with mode "
+                "append, or delete the rows first"
+            )
+        if opts.handle_schema_drift:
+            add_new_columns(opts, schema)
+        with cluster.open_database(opts.cluster) as db:
+            table = open_table(db, opts, write=True)
+            meta = table.meta
+            columns = check_write_schema(meta.schema, opts.table, schema, opts.operation)
+            return JobPlan(
+                database=opts.database,
+                table=opts.table,
+                table_id=0,
+                schema_version=meta.schema_version,
+                columns=tuple(columns),
+                operation=opts.operation,
+                overwrite=overwrite,
+                ignore_null=opts.ignore_null,
+                ignore_row_errors=opts.ignore_row_errors,
+                job_dir="",
+                report_file=opts.report_file,
+                cluster=opts.cluster,
+                table_id_text=str(table.id),
+            )
 
     def _plan(
         self, opts: SourceOptions, schema: StructType, overwrite: bool, *, stream: bool
@@ -157,7 +211,8 @@ class DefaultSource(DataSource):
         if opts.handle_schema_drift:
             add_new_columns(opts, schema)
         with Database(opts.database, read_only=True) as db:
-            table = open_table(db, opts, write=True)
+            open_table(db, opts, write=True)
+            table = db.table(opts.table)
             meta = table.meta
             op = "insert" if overwrite else opts.operation
             if overwrite and opts.operation not in ("upsert", "insert"):

@@ -194,7 +194,7 @@ def check_write_schema(table: Schema, name: str, df: st.StructType, operation: s
     return out
 
 
-def to_storage(batch: pa.RecordBatch, table: Schema, columns: list[str]) -> pa.RecordBatch:
+def to_storage(batch: pa.RecordBatch, table: Schema | None, columns: list[str]) -> pa.RecordBatch:
     """A Spark Arrow batch renamed to the table's column names, with timestamps made
     zone-less (they are UTC on both sides) and dictionary columns decoded; everything
     else stays as Spark sent it and storage casts and checks each value."""

@@ -19,6 +19,12 @@ progress row are written as one transaction of the commit log
 (``storage.tables.staging.write_together``): one timestamp, both or neither, also when
 the process is killed between any two steps. The commit then removes the batch's
 staged files, and the files older batches left behind.
+
+On a cluster (``ClusterStreamWriter``) there is no such transaction: tasks write their
+rows through the tablet servers as batch jobs do, and a micro-batch Spark runs again is
+written again. So the sink takes only the operations for which that is harmless
+(upsert and the ignore variants, update: ``IDEMPOTENT_OPERATIONS``) and refuses the
+others and the complete output mode when the query starts.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from kudusql.spark.staging import (
     stream_dir,
     stream_dir_path,
 )
+from kudusql.spark.writer import WrittenMessage, cluster_summary, cluster_task
 from kudusql.storage.tables.database import Database
 from kudusql.storage.tables.staging import StagingTarget, TableWrite, write_together
 from kudusql.storage.tables.table import Table
@@ -232,3 +239,70 @@ def _staged_rows(table: Table, plan: JobPlan, messages: Sequence[StreamMessage])
         return pa.Table.from_batches(batches)
     schema = table.schema
     return pa.schema([schema.column(c).type.arrow_field(c) for c in plan.columns]).empty_table()
+
+
+#: The operations a cluster's streaming sink takes: writing a micro-batch's rows again
+#: (Spark's replay after a failure) leaves the table as writing them once did.
+IDEMPOTENT_OPERATIONS = (
+    "upsert",
+    "upsert_ignore",
+    "insert_ignore",
+    "update",
+    "update_ignore",
+    "delete_ignore",
+)
+
+
+def check_cluster_stream(plan: JobPlan) -> None:
+    """Refuse a streaming write to a cluster that a replayed micro-batch would break:
+    a cluster has no transaction to record the batch id with the rows, so a batch Spark
+    runs again is written again, and only an idempotent operation makes that harmless."""
+    if plan.overwrite:
+        raise ProgrammingError(
+            "the complete output mode replaces the table's rows, which a cluster cannot do "
+            "atomically: use the append or update output mode on a cluster"
+        )
+    if plan.operation not in IDEMPOTENT_OPERATIONS:
+        allowed = ", ".join(o.replace("_", "-") for o in IDEMPOTENT_OPERATIONS)
+        raise ProgrammingError(
+            f"kudu.operation={plan.operation.replace('_', '-')} is not supported by the "
+            "streaming sink on a cluster: Spark writes a micro-batch again after a failure "
+            "and a cluster cannot tell (it records no batch ids), so only operations that "
+            f"can repeat harmlessly are taken: {allowed}"
+        )
+
+
+class ClusterStreamWriter(DataSourceStreamArrowWriter):
+    """The streaming sink on a cluster: each task writes its rows through the tablet
+    servers (as a batch job's do); a replayed batch is written again, harmlessly for
+    the idempotent operations ``check_cluster_stream`` lets through."""
+
+    def __init__(self, plan: JobPlan) -> None:
+        check_cluster_stream(plan)
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:  # type: ignore[override]
+        return WrittenMessage(cluster_task(self.plan, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        tasks = [m.task for m in messages if isinstance(m, WrittenMessage)]
+        summary = cluster_summary(self.plan, tasks)
+        log.info(
+            "kudusql: batch %d: %s into %s on %s: %d rows applied, %d ignored, %d rejected",
+            batchId,
+            summary.operation,
+            summary.table,
+            self.plan.database,
+            summary.rows_applied,
+            summary.rows_ignored,
+            summary.rows_rejected,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.warning(
+            "kudusql: batch %d into %s on %s failed; rows its tasks wrote stay, and Spark "
+            "writes the batch again when the query restarts",
+            batchId,
+            self.plan.table,
+            self.plan.database,
+        )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ class ClusterTarget:
     """A master's address and the credentials to reach the cluster."""
 
     address: str
-    secret: str | None = None
+    secret: str | None = field(default=None, repr=False)
     tls_root: bytes | None = None
     timeout: float | None = None
 
