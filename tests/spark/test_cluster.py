@@ -123,6 +123,7 @@ def test_ignore_null_writes_each_row_without_its_null_columns() -> None:
     conn.close()
 
 
+@pytest.mark.slow  # seconds of Spark jobs; make test-spark and make test-slow run it
 def test_read_every_type_through_the_tablet_servers(
     spark: SparkSession, cluster: tuple[str, str, str]
 ) -> None:
@@ -175,6 +176,7 @@ def test_every_write_operation(spark: SparkSession, cluster: tuple[str, str, str
     ]
 
 
+@pytest.mark.slow  # seconds of Spark jobs; make test-spark and make test-slow run it
 def test_row_errors_fail_the_task_or_are_counted(
     spark: SparkSession, cluster: tuple[str, str, str], tmp_path: Path
 ) -> None:
@@ -205,6 +207,7 @@ def test_row_errors_fail_the_task_or_are_counted(
     assert [r[0] for r in kv(url)] == [0, 1, 5, 6]
 
 
+@pytest.mark.slow  # seconds of Spark jobs; make test-spark and make test-slow run it
 def test_refusals_are_clear(
     spark: SparkSession, cluster: tuple[str, str, str], tmp_path: Path
 ) -> None:
@@ -262,6 +265,7 @@ def test_kudu_context_on_a_cluster(spark: SparkSession, cluster: tuple[str, str,
     assert not ctx.table_exists("ctx")
 
 
+@pytest.mark.slow  # seconds of Spark jobs; make test-spark and make test-slow run it
 def test_streaming_upserts_on_a_cluster(
     spark: SparkSession, cluster: tuple[str, str, str], tmp_path: Path
 ) -> None:

@@ -34,6 +34,7 @@ spark.stop()
 """
 
 
+@pytest.mark.slow  # a subprocess driver (~25 s); make test-spark and make test-slow run it
 def test_spark_finds_the_source_without_registration(tmp_path: Path) -> None:
     db = str(tmp_path / "db")
     _create(db, "a")

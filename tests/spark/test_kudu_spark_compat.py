@@ -221,6 +221,7 @@ spark.stop()
 """
 
 
+@pytest.mark.slow  # a subprocess driver (~25 s); make test-spark and make test-slow run it
 def test_workers_on_another_python_are_caught_and_the_helper_avoids_them(tmp_path: Path) -> None:
     """A driver run as ``.venv/bin/python job.py`` with a clean environment (no
     activated venv, no PYSPARK_PYTHON): Spark's workers would run ``python3`` from the
