@@ -56,7 +56,7 @@ from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_server import STREAM_BATCH_ROWS
 from kudusql.cluster.security import SECRET_HEADER
 from kudusql.cluster.timestamps import LatestObserved
-from kudusql.common.errors import Error, OperationalError
+from kudusql.common.errors import Error, OperationalError, ProgrammingError
 
 __all__ = ["ObservedTimestamps", "RpcClient"]
 
@@ -289,11 +289,12 @@ class RpcClient:
 
     def _reconnect(self, failed: flight.FlightClient) -> None:
         """Drop a connection that failed (gRPC's own reconnect backoff would delay the
-        retry by up to a second after a server restarts)."""
+        retry by up to a second after a server restarts). It is not closed here: other
+        threads may be in calls on it (a closed client fails them with "FlightClient is
+        closed" before they send anything); it closes when the last of them lets go."""
         with self._lock:
             if self._client is failed:
                 self._client = None
-        failed.close()
 
     def _run(
         self,
@@ -358,6 +359,11 @@ class RpcClient:
             raise _Retriable(
                 RpcTimedOut(f"{who} did not answer {request.TYPE} within {budget:.3g} s")
             ) from None
+        except pa.ArrowInvalid as exc:
+            if "closed" not in str(exc):
+                raise
+            # Only ``close()`` closes a client: a call made on it afterwards.
+            raise ProgrammingError(f"the client of {who} is closed") from None
         except flight.FlightError as exc:
             error = self._error_response(exc)
             if error is not None:
