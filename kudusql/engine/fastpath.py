@@ -29,9 +29,9 @@ import datetime
 import decimal
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 from sqlglot import exp
@@ -48,10 +48,13 @@ from kudusql.parser.convert import parse
 from kudusql.parser.names import TableName, fold, ident, table_name
 from kudusql.planner.dml import constant_rows
 from kudusql.planner.plan import conjuncts
+from kudusql.storage.tables.handles import TableHandle
 from kudusql.storage.tables.system_tables import SYSTEM_DATABASE
 
 if TYPE_CHECKING:
     from kudusql.engine.session import Session
+
+B = TypeVar("B")
 
 #: Statement texts whose analysis is kept.
 CACHE_SIZE = 256
@@ -129,13 +132,7 @@ class PointLookup:
         if len(session.relations) and session.relations.get(self.table) is not None:
             return None  # a registered relation: DuckDB reads it
         table = session.table(self.table)
-        version = (table.meta.id, table.meta.schema_version)
-        if version in self._bindings:
-            bound = self._bindings[version]
-        else:
-            bound = self._bind_schema(table.meta.schema)
-            self._bindings.clear()  # one schema version at a time
-            self._bindings[version] = bound
+        bound = _bound(self._bindings, table, self._bind_schema)
         if bound is None:
             return None
         if isinstance(params, Sequence) and len(params) != self.positional:
@@ -361,13 +358,7 @@ class KeyWrite:
         if isinstance(params, Sequence) and len(params) != self.positional:
             return None  # the general path names the counts (``params.bind``)
         table = session.table(self.table)
-        version = (table.meta.id, table.meta.schema_version)
-        if version in self._bindings:
-            bound = self._bindings[version]
-        else:
-            bound = self._bind_schema(table.meta.schema)
-            self._bindings.clear()  # one schema version at a time
-            self._bindings[version] = bound
+        bound = _bound(self._bindings, table, self._bind_schema)
         if bound is None:
             return None
         row: list[Any] = []
@@ -488,6 +479,20 @@ def _set_value(e: exp.Expr, counter: list[int]) -> _Value | None:
     if isinstance(e, exp.Boolean):
         return _Value(literal=bool(e.this))
     return _value(e, counter)
+
+
+def _bound(
+    bindings: dict[tuple[int, int], B | None],
+    table: TableHandle,
+    bind: Callable[[Schema], B | None],
+) -> B | None:
+    """A statement's binding to the table's current schema version (``bind`` makes it
+    once; one version is kept at a time)."""
+    version = (table.meta.id, table.meta.schema_version)
+    if version not in bindings:
+        bindings.clear()
+        bindings[version] = bind(table.meta.schema)
+    return bindings[version]
 
 
 class StatementCache:
