@@ -108,6 +108,20 @@ class System(Protocol):
 
     def client(self) -> Client: ...
 
+    def client_spec(self) -> ClientSpec: ...
+
+
+#: What a client process needs to open its own connection: (system, target, options).
+ClientSpec = tuple[str, str, dict[str, Any]]
+
+
+def make_client(spec: ClientSpec) -> Client:
+    """A new connection from a picklable spec (in a client process)."""
+    system, target, options = spec
+    if system == "kudusql":
+        return KudusqlClient(target, options)
+    return PostgresClient(target)
+
 
 # -- kudusql ----------------------------------------------------------------------------------
 class KudusqlClient:
@@ -179,6 +193,9 @@ class Kudusql:
 
     def client(self) -> Client:
         return KudusqlClient(self.target, self.options)
+
+    def client_spec(self) -> ClientSpec:
+        return ("kudusql", self.target, self.options)
 
 
 # -- PostgreSQL -------------------------------------------------------------------------------
@@ -293,6 +310,9 @@ class Postgres:
     def client(self) -> Client:
         return PostgresClient(self.conninfo)
 
+    def client_spec(self) -> ClientSpec:
+        return ("postgresql", self.conninfo, {})
+
 
 # -- running a workload -----------------------------------------------------------------------
 @dataclass
@@ -322,23 +342,26 @@ class Outcome:
 
 
 def _client_thread(
-    system: System,
+    make: Callable[[], Client],
     ops: list[Operation],
-    keys: list[str],
+    op_keys: list[str],
     values: list[str],
-    start: threading.Barrier,
+    ready: threading.Barrier,
+    go: threading.Event,
     out: dict[str, list[int]],
     errors: list[BaseException],
 ) -> None:
+    """One client: opens its connection, waits for the start, runs its operations and
+    records each one's latency (ns) by kind."""
     client: Client | None = None
     try:
-        client = system.client()
+        client = make()
         clock = time.perf_counter_ns
         read, update = client.read, client.update
         lat = {kind: out[kind] for kind in OP_NAMES}
-        start.wait()
-        for i, op in enumerate(ops):
-            key = keys[op.record]
+        ready.wait()
+        go.wait()
+        for i, (op, key) in enumerate(zip(ops, op_keys, strict=True)):
             t0 = clock()
             if op.kind == READ:
                 if read(key) is None:
@@ -354,10 +377,76 @@ def _client_thread(
             lat[op.kind].append(clock() - t0)
     except BaseException as e:  # reported by the runner after the join
         errors.append(e)
-        start.abort()
+        ready.abort()
+        go.set()
     finally:
         if client is not None:
             client.close()
+
+
+def _run_clients(
+    make: Callable[[], Client],
+    ops: list[Operation],
+    op_keys: list[str],
+    values: list[str],
+    threads: int,
+    started: Callable[[], None],
+) -> tuple[list[dict[str, list[int]]], list[BaseException]]:
+    """Runs ``threads`` clients over ``ops`` (split round robin) in this process;
+    ``started`` is called once every client is connected, and the clients start when
+    it returns."""
+    ready = threading.Barrier(threads + 1)
+    go = threading.Event()
+    outs: list[dict[str, list[int]]] = [{k: [] for k in OP_NAMES} for _ in range(threads)]
+    errors: list[BaseException] = []
+    workers = [
+        threading.Thread(
+            target=_client_thread,
+            args=(make, ops[t::threads], op_keys[t::threads], values, ready, go, outs[t], errors),
+            name=f"ycsb-client-{t}",
+        )
+        for t in range(threads)
+    ]
+    for w in workers:
+        w.start()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        ready.wait()
+    try:
+        if not errors:
+            started()
+    finally:
+        go.set()
+        for w in workers:
+            w.join()
+    return outs, errors
+
+
+def _client_process(
+    spec: ClientSpec,
+    ops: list[Operation],
+    op_keys: list[str],
+    values: list[str],
+    threads: int,
+    start: Any,  # multiprocessing Barrier
+    results: Any,  # multiprocessing Queue
+) -> None:
+    """A client process: its threads connect, then it waits for every process to be
+    ready, runs its share and sends back the latencies (or the first error's text)."""
+
+    def started() -> None:
+        start.wait()
+
+    try:
+        outs, errors = _run_clients(
+            lambda: make_client(spec), ops, op_keys, values, threads, started
+        )
+    except BaseException as e:
+        outs, errors = [], [e]
+    if errors:
+        start.abort()
+        results.put(("error", f"{type(errors[0]).__name__}: {errors[0]}"))
+    else:
+        results.put(("ok", outs))
 
 
 def run_workload(
@@ -367,33 +456,72 @@ def run_workload(
     keys: list[str],
     values: list[str],
     threads: int,
+    processes: int = 1,
 ) -> Outcome:
-    start = threading.Barrier(threads + 1)
-    outs: list[dict[str, list[int]]] = [{k: [] for k in OP_NAMES} for _ in range(threads)]
-    errors: list[BaseException] = []
-    workers = [
-        threading.Thread(
-            target=_client_thread,
-            args=(system, ops[t::threads], keys, values, start, outs[t], errors),
-            name=f"ycsb-client-{t}",
-        )
-        for t in range(threads)
-    ]
-    for w in workers:
-        w.start()
-    with contextlib.suppress(threading.BrokenBarrierError):
-        start.wait()
-    t0 = time.perf_counter()
-    for w in workers:
-        w.join()
-    seconds = time.perf_counter() - t0
-    if errors:
-        raise RuntimeError(f"{system.name}, workload {workload.name}: {errors[0]}") from errors[0]
+    """Runs ``ops`` with ``threads`` client threads in each of ``processes`` client
+    processes (1: threads in this process). The clock runs from the moment every client
+    is connected to the moment the last one finishes."""
+    op_keys = [keys[op.record] for op in ops]
+    clocks: list[float] = []
+    if processes == 1:
+        outs, errors = _run_clients(
+            system.client, ops, op_keys, values, threads,
+            lambda: clocks.append(time.perf_counter()),
+        )  # fmt: skip
+        seconds = time.perf_counter() - clocks[0] if clocks else 0.0
+        if errors:
+            raise RuntimeError(f"{system.name}, workload {workload.name}: {errors[0]}") from errors[
+                0
+            ]
+    else:
+        outs, seconds = _run_processes(system, workload, ops, op_keys, values, threads, processes)
     lat = {
         kind: np.array([x for o in outs for x in o[kind]], dtype=np.float64) / 1000.0
         for kind in OP_NAMES
     }
     return Outcome(system.name, workload.name, len(ops), seconds, lat)
+
+
+def _run_processes(
+    system: System,
+    workload: Workload,
+    ops: list[Operation],
+    op_keys: list[str],
+    values: list[str],
+    threads: int,
+    processes: int,
+) -> tuple[list[dict[str, list[int]]], float]:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(processes + 1)
+    results = ctx.Queue()
+    spec = system.client_spec()
+    workers = [
+        ctx.Process(
+            target=_client_process,
+            args=(spec, ops[p::processes], op_keys[p::processes], values, threads, start, results),
+            name=f"ycsb-process-{p}",
+        )
+        for p in range(processes)
+    ]
+    for w in workers:
+        w.start()
+    try:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            start.wait()
+        t0 = time.perf_counter()
+        got = [results.get() for _ in workers]
+        seconds = time.perf_counter() - t0
+    finally:
+        for w in workers:
+            w.join(timeout=60)
+            if w.is_alive():
+                w.kill()
+    failed = [r[1] for r in got if r[0] == "error"]
+    if failed:
+        raise RuntimeError(f"{system.name}, workload {workload.name}: {failed[0]}")
+    return [o for r in got for o in r[1]], seconds
 
 
 def run_system(
@@ -412,7 +540,7 @@ def run_system(
     for w in workloads:
         ops = operations(w, args.rows, args.ops, args.seed)
         log(f"{system.name}: workload {w.name} ({w.description}), {len(ops):,} ops")
-        o = run_workload(system, w, ops, keys, values, args.threads)
+        o = run_workload(system, w, ops, keys, values, args.threads, args.processes)
         log(f"{system.name}: workload {w.name}: {o.ops_per_s:,.0f} ops/s")
         outcomes.append(o)
     return load_s, outcomes
@@ -486,6 +614,7 @@ def to_json(
             "rows": args.rows,
             "ops": args.ops,
             "threads": args.threads,
+            "processes": args.processes,
             "workloads": args.workloads,
             "seed": args.seed,
             "partitions": args.partitions,
@@ -512,6 +641,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--threads", type=int, default=DEFAULT_THREADS, help="client threads, each with its "
         "own connection, for both systems (default 4)",
     )  # fmt: skip
+    p.add_argument(
+        "--processes", type=int, default=1, help="client processes, each running --threads "
+        "clients, for both systems (default 1: threads in this process); a kudusql "
+        "directory admits one process, so more need a cluster",
+    )  # fmt: skip
     p.add_argument("--workloads", default="A,B,C,F", help="comma-separated, run in this order")
     p.add_argument(
         "--kudusql", metavar="TARGET", default=None, help="a database directory or "
@@ -533,9 +667,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     if not a.systems or any(s not in ("kudusql", "postgresql") for s in a.systems):
         p.error("--systems takes kudusql, postgresql or both")
-    for name in ("rows", "ops", "threads", "partitions"):
+    for name in ("rows", "ops", "threads", "processes", "partitions"):
         if getattr(a, name) < 1:
             p.error(f"--{name} must be >= 1")
+    if a.processes > 1 and "kudusql" in a.systems and not str(a.kudusql).startswith("kudusql://"):
+        p.error("--processes > 1 needs --kudusql kudusql://HOST:PORT (a directory has one writer)")
     if a.rows < 2:
         p.error("--rows must be >= 2")
     return a
@@ -585,7 +721,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(
         f"\nYCSB: {args.rows:,} rows (STRING key + 10 x 100-byte fields), {args.ops:,} ops "
-        f"per workload, {args.threads} client threads, scrambled Zipfian (theta 0.99)"
+        f"per workload, {args.processes} x {args.threads} clients (processes x threads), "
+        "scrambled Zipfian (theta 0.99)"
     )
     print(format_report(outcomes, workloads, loads))
     if args.json:

@@ -15,7 +15,9 @@ This module owns the fast paths for the two statements an application repeats mo
   or a parameter and nothing else in the statement. Under ``TableHandle.exclusive`` (as
   the general path) the key is looked up (at the snapshot), and a live row gets one
   write of one row (``Session._write_rows``, the row path the INSERT fast path takes);
-  an absent key writes nothing.
+  an absent key writes nothing. On a cluster the statement is first one blind
+  UPDATE_IGNORE / DELETE_IGNORE of the row at its tablet server (one call, no read, no
+  lock in this process); only a row error sends it to the read-then-write.
 
 A statement text is analysed once (``StatementCache``, LRU) and each execution only
 binds values. Whatever does not fit a shape, or a value whose Python type does not match
@@ -377,13 +379,26 @@ class KeyWrite:
         else:
             verb, op = "UPDATE", WriteOp.UPDATE
         key = row[: len(bound.key)]
+        embedded = session.db.master_address is None
+        if not embedded:
+            # On a cluster the statement is one blind row operation: the tablet server
+            # applies UPDATE_IGNORE / DELETE_IGNORE of the key under its own lock, with no
+            # read first and no hold on this process's other writers. A present key is
+            # changed (1 row); an absent key is ignored (0 rows), as the general path. A
+            # row error applies nothing; the read-then-write below then gives the general
+            # path's answer (an absent key: no error; a present one: the error).
+            blind = WriteOp.DELETE_IGNORE if op is WriteOp.DELETE else WriteOp.UPDATE_IGNORE
+            res = session._write_rows(table, [row], bound.columns, blind, atomic=False)
+            if not res.error_count:
+                return session._finish(
+                    verb, DmlResult(applied=res.applied, timestamp=res.timestamp)
+                )
         # As the general path: nothing else writes the table between the read and the
         # write, and an absent key writes nothing (the statement's timestamp: the read's).
         # An embedded table's every write holds the lock ``exclusive`` holds, and its
         # snapshot sees every write made before: there the latest state is the state at
         # the snapshot, and the latest-state probe (one rowset) is the fast read. A
         # cluster table's other clients write on: it is read at the snapshot.
-        embedded = session.db.master_address is None
         with table.exclusive() as snap:
             at = None if embedded else snap
             if table.lookup(key, bound.columns[:1], snapshot=at) is None:

@@ -338,32 +338,45 @@ class Session:
         )
 
     def _write(
-        self, table: TableHandle, data: Any, columns: Sequence[str], op: WriteOp
+        self,
+        table: TableHandle,
+        data: Any,
+        columns: Sequence[str],
+        op: WriteOp,
+        atomic: bool | None = None,
     ) -> DmlResult:
+        """Writes the batches; ``atomic``: the ``abort_on_error`` setting unless given."""
         batches = data if isinstance(data, list) else [data]
         return write_batches(
             table,
             batches,
             columns,
             op,
-            atomic=self.settings.abort_on_error,
+            atomic=self.settings.abort_on_error if atomic is None else atomic,
             batch_rows=self.settings.dml_batch_rows,
             cancelled=self.runner.cancelled,
         )
 
     def _write_rows(
-        self, table: TableHandle, rows: list[list[Any]], columns: Sequence[str], op: WriteOp
+        self,
+        table: TableHandle,
+        rows: list[list[Any]],
+        columns: Sequence[str],
+        op: WriteOp,
+        atomic: bool | None = None,
     ) -> DmlResult:
         """``_write`` for the rows of an INSERT/UPSERT VALUES: a few rows go to
         ``Table.write_rows`` as Python values (the row path), more as Arrow batches."""
+        if atomic is None:
+            atomic = self.settings.abort_on_error
         if (
             len(rows) > ROW_PATH_ROWS
             or not self.db.options.fast_paths
             or _timestamps_out_of_range(table, rows, columns)
         ):
-            return self._write(table, table.rows_to_arrow(columns, rows), columns, op)
+            return self._write(table, table.rows_to_arrow(columns, rows), columns, op, atomic)
         check_cancelled(self.runner.cancelled)
-        wr = table.write_rows(columns, rows, op, atomic=self.settings.abort_on_error)
+        wr = table.write_rows(columns, rows, op, atomic=atomic)
         return DmlResult(
             applied=wr.applied,
             ignored=wr.ignored,
