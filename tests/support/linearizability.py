@@ -225,8 +225,9 @@ class CheckResult:
 
     def explain(self) -> str:
         head = (
-            f"{self.verdict.value}: {self.operations} operations in {self.partitions} "
-            f"partitions, {self.partitions_checked} checked"
+            f"{self.verdict.value}: {self.operations} operations in "
+            f"{self.partitions} partition{'' if self.partitions == 1 else 's'}, "
+            f"{self.partitions_checked} checked"
         )
         parts = [head]
         if self.unknown_partitions:
