@@ -59,6 +59,10 @@ log = logging.getLogger(__name__)
 #: loopback as one large batch).
 STREAM_BATCH_ROWS = 65536
 
+#: Small batches (a filtered scan's) are combined up to this many bytes before they are
+#: sent: every Flight message costs a fixed round of framing and GIL hand-offs.
+STREAM_BATCH_BYTES = 8 << 20
+
 #: A request timestamp further than this ahead of the server's wall clock is refused
 #: (Kudu's ``--max_clock_sync_error_usec``): one bad clock must not drag every server's
 #: clock into the future.
@@ -235,7 +239,7 @@ class RpcServer(flight.FlightServerBase):  # type: ignore[misc]
     ) -> Iterator[tuple[pa.RecordBatch, pa.Buffer | None]]:
         metadata: pa.Buffer | None = pa.py_buffer(first)
         try:
-            for batch in reader:
+            for batch in _coalesced(reader):
                 for piece in (
                     batch.slice(offset, STREAM_BATCH_ROWS)
                     for offset in range(0, max(batch.num_rows, 1), STREAM_BATCH_ROWS)
@@ -267,3 +271,33 @@ class RpcServer(flight.FlightServerBase):  # type: ignore[misc]
             return type(decode(data or b"").message).TYPE
         except MalformedMessage:
             return "(malformed)"
+
+
+def _coalesced(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    """The reader's rows in batches of at least ``STREAM_BATCH_ROWS`` rows or
+    ``STREAM_BATCH_BYTES`` bytes where its own are smaller (a filtered scan yields a few
+    rows per scanned batch), in order; empty batches are dropped. Batches whose columns
+    cannot be concatenated (dictionaries that differ, in older pyarrow) go as they are."""
+    pending: list[pa.RecordBatch] = []
+    rows = nbytes = 0
+
+    def combined() -> Iterator[pa.RecordBatch]:
+        if len(pending) == 1:
+            yield pending[0]
+            return
+        try:
+            yield from pa.Table.from_batches(pending, reader.schema).combine_chunks().to_batches()
+        except pa.ArrowNotImplementedError:
+            yield from pending
+
+    for batch in reader:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        nbytes += batch.nbytes
+        if rows >= STREAM_BATCH_ROWS or nbytes >= STREAM_BATCH_BYTES:
+            yield from combined()
+            pending, rows, nbytes = [], 0, 0
+    if pending:
+        yield from combined()

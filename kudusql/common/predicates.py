@@ -99,6 +99,10 @@ class ColumnPredicate:
         """This predicate as a pruning hint: scans may return rows that fail it."""
         return self if self.hint else replace(self, hint=True)
 
+    def exact(self) -> ColumnPredicate:
+        """This predicate evaluated row by row (a hint made exact)."""
+        return replace(self, hint=False) if self.hint else self
+
     def __str__(self) -> str:
         k = self.kind
         if k is PredicateKind.EQ:

@@ -1,7 +1,8 @@
 """UPDATE and DELETE by full primary key through a cluster connection: the key-write
-fast path (which reads a remote table at the ``exclusive()`` snapshot) gives what the
-general path gives on the same cluster (the statement with a conjunct the fast path
-does not take, on a twin table): rowcounts, errors, warnings and the stored rows."""
+fast path (a blind UPDATE_IGNORE / DELETE_IGNORE at the tablet server, and on a row
+error the read at the ``exclusive()`` snapshot) gives what the general path gives on
+the same cluster (the statement with a conjunct the fast path does not take, on a twin
+table): rowcounts, errors, warnings and the stored rows."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ STATEMENTS = [
     Statement("UPDATE {t} SET QTY = 60 WHERE ID = 2 AND {t}.name = 'b'"),
     Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", [1, 9, "absent"]),
     Statement("UPDATE {t} SET qty = NULL WHERE id = 3 AND name = 'c'"),
+    # A row error on an absent key: nothing, as the general path (no error).
+    Statement("UPDATE {t} SET qty = NULL WHERE id = 99 AND name = 'absent'"),
     Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", ["7x", 3, "c"]),
     Statement("UPDATE {t} SET name = 'q' WHERE id = 3 AND name = 'c'"),
     Statement("DELETE FROM {t} WHERE id = :i AND name = :n", {"i": 2, "n": "b"}),
@@ -28,6 +31,11 @@ STATEMENTS = [
     # A cluster table refuses atomic statements, on either path.
     Statement("SET abort_on_error = true"),
     Statement("UPDATE {t} SET qty = NULL WHERE id = 3 AND name = 'c'"),
+    Statement("UPDATE {t} SET qty = NULL WHERE id = 99 AND name = 'absent'"),
+    Statement("UPDATE {t} SET qty = 8 WHERE id = 99 AND name = 'absent'"),
+    Statement("UPDATE {t} SET qty = 9 WHERE id = 1 AND name = 'a'"),
+    Statement("DELETE FROM {t} WHERE id = 1 AND name = 'a'"),
+    Statement("DELETE FROM {t} WHERE id = 99 AND name = 'absent'"),
 ]
 
 

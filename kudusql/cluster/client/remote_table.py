@@ -387,9 +387,9 @@ class RemoteTable(WriteShortcuts):
         snap = self.snapshot(snapshot)
         hashed = bool(self.partition_schema.hash_dimensions)
         extra = [k for k in schema.key_names if k not in names] if ordered and hashed else []
-        # A scan of no columns (``count(*)``) still needs each row: a key column carries
-        # them and is dropped here.
-        wanted = names + extra or [schema.key_names[0]]
+        # A scan of no columns (``count(*)``) travels as batches of no columns that
+        # carry only their row counts; an ordered one needs the key to sort by.
+        wanted = names + extra or ([schema.key_names[0]] if ordered else [])
         wanted_schema = schema.arrow_schema(wanted)
 
         def open_tablet(slot: int) -> Callable[[], Iterator[pa.RecordBatch]]:
@@ -407,6 +407,8 @@ class RemoteTable(WriteShortcuts):
                         key_range=key_range,
                     ),
                 )
+                if not wanted:  # a cast to no columns loses the row count
+                    return iter(reader)
                 return (b.cast(wanted_schema) for b in reader)
 
             return run

@@ -372,7 +372,10 @@ class TabletManager:
         clock is refused, a nearer one moves the clock past it. At most ``limit`` rows,
         with encoded primary keys in ``key_range`` ``[lo, hi)``."""
         tablet = self.tablet(tablet_id)
-        preds = _predicates(predicates)
+        # A hint (advisory) predicate is evaluated here as an exact one: the caller
+        # filters again and accepts either, and a row that fails it is cheaper to drop
+        # here than to send.
+        preds = [p.exact() for p in _predicates(predicates)]
         reader = tablet.scan(
             columns, preds, snapshot=snapshot, ordered=ordered, key_range=key_range
         )

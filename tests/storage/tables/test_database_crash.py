@@ -174,8 +174,8 @@ def run_crashes(tmp_path: Path, kills: int, seed: int) -> None:
             db.close()
 
 
-def test_sigkill_database_writer_12_times(tmp_path: Path) -> None:
-    run_crashes(tmp_path, kills=12, seed=3)
+def test_sigkill_database_writer_6_times(tmp_path: Path) -> None:
+    run_crashes(tmp_path, kills=6, seed=3)
 
 
 @pytest.mark.slow

@@ -156,8 +156,8 @@ def run_crashes(tmp_path: Any, kills: int, seed: int) -> None:
             t.close()
 
 
-def test_sigkill_writer_15_times(tmp_path: Any) -> None:
-    run_crashes(tmp_path, kills=15, seed=7)
+def test_sigkill_writer_8_times(tmp_path: Any) -> None:
+    run_crashes(tmp_path, kills=8, seed=7)
 
 
 @pytest.mark.slow
@@ -363,7 +363,7 @@ def _report(stats: KillStats) -> str:
 
 
 def test_sigkill_writer_during_compactions(tmp_path: Any) -> None:
-    stats = run_compaction_crashes(tmp_path, kills=20, seed=11)
+    stats = run_compaction_crashes(tmp_path, kills=10, seed=11)
     print(_report(stats))
     assert stats.inside() >= stats.kills // 3, _report(stats)
 
