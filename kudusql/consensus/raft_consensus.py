@@ -637,6 +637,8 @@ class RaftReplica:
         peer = self._peers[uuid]
         if peer.needs_copy:
             if heartbeat:
+                # Once per TABLET_NOT_FOUND: the next exchange is an update again.
+                peer.needs_copy = False
                 self._ready.messages.append(
                     StartTabletCopyRequest(self.uuid, self.current_term, uuid)
                 )
@@ -792,6 +794,11 @@ class RaftReplica:
     def _respond(
         self, req: UpdateConsensusRequest, error: ConsensusErrorCode | None = None
     ) -> None:
+        # The status reports the whole log (a deposed leader's tail may not be synced
+        # yet): it must be durable before the answer leaves, as the leader may count it.
+        if self.durable_index < self.last_index or self._ready.truncate_after is not None:
+            self._ready.sync_before_send = True
+            self.durable_index = self.last_index
         status = ConsensusStatus(
             self.last_opid, self._last_received_current_leader, self.committed_index, error
         )
@@ -844,7 +851,7 @@ class RaftReplica:
             self.ht_floor = max(self.ht_floor, op.timestamp)
             self._ready.clock_update = self.ht_floor
             matched += 1
-        if self._ready.appends or self._ready.truncate_after is not None:
+        if self._ready.appends:
             self._ready.sync_before_send = True
             self.durable_index = self.last_index
         self._last_received_current_leader = self._opid_at(matched)
