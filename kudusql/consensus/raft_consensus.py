@@ -272,6 +272,12 @@ class RaftReplica:
             self.tombstone_last_logged_opid,
         )
 
+    @property
+    def has_output(self) -> bool:
+        """Whether the Ready holds anything yet."""
+        r = self._ready
+        return bool(r.meta is not None or r.truncate_after is not None or r.appends or r.messages)
+
     def take_ready(self) -> Ready:
         ready, self._ready = self._ready, Ready()
         return ready

@@ -116,7 +116,7 @@ class Simulation:
         self.stats = SimStats()
         self._queue: list[tuple[int, int, str, Any]] = []
         self._seq = 0
-        self._trace: deque[tuple[int, int, str, Any]] = deque(maxlen=120)
+        self._trace: deque[tuple[int, int, str, Any]] = deque(maxlen=200)
         self._quiescing = False
         uuids = [f"ts{i}" for i in range(self.options.servers)]
         config = RaftConfig.of_voters(uuids[: self.options.initial_voters])
@@ -158,7 +158,8 @@ class Simulation:
         when, _, kind, data = heapq.heappop(self._queue)
         self.now = when
         self.stats.steps += 1
-        self._trace.append((self.stats.steps, when, kind, data))
+        if kind in ("deliver", "sync", "copy"):
+            self._trace.append((self.stats.steps, when, kind, data))
         try:
             getattr(self, "_on_" + kind)(data)
         except SimulationFailure:
@@ -213,6 +214,7 @@ class Simulation:
         del disk.log[disk.durable :]
         disk.applied = min(disk.applied, disk.durable)
         self.stats.crashes += 1
+        self._check_acknowledged_durable()
         for key in [k for k in self._pending_writes if k[0] == uuid]:
             del self._pending_writes[key]
 
@@ -227,6 +229,8 @@ class Simulation:
         if ready.meta is not None:
             disk.meta = ready.meta
         if ready.truncate_after is not None:
+            if replica.data_state is DataState.READY and ready.reset_applied_to is None:
+                self._check_truncation(server.uuid, disk.log, ready.truncate_after)
             del disk.log[ready.truncate_after :]
             disk.durable = min(disk.durable, ready.truncate_after)
             disk.applied = min(disk.applied, ready.truncate_after)
@@ -277,6 +281,8 @@ class Simulation:
         if server.replica is None or server.incarnation != incarnation:
             return
         server.replica.tick(self.now, self._hybrid_now(server))
+        if server.replica.has_output:
+            self._trace.append((self.stats.steps, self.now, "tick", uuid))
         self._handle_ready(server)
         self._schedule(self.options.tick_ms, "tick", data)
 
@@ -346,6 +352,9 @@ class Simulation:
         except ConsensusError:
             return
         self._pending_writes[(server.uuid, opid)] = payload
+        self._trace.append(
+            (self.stats.steps, self.now, "write", f"{payload} to {server.uuid} as {opid}")
+        )
         self._handle_ready(server)
 
     def _on_chaos(self, _: None) -> None:
@@ -444,7 +453,8 @@ class Simulation:
         except ConsensusError:
             return
         self.stats.config_changes += 1
-        self._trace.append((self.stats.steps, self.now, "config-change", change))
+        what = f"{change.change_type.value} {change.uuid} cas {change.cas_config_opid_index}"
+        self._trace.append((self.stats.steps, self.now, "config-change", what))
         self._handle_ready(leader_server)
 
     # ----------------------------------------------------------------- quiescence
@@ -453,6 +463,7 @@ class Simulation:
         """Faults stop, every server restarts, the network heals: a leader must emerge and
         every voter of its config must catch up to its commit index."""
         self._quiescing = True
+        self._trace.append((self.stats.steps, self.now, "quiesce", "faults stop, all restart"))
         self.network.heal()
         faults = self.network.faults
         faults.drop = 0.0
@@ -516,6 +527,19 @@ class Simulation:
         seen = self._entries.setdefault(key, value)
         if seen != value:
             self._fail(f"log matching: {uuid} has {entry} after term {prev_term}; seen {seen}")
+
+    def _check_truncation(self, uuid: str, log: list[ReplicateMsg], after: int) -> None:
+        """A committed entry is never truncated from any log that holds it."""
+        for entry in log[after:]:
+            if self.committed.get(entry.id.index) == entry:
+                self._fail(f"{uuid} truncates committed entry {entry}")
+
+    def _check_acknowledged_durable(self) -> None:
+        """Every acknowledged write survives on some server's durable log."""
+        disks = [s.disk for s in self.servers.values()]
+        for index, entry in self.acknowledged.items():
+            if not any(index <= d.durable and d.log[index - 1] == entry for d in disks):
+                self._fail(f"acknowledged write {entry} is on no durable log")
 
     def _check_apply(self, uuid: str, entry: ReplicateMsg, term: int) -> None:
         """State-machine safety, and timestamps that increase with the committed index."""
