@@ -64,6 +64,8 @@ class SimOptions:
     client_write_every_ms: int = 150
     chaos_every_ms: int = 400
     crash_before_send: float = 0.01
+    #: A leader's own appends become durable 1 ms to this long after they are written.
+    max_sync_delay_ms: int = 30
     clock_skew_ms: int = 300
     raft: RaftOptions = field(
         default_factory=lambda: RaftOptions(follower_unavailable_considered_failed_ms=4_000)
@@ -241,7 +243,11 @@ class Simulation:
             disk.durable = len(disk.log)
         elif ready.appends:
             last = ready.appends[-1].id
-            self._schedule(self.rng.randint(1, 30), "sync", (server.uuid, server.incarnation, last))
+            self._schedule(
+                self.rng.randint(1, self.options.max_sync_delay_ms),
+                "sync",
+                (server.uuid, server.incarnation, last),
+            )
         if ready.clock_update is not None:
             server.clock_floor = max(server.clock_floor, ready.clock_update)
         if ready.reset_applied_to is not None:
