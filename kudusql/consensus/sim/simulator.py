@@ -91,6 +91,8 @@ class _Server:
     replica: RaftReplica | None = None
     incarnation: int = 0
     clock_floor: int = 0
+    #: A paused process (SIGSTOP) handles nothing before this time, then all it missed.
+    paused_until: int = 0
 
 
 @dataclass(slots=True)
@@ -159,6 +161,10 @@ class Simulation:
     def _step(self) -> None:
         when, _, kind, data = heapq.heappop(self._queue)
         self.now = when
+        target = _target(kind, data)
+        if target is not None and self.servers[target].paused_until > when:
+            self._schedule(self.servers[target].paused_until - when, kind, data)
+            return
         self.stats.steps += 1
         if kind in ("deliver", "sync", "copy"):
             self._trace.append((self.stats.steps, when, kind, data))
@@ -196,6 +202,7 @@ class Simulation:
                 disk.meta.tombstone_last_logged_opid,
             )
         server.incarnation += 1
+        server.paused_until = 0
         server.replica = RaftReplica(
             uuid,
             disk.meta,
@@ -221,7 +228,10 @@ class Simulation:
             del self._pending_writes[key]
 
     def _alive(self) -> list[_Server]:
-        return [s for s in self.servers.values() if s.replica is not None]
+        """The servers that run and are not paused."""
+        return [
+            s for s in self.servers.values() if s.replica is not None and s.paused_until <= self.now
+        ]
 
     def _handle_ready(self, server: _Server) -> None:
         replica = server.replica
@@ -331,6 +341,7 @@ class Simulation:
         source = self.servers[source_uuid].replica
         if (
             source is None
+            or self.servers[source_uuid].paused_until > self.now
             or source.data_state is not DataState.READY
             or not self.network.connected(uuid, source_uuid)
         ):
@@ -394,7 +405,14 @@ class Simulation:
         elif roll < 0.6:
             self._trace.append((self.stats.steps, self.now, "heal", None))
             self.network.heal()
-        elif roll < 0.7:
+        elif roll < 0.65:
+            alive = [s.uuid for s in self._alive()]
+            if alive:
+                uuid = rng.choice(alive)
+                until = self.now + rng.randint(300, 4_000)
+                self._trace.append((self.stats.steps, self.now, "pause", f"{uuid} until {until}"))
+                self.servers[uuid].paused_until = until
+        elif roll < 0.72:
             faults = self.network.faults
             faults.drop = rng.choice([0.0, 0.0, 0.05, 0.2])
             faults.duplicate = rng.choice([0.0, 0.02, 0.1])
@@ -476,6 +494,7 @@ class Simulation:
         faults.duplicate = 0.0
         faults.max_delay_ms = 10
         for uuid, server in self.servers.items():
+            server.paused_until = 0
             if server.replica is None:
                 self._start(uuid)
         deadline = self.now + self.options.quiesce_budget_ms
@@ -581,6 +600,15 @@ class Simulation:
                 continue
             if index > len(log) or log[index - 1] != entry:
                 self._fail(f"leader completeness: leader {uuid} of term {term} lacks {entry}")
+
+
+def _target(kind: str, data: Any) -> str | None:
+    """The server an event happens on (None for the simulation's own events)."""
+    if kind == "deliver":
+        return str(data[1].dest_uuid)
+    if kind in ("tick", "sync", "copy"):
+        return str(data[0])
+    return None
 
 
 def _describe(data: Any) -> str:
