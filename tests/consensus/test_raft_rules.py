@@ -505,3 +505,15 @@ def test_a_deposed_leader_syncs_its_tail_before_answering_the_new_leader() -> No
     assert ready.sync_before_send and a.durable_index == a.last_index
     (resp,) = ready.messages
     assert isinstance(resp, UpdateConsensusResponse) and resp.status.last_received == a.last_opid
+
+
+def test_restart_below_the_committed_configs_index_has_no_pending_config() -> None:
+    """The tablet's applied index can trail cmeta's committed config after a crash: the
+    config from cmeta is still the committed one, not a pending one."""
+    g = Group(["a", "x"])
+    config = RaftConfig.of_voters(["a", "x"], opid_index=3)
+    change = entry(1, 3)
+    log = [*make_log(1, 1), type(change)(OpId(1, 3), 30, OpType.CHANGE_CONFIG, None, config)]
+    a = g.put("a", log, 1, term=1, config=config)
+    assert a.committed_config == config and a.active_config == config
+    assert not a.has_pending_config

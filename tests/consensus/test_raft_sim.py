@@ -88,3 +88,14 @@ def test_a_million_simulated_steps() -> None:
     long_runs = run_seeds(range(20_000, 20_050), SimOptions(fault_steps=5_000)).steps
     five = run_seeds(range(30_000, 30_300), SimOptions(fault_steps=400, initial_voters=5)).steps
     assert total + long_runs + five >= 1_000_000
+
+
+def test_seed_46_without_the_up_to_date_check_elects_a_leader_missing_a_commit() -> None:
+    """Pinned: ts0 and ts2 commit 1.6; ts0 crashes before syncing 1.8 and restarts; ts1,
+    partitioned since 1.5, rejoins when the faults stop, gets ts0's vote without the
+    up-to-date check and leads term 2
+    without 1.6."""
+    with pytest.raises(SimulationFailure) as failure:
+        Simulation(46, _unsafe(test_only_skip_up_to_date_check=True)).run()
+    assert failure.value.violation == "leader completeness: leader ts1 of term 2 lacks 1.6:w4"
+    Simulation(46, SMALL).run()
