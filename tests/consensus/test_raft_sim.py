@@ -99,3 +99,11 @@ def test_seed_46_without_the_up_to_date_check_elects_a_leader_missing_a_commit()
         Simulation(46, _unsafe(test_only_skip_up_to_date_check=True)).run()
     assert failure.value.violation == "leader completeness: leader ts1 of term 2 lacks 1.6:w4"
     Simulation(46, SMALL).run()
+
+
+def test_seed_400312_a_deposed_leader_is_not_the_one_checked_at_quiescence() -> None:
+    """Pinned (a simulator bug): ts0, the term-1 leader, was cut off and removed from the
+    config by ts1, leader of term 2. When the faults stopped ts0 still believed it led,
+    and the acknowledged-writes check asked ts0's config instead of ts1's."""
+    stats = Simulation(400312, SimOptions(fault_steps=250)).run()
+    assert stats.config_changes >= 2 and stats.writes_acknowledged > 0

@@ -501,20 +501,22 @@ class Simulation:
         while self.now < deadline:
             for _ in range(20):
                 self._step()
-            if self._converged():
-                self._check_acknowledged_on_voters()
+            leader = self._converged()
+            if leader is not None:
+                self._check_acknowledged_on_voters(leader)
                 return
         self._fail("liveness: no leader with every voter caught up after the faults stopped")
 
-    def _converged(self) -> bool:
+    def _converged(self) -> RaftReplica | None:
+        """The leader of the highest term, once every voter of its config caught up."""
         replicas = [s.replica for s in self.servers.values() if s.replica is not None]
         top_term = max(r.current_term for r in replicas if r.data_state is DataState.READY)
         leaders = [r for r in replicas if r.is_leader and r.current_term == top_term]
         if len(leaders) != 1:
-            return False
+            return None
         leader = leaders[0]
         if leader.has_pending_config or leader.committed_index != leader.last_index:
-            return False
+            return None
         config = leader.active_config
         assert config is not None
         for uuid in config.voters:
@@ -525,11 +527,11 @@ class Simulation:
                 or replica.committed_index != leader.committed_index
                 or replica.last_opid != leader.last_opid
             ):
-                return False
-        return True
+                return None
+        return leader
 
-    def _check_acknowledged_on_voters(self) -> None:
-        leader = next(s.replica for s in self.servers.values() if s.replica and s.replica.is_leader)
+    def _check_acknowledged_on_voters(self, leader: RaftReplica) -> None:
+        # A deposed leader may still believe it leads until it hears the new term.
         config = leader.active_config
         assert config is not None
         for uuid in config.voters:
