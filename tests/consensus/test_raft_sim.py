@@ -11,6 +11,7 @@ from kudusql.consensus.sim.simulator import (
     Simulation,
     SimulationFailure,
     run_seeds,
+    run_varied_seeds,
 )
 
 #: A small run per seed keeps the default suite quick.
@@ -31,13 +32,18 @@ def _first_failure(options: SimOptions, seeds: range) -> SimulationFailure | Non
     return None
 
 
-@pytest.mark.parametrize("block", range(4))
+@pytest.mark.parametrize("block", range(3))
 def test_seeds_are_safe_and_live(block: int) -> None:
     stats = run_seeds(range(block * 500, (block + 1) * 500), SMALL)
     # The runs did exercise what they check.
     assert stats.elections > 500 and stats.crashes > 100
     assert stats.tablet_copies > 50 and stats.config_changes > 100
     assert stats.writes_acknowledged > 1000
+
+
+def test_seeds_in_varied_shapes() -> None:
+    stats = run_varied_seeds(range(500), max_fault_steps=150)
+    assert stats.elections > 500 and stats.writes_acknowledged > 1000
 
 
 def test_five_voters() -> None:
@@ -87,7 +93,9 @@ def test_a_million_simulated_steps() -> None:
     total = run_seeds(range(10_000, 14_000), SimOptions(fault_steps=250)).steps
     long_runs = run_seeds(range(20_000, 20_050), SimOptions(fault_steps=5_000)).steps
     five = run_seeds(range(30_000, 30_300), SimOptions(fault_steps=400, initial_voters=5)).steps
-    assert total + long_runs + five >= 1_000_000
+    # Long runs in varied shapes found a follower committing past its matched entries.
+    varied = run_varied_seeds(range(40_000, 40_600)).steps
+    assert total + long_runs + five + varied >= 1_000_000
 
 
 def test_seed_46_without_the_up_to_date_check_elects_a_leader_missing_a_commit() -> None:

@@ -72,6 +72,28 @@ class SimOptions:
     )
 
 
+def varied_options(seed: int, max_fault_steps: int = 1500) -> SimOptions:
+    """A run's shape drawn from its seed: voters, batch size, timeouts, pre-election and
+    eviction on or off, fault rates, disk speed. Many shapes find what one shape misses
+    (a follower committing past the entries it matched was found only this way)."""
+    rng = random.Random(f"shape-{seed}")
+    raft = RaftOptions(
+        heartbeat_interval_ms=rng.choice([100, 500]),
+        enable_pre_election=rng.random() < 0.7,
+        evict_failed_followers=rng.random() < 0.8,
+        follower_unavailable_considered_failed_ms=rng.choice([2_000, 4_000, 300_000]),
+        max_batch_ops=rng.choice([1, 2, 16]),
+    )
+    return SimOptions(
+        initial_voters=rng.choice([1, 2, 3, 3, 5]),
+        fault_steps=rng.choice([max_fault_steps // 15, max_fault_steps // 4, max_fault_steps]),
+        chaos_every_ms=rng.choice([100, 400, 1_000]),
+        crash_before_send=rng.choice([0.0, 0.01, 0.05]),
+        max_sync_delay_ms=rng.choice([5, 30, 400]),
+        raft=raft,
+    )
+
+
 @dataclass(slots=True)
 class _Disk:
     """What a server keeps across a crash."""
@@ -646,14 +668,33 @@ def _describe_msg(msg: Any) -> str:
     return str(msg)
 
 
+def run_varied_seeds(seeds: range, max_fault_steps: int = 1500) -> SimStats:
+    """Runs each seed in the shape ``varied_options`` draws for it."""
+    total = SimStats()
+    for seed in seeds:
+        _add(total, Simulation(seed, varied_options(seed, max_fault_steps)).run())
+    return total
+
+
+def _add(total: SimStats, stats: SimStats) -> None:
+    for name in SimStats.__slots__:
+        setattr(total, name, getattr(total, name) + getattr(stats, name))
+
+
 def run_seeds(seeds: range, options: SimOptions | None = None) -> SimStats:
     """Runs each seed; returns the summed statistics (the first failure raises)."""
     total = SimStats()
     for seed in seeds:
-        stats = Simulation(seed, options).run()
-        for name in SimStats.__slots__:
-            setattr(total, name, getattr(total, name) + getattr(stats, name))
+        _add(total, Simulation(seed, options).run())
     return total
 
 
-__all__ = ["SimOptions", "SimStats", "Simulation", "SimulationFailure", "run_seeds"]
+__all__ = [
+    "SimOptions",
+    "SimStats",
+    "Simulation",
+    "SimulationFailure",
+    "run_seeds",
+    "run_varied_seeds",
+    "varied_options",
+]
