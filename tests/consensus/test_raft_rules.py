@@ -517,3 +517,16 @@ def test_restart_below_the_committed_configs_index_has_no_pending_config() -> No
     a = g.put("a", log, 1, term=1, config=config)
     assert a.committed_config == config and a.active_config == config
     assert not a.has_pending_config
+
+
+def test_follower_commits_only_what_matches_the_leader() -> None:
+    """A heartbeat whose preceding entry matches says nothing of the follower's older
+    entries after it: they may be a deposed leader's, so the commit stops at the match."""
+    g = Group(["a", "x"])
+    a = g.put("a", make_log(1, 1, 2, 2, 2), 2, term=3)
+    a.step(UpdateConsensusRequest("x", 3, "a", OpId(1, 2), 5, ()), 0, 0)
+    ready = a.take_ready()
+    assert a.committed_index == 2 and ready.committed == []
+    (resp,) = ready.messages
+    assert isinstance(resp, UpdateConsensusResponse)
+    assert resp.status.last_received_current_leader == OpId(1, 2)
