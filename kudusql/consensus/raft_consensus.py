@@ -300,6 +300,10 @@ class RaftReplica:
         config = self.active_config
         if config is None or not config.is_voter(self.uuid):
             return
+        if config.voters == (self.uuid,):
+            # The only voter elects itself at once, without a pre-election.
+            self._start_election(False, hybrid_now)
+            return
         if now_ms >= self._election_deadline:
             if self._election is not None:
                 # Its vote requests or answers were lost: the election failed.
