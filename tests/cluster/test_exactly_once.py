@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +17,16 @@ import pytest
 
 from kudusql.cluster.client.request_tracker import RequestTracker
 from kudusql.cluster.client.tserver_client import TabletServerPool
-from kudusql.cluster.errors import ConnectionRefused, RpcTimedOut
+from kudusql.cluster.errors import (
+    ConnectionRefused,
+    MalformedMessage,
+    RequestStale,
+    RpcTimedOut,
+    ServiceUnavailable,
+)
 from kudusql.cluster.messages import decode, encode
 from kudusql.cluster.retry import RetryPolicy
+from kudusql.cluster.rpc_client import RpcClient
 from kudusql.cluster.security import write_secret_file
 from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.cluster.tserver.messages import CreateTablet, WriteRequest
@@ -344,9 +352,12 @@ def test_concurrent_inserts_with_lost_answers_apply_exactly_once(
 def test_a_write_that_never_gets_an_answer_says_it_may_have_applied(
     tservers: dict[str, TServerProcess],
 ) -> None:
-    """The retry policy's deadline passes while every attempt waits: the error says the
-    write may or may not have been applied. A server refused on every attempt is
-    ``ConnectionRefused``: surely never applied."""
+    """On a server whose every write sleeps 3 s before recording its result: a write
+    whose deadline passes while its attempts wait says it may or may not have been
+    applied; a request below the client's watermark is stale, a watermark past the
+    request malformed; a write refused after an attempt timed out is not "refused"
+    (it may have applied); a server refused on every attempt is ``ConnectionRefused``:
+    surely never applied."""
     proc = tservers["stuck"]
     short = RetryPolicy(max_attempts=3, initial_backoff=0.05, max_backoff=0.1, deadline=0.6)
     with TabletServerPool(secret=SECRET, timeout=0.2, retry=short) as pool:
@@ -354,7 +365,33 @@ def test_a_write_that_never_gets_an_answer_says_it_may_have_applied(
         with pytest.raises(RpcTimedOut, match="may or may not have been applied"):
             pool.write(proc.address, "stuck", "insert", rows([1]))
         assert pool.requests.incomplete() == 0
-        proc.kill()
-        # Nothing listens: refused on every attempt, so surely never applied.
-        with pytest.raises(ConnectionRefused):
-            pool.write(proc.address, "stuck", "insert", rows([1]))
+
+    def send(rid: RequestId, client: RpcClient) -> object:
+        request = WriteRequest("stuck", "insert", request_id=rid)
+        return client.put(request, rows([rid.seq_no + 100]), idempotent=True)
+
+    once = RetryPolicy(max_attempts=1, deadline=1.0)
+    with RpcClient(proc.address, secret=SECRET, timeout=0.2, retry=once) as client:
+        with pytest.raises(RpcTimedOut):
+            send(RequestId("raw", 5, 5), client)  # in progress for 3 s
+        with pytest.raises(RequestStale, match="raw:3 to tablet stuck is stale"):
+            send(RequestId("raw", 3, 3), client)
+        with pytest.raises(MalformedMessage, match="past its own sequence number"):
+            send(RequestId("raw", 6, 7), client)
+
+    def kill_then_sleep(seconds: float) -> None:
+        if proc.process.poll() is None:
+            proc.kill()
+        time.sleep(seconds)
+
+    with RpcClient(
+        proc.address, secret=SECRET, timeout=0.2, retry=short, sleep=kill_then_sleep
+    ) as client:
+        # The first attempt times out (it may have applied); the retries are refused.
+        with pytest.raises(ServiceUnavailable) as caught:
+            send(RequestId("raw", 8, 8), client)
+        assert not isinstance(caught.value, ConnectionRefused)
+        assert "connection refused" in str(caught.value)
+    pool = TabletServerPool(secret=SECRET, timeout=0.2, retry=short)
+    with pool, pytest.raises(ConnectionRefused):
+        pool.write(proc.address, "stuck", "insert", rows([1]))
