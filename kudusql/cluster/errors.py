@@ -17,6 +17,7 @@ from kudusql.common.errors import DatabaseError, Error, InterfaceError, Operatio
 __all__ = [
     "ConnectionRefused",
     "MalformedMessage",
+    "RequestStale",
     "RpcTimedOut",
     "ServiceUnavailable",
     "TabletNotFound",
@@ -40,6 +41,11 @@ class RpcTimedOut(OperationalError):
     """A server did not answer within the call's deadline (it may have acted)."""
 
 
+class RequestStale(OperationalError):
+    """A retried write whose result the tablet server no longer remembers (Kudu's
+    ERROR_REQUEST_STALE): it may or may not have been applied, and is not applied again."""
+
+
 class Unauthenticated(OperationalError):
     """A server refused a call without the cluster secret, or with a wrong one."""
 
@@ -54,7 +60,14 @@ class MalformedMessage(InterfaceError):
 
 
 def _classes() -> dict[str, type[Error]]:
-    ours = (ServiceUnavailable, RpcTimedOut, Unauthenticated, MalformedMessage, TabletNotFound)
+    ours = (
+        ServiceUnavailable,
+        RpcTimedOut,
+        Unauthenticated,
+        MalformedMessage,
+        TabletNotFound,
+        RequestStale,
+    )
     members = [*inspect.getmembers(common_errors, inspect.isclass)]
     members += [(cls.__name__, cls) for cls in ours]
     return {name: cls for name, cls in members if issubclass(cls, Error)}

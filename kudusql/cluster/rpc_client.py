@@ -12,8 +12,10 @@ returns the typed response or raises the kudusql error the server raised.
   waits longer than its retry policy's deadline in all. Nothing blocks without one.
 - **Retries.** A call whose server is unavailable or did not answer is retried with
   exponential backoff and jitter (``retry.py``) on a fresh connection, only if it is
-  idempotent (its request type says so, or the caller does). A non-idempotent call is
-  tried once: a lost answer does not mean it did not run.
+  idempotent (its request type says so, or the caller does: an exactly-once write is).
+  A non-idempotent call is tried once: a lost answer does not mean it did not run. A
+  call that fails with ``ConnectionRefused`` was never sent; after retries, only if no
+  earlier attempt failed otherwise (else the error is ``ServiceUnavailable``).
 - **Errors** name the server: ``tablet server 127.0.0.1:7051 is unavailable: connection
   refused``. No gRPC text or traceback reaches the user beyond the short reason.
 """
@@ -258,11 +260,19 @@ class RpcClient:
         *,
         idempotent: bool | None = None,
         timeout: float | None = None,
+        for_attempt: Callable[[int], Request] | None = None,
     ) -> Response:
-        """Send ``request`` as a do_put command with ``data``; the typed response."""
+        """Send ``request`` as a do_put command with ``data``; the typed response.
+        ``for_attempt(n)``, when given, is the request sent on attempt ``n`` (1, 2, ...):
+        a retry of an exactly-once write repeats its request id with the attempt's
+        number."""
+        attempts = 0
 
         def attempt(client: flight.FlightClient, options: flight.FlightCallOptions) -> Response:
-            descriptor = flight.FlightDescriptor.for_command(encode(request, self.observed.value))
+            nonlocal attempts
+            attempts += 1
+            sent = request if for_attempt is None else for_attempt(attempts)
+            descriptor = flight.FlightDescriptor.for_command(encode(sent, self.observed.value))
             writer, metadata = client.do_put(descriptor, data.schema, options)
             try:
                 writer.write_table(data, max_chunksize=STREAM_BATCH_ROWS)
@@ -311,6 +321,9 @@ class RpcClient:
         per_attempt = self.timeout if timeout is None else timeout
         start = self._monotonic()
         attempts = 0
+        # Whether an attempt may have reached the server (any failure but a refused
+        # connection): then a refused last attempt does not mean the call never ran.
+        maybe_sent = False
         while True:
             attempts += 1
             elapsed = self._monotonic() - start
@@ -328,6 +341,7 @@ class RpcClient:
                 return self._translate(request, budget, functools.partial(attempt, client, options))
             except _Retriable as failure:
                 self._reconnect(client)
+                refused = isinstance(failure.error, ConnectionRefused)
                 wait = (
                     self.retry.next_wait(attempts, self._monotonic() - start, self._rng)
                     if may_retry
@@ -337,8 +351,12 @@ class RpcClient:
                     error = failure.error
                     if attempts > 1:
                         spent = self._monotonic() - start
-                        error = type(error)(f"{error} (tried {attempts} times in {spent:.1f} s)")
+                        kind = type(error)
+                        if refused and maybe_sent:
+                            kind = ServiceUnavailable  # not "never sent": see maybe_sent
+                        error = kind(f"{error} (tried {attempts} times in {spent:.1f} s)")
                     raise error from None
+                maybe_sent = maybe_sent or not refused
                 self._sleep(wait)
 
     def _translate(self, request: Request, budget: float, run: Callable[[], T]) -> T:

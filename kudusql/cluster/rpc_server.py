@@ -261,7 +261,21 @@ class RpcServer(flight.FlightServerBase):  # type: ignore[misc]
         try:
             request, handler = self._receive(descriptor.command or b"", self._puts)
             response = handler(request, reader.to_reader())
-            writer.write(pa.py_buffer(self._reply(response)))
+            answer = pa.py_buffer(self._reply(response))
+        except Exception as exc:
+            raise self._failure(exc, f"put {self._type_of(descriptor.command)}") from None
+        try:
+            writer.write(answer)
+        except OSError as exc:
+            # The caller is gone (it timed out or was cancelled) after the handler ran:
+            # its answer is lost, which a caller's retry of an exactly-once write expects.
+            log.warning(
+                "%s %s: the answer to put %s was not delivered (%s): the caller is gone",
+                self.kind,
+                self.address,
+                request.TYPE,
+                exc,
+            )
         except Exception as exc:
             raise self._failure(exc, f"put {self._type_of(descriptor.command)}") from None
 

@@ -18,9 +18,10 @@ has seen none), so a read sees every write the session saw acknowledged. Each se
 waits for its safe time before answering.
 
 Stale locations: a call that finds its tablet gone (``TabletNotFound``) or its server
-unreachable (``ServiceUnavailable``; for writes only ``TabletNotFound``, as a write that
-may have reached a server is never sent again) drops the table's cached locations and
-is tried once more on fresh ones.
+unreachable (``ServiceUnavailable``; for writes only ``TabletNotFound`` or
+``ConnectionRefused``, as a write that may have reached a server is sent again only
+under its request id, by the pool) drops the table's cached locations and is tried
+once more on fresh ones. Writes are exactly-once (``TabletServerPool.write``).
 """
 
 from __future__ import annotations
@@ -142,9 +143,11 @@ class RemoteTable(WriteShortcuts):
 
     def _on_tablet(self, slot: int, call: Callable[[LocatedTablet], T], *, reads: bool = True) -> T:
         """``call`` on the tablet of partition ``slot``; once more on fresh locations when
-        the cached ones are stale. A write goes again only when it surely did not apply:
-        its tablet was not there, or nothing listened at the address; a write whose
-        server went away mid-call raises, and the next call looks the tablet up again."""
+        the cached ones are stale. A write goes to fresh locations only when it surely
+        did not apply: its tablet was not there, or nothing listened at the address on
+        any attempt; a write whose server went away mid-call was retried under its
+        request id by the pool, then raises, and the next call looks the tablet up
+        again."""
         locations = self.meta_cache.table(self.name)
         stale: tuple[type[Error], ...] = (
             (TabletNotFound, ServiceUnavailable) if reads else (TabletNotFound, ConnectionRefused)

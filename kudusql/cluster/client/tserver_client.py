@@ -5,10 +5,17 @@ The pool keeps one ``RpcClient`` per tablet server address and one
 HybridTime the session has seen from any server, and every answer moves it up, so a
 read that follows a write (on any server) is stamped after it (Kudu's
 client-propagated consistency).
+
+Writes are exactly-once: the pool's ``RequestTracker`` gives each write a request id
+(the session's client id and a new sequence number), and a write whose attempt failed
+in a way a retry may fix (timed out, unavailable, connection reset or refused) is sent
+again with the same id, with backoff, within the retry policy's deadline; the tablet
+server applies it once and answers every attempt with the first one's response.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from kudusql.cluster.addresses import HostPort
+from kudusql.cluster.client.request_tracker import RequestTracker
+from kudusql.cluster.errors import ConnectionRefused, RpcTimedOut, ServiceUnavailable
 from kudusql.cluster.messages import Response, decode_arrow, encode_arrow
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import DEFAULT_TIMEOUT, ObservedTimestamps, RpcClient
@@ -30,6 +39,7 @@ from kudusql.cluster.tserver.messages import (
     LookupRequest,
     LookupRows,
     LookupRowsRequest,
+    RequestId,
     ScanRequest,
     TabletChanged,
     TabletStatsRequest,
@@ -55,7 +65,9 @@ def _expect(response: Response, kind: type[Any]) -> Any:
 
 
 class TabletServerPool:
-    """Calls to any tablet server of one cluster, for one client session. Thread-safe."""
+    """Calls to any tablet server of one cluster, for one client session. Thread-safe.
+
+    ``client_id`` names the session's writes to the servers (random by default)."""
 
     def __init__(
         self,
@@ -66,8 +78,10 @@ class TabletServerPool:
         retry: RetryPolicy | None = None,
         observed: ObservedTimestamps | None = None,
         scan_timeout: float = DEFAULT_SCAN_TIMEOUT,
+        client_id: str | None = None,
     ) -> None:
         self.observed = observed or ObservedTimestamps()
+        self.requests = RequestTracker(client_id)
         self.scan_timeout = scan_timeout
         self._secret = secret
         self._tls_root = tls_root
@@ -135,10 +149,34 @@ class TabletServerPool:
         check_only: bool = False,
     ) -> WriteResponse:
         """Apply ``data`` to the tablet with one operation, or each row's from
-        ``op_column`` (not retried: a write whose answer was lost may have applied);
-        see ``WriteRequest`` for ``atomic`` and ``check_only``."""
+        ``op_column``; see ``WriteRequest`` for ``atomic`` and ``check_only``. Retried
+        under one request id until it has an answer (applied once) or the retry
+        policy gives up: then the error says the write may or may not have applied
+        (``ConnectionRefused`` only if no attempt can have reached the server)."""
         request = WriteRequest(tablet_id, op, op_column, atomic, check_only)
-        response = self.client(address).put(request, data, idempotent=check_only)
+        if check_only:
+            response = self.client(address).put(request, data, idempotent=True)
+            return _expect(response, WriteResponse)  # type: ignore[no-any-return]
+        tracker = self.requests
+        seq_no = tracker.new_seq_no()
+
+        def for_attempt(attempt_no: int) -> WriteRequest:
+            rid = RequestId(tracker.client_id, seq_no, tracker.first_incomplete(), attempt_no)
+            return dataclasses.replace(request, request_id=rid)
+
+        try:
+            response = self.client(address).put(
+                request, data, idempotent=True, for_attempt=for_attempt
+            )
+        except ConnectionRefused:
+            raise
+        except (RpcTimedOut, ServiceUnavailable) as exc:
+            raise type(exc)(
+                f"{exc}; write {tracker.client_id}:{seq_no} to tablet {tablet_id} may or may"
+                " not have been applied"
+            ) from None
+        finally:
+            tracker.completed(seq_no)
         return _expect(response, WriteResponse)  # type: ignore[no-any-return]
 
     def scan(

@@ -1,5 +1,6 @@
 """``python -m kudusql.cluster.tserver --dir D [--bind HOST:PORT] [--master HOST:PORT]
-[--secret-file F] [--tls-dir T] [--heartbeat-interval S]``: run a tablet server.
+[--secret-file F] [--tls-dir T] [--heartbeat-interval S] [--remember-clients-ttl S]
+[--remember-responses-ttl S]``: run a tablet server.
 
 With ``--master`` it heartbeats to that master (``heartbeater.py``) from the moment it
 listens until it stops.
@@ -22,7 +23,12 @@ from pathlib import Path
 
 from kudusql.cluster.security import TlsFiles, read_secret_file
 from kudusql.cluster.tserver.heartbeater import DEFAULT_HEARTBEAT_INTERVAL, Heartbeater
-from kudusql.cluster.tserver.server import TabletServer
+from kudusql.cluster.tserver.result_tracker import DEFAULT_CLIENTS_TTL, DEFAULT_RESPONSES_TTL
+from kudusql.cluster.tserver.server import (
+    LOSE_WRITE_RESPONSES_ENV,
+    LoseWriteResponses,
+    TabletServer,
+)
 from kudusql.common.errors import Error
 from kudusql.storage.fs.files import write_file_atomic
 
@@ -43,6 +49,18 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_HEARTBEAT_INTERVAL,
         help="seconds between heartbeats to the master (default %(default)s)",
     )
+    p.add_argument(
+        "--remember-clients-ttl",
+        type=float,
+        default=DEFAULT_CLIENTS_TTL,
+        help="seconds a write client not heard from is remembered (default %(default)s)",
+    )
+    p.add_argument(
+        "--remember-responses-ttl",
+        type=float,
+        default=DEFAULT_RESPONSES_TTL,
+        help="seconds a write's response is kept for its retries (default %(default)s)",
+    )
     args = p.parse_args(argv)
     directory = os.path.abspath(args.dir)
     os.makedirs(directory, exist_ok=True)
@@ -56,8 +74,17 @@ def main(argv: list[str] | None = None) -> int:
         tls = None
         if args.tls_dir:
             tls = TlsFiles(Path(args.tls_dir) / "server.crt", Path(args.tls_dir) / "server.key")
-        server = TabletServer(directory, args.bind, secret=secret, tls=tls)
-    except Error as exc:
+        fault_spec = os.environ.get(LOSE_WRITE_RESPONSES_ENV)
+        server = TabletServer(
+            directory,
+            args.bind,
+            secret=secret,
+            tls=tls,
+            remember_clients_ttl=args.remember_clients_ttl,
+            remember_responses_ttl=args.remember_responses_ttl,
+            lose_write_responses=LoseWriteResponses.parse(fault_spec) if fault_spec else None,
+        )
+    except (Error, ValueError) as exc:
         logging.getLogger(__name__).error("tablet server did not start: %s", exc)
         print(f"kudusql tserver: {exc}", file=sys.stderr)
         return 1

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from kudusql.cluster import master_protocol
 from kudusql.cluster.heartbeat_messages import ReportedTabletInfo, tablet_report
 from kudusql.cluster.messages import GetResponse, Request, Response, message
+from kudusql.cluster.tserver.result_tracker import RequestId
 
 __all__ = [
     "KEY_INDEX_COLUMN",
@@ -31,6 +32,7 @@ __all__ = [
     "LookupRows",
     "LookupRowsRequest",
     "ReportedTabletInfo",
+    "RequestId",
     "ScanRequest",
     "TabletChanged",
     "TabletReportResponse",
@@ -163,8 +165,12 @@ class WriteRequest(Request):
     ``update``, ``delete`` or an ``_ignore`` form), or each row's from the column
     ``op_column`` (``operation`` is then empty). ``atomic``: any row error applies
     nothing and the errors come back. ``check_only``: apply nothing, answer the errors
-    a write would report now. Not idempotent: a lost answer does not mean the write did
-    not happen."""
+    a write would report now.
+
+    Not idempotent by itself: a lost answer does not mean the write did not happen.
+    With a ``request_id`` (Kudu's ``RequestIdPB``) it is exactly-once: the server's
+    ``ResultTracker`` answers a retry of the same id with the first attempt's response
+    and applies nothing again, so the client retries it like an idempotent call."""
 
     RESPONSE: ClassVar[type[Response]] = WriteResponse
     tablet_id: str
@@ -172,6 +178,7 @@ class WriteRequest(Request):
     op_column: str | None = None
     atomic: bool = False
     check_only: bool = False
+    request_id: RequestId | None = None
 
 
 @message("tserver_scan")

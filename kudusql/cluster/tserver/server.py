@@ -5,13 +5,23 @@ server" that serves the calls of ``messages.py`` over the tablets of a
 The server and its tablets share one HybridClock: the RPC layer moves it past every
 request's timestamp before a handler runs, and every write is stamped by it, so a
 write that follows a client's read is stamped after it.
+
+A write with a request id is exactly-once: the server's ``ResultTracker`` (under the
+server's lock; time from ``time.monotonic``) lets one attempt apply it and answers
+every other attempt with that attempt's response.
 """
 
 from __future__ import annotations
 
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+
 import pyarrow as pa
 
-from kudusql.cluster.errors import MalformedMessage
+from kudusql.cluster.errors import MalformedMessage, RequestStale, ServiceUnavailable
 from kudusql.cluster.messages import decode_arrow, encode_arrow
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
@@ -37,13 +47,64 @@ from kudusql.cluster.tserver.messages import (
     WriteRequest,
     WriteResponse,
 )
+from kudusql.cluster.tserver.result_tracker import (
+    DEFAULT_CLIENTS_TTL,
+    DEFAULT_RESPONSES_TTL,
+    RequestId,
+    ResultTracker,
+    RpcState,
+)
 from kudusql.cluster.tserver.superblock import TabletEntry
 from kudusql.cluster.tserver.tablet_manager import TabletManager, parse_schema
 from kudusql.common.hybrid_time import HybridClock
 from kudusql.common.options import TabletOptions
 from kudusql.common.types import display_value
 
-__all__ = ["TabletServer"]
+__all__ = ["LOSE_WRITE_RESPONSES_ENV", "LoseWriteResponses", "TabletServer"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a duplicate of a write in progress waits for its driver before it is told
+#: to try again (a write waits only for its WAL fsync, so this is generous).
+IN_PROGRESS_WAIT = 30.0
+
+#: Seconds between two passes of the result tracker's expiry.
+TRACKER_GC_INTERVAL = 1.0
+
+#: Test-only fault point (read by ``__main__``): ``every=N,sleep=S[,when=W][,seed=K]``.
+LOSE_WRITE_RESPONSES_ENV = "KUDUSQL_TEST_LOSE_WRITE_RESPONSES"
+
+
+@dataclass(frozen=True)
+class LoseWriteResponses:
+    """Test-only fault: after applying a tracked write, sleep ``sleep`` seconds before
+    answering (past the client's per-attempt timeout, so its answer is lost and the
+    client retries). It hits one write in ``every`` (the N-th, 2N-th, ... when ``seed``
+    is None, else each with probability 1/N from a ``random.Random(seed)``). ``when``:
+    ``after_complete`` sleeps once the response is recorded (a retry gets it at once),
+    ``before_complete`` before (a retry finds the write in progress and waits)."""
+
+    every: int
+    sleep: float
+    when: str = "after_complete"
+    seed: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> LoseWriteResponses:
+        try:
+            fields = dict(part.split("=", 1) for part in text.split(",") if part)
+            fault = cls(
+                int(fields.pop("every")),
+                float(fields.pop("sleep")),
+                fields.pop("when", "after_complete"),
+                int(fields["seed"]) if "seed" in fields else None,
+            )
+            fields.pop("seed", None)
+        except (KeyError, ValueError):
+            raise ValueError(f"{LOSE_WRITE_RESPONSES_ENV}: cannot parse {text!r}") from None
+        if fields or fault.every < 1 or fault.when not in ("after_complete", "before_complete"):
+            raise ValueError(f"{LOSE_WRITE_RESPONSES_ENV}: cannot parse {text!r}")
+        return fault
 
 
 def _changed(entry: TabletEntry) -> TabletChanged:
@@ -63,7 +124,19 @@ class TabletServer(RpcServer):
         tls: TlsFiles | None = None,
         options: TabletOptions | None = None,
         maintenance: bool = True,
+        remember_clients_ttl: float = DEFAULT_CLIENTS_TTL,
+        remember_responses_ttl: float = DEFAULT_RESPONSES_TTL,
+        lose_write_responses: LoseWriteResponses | None = None,
     ) -> None:
+        #: Exactly-once writes; every use is under ``_results_changed``'s lock.
+        self._results: ResultTracker[WriteResponse] = ResultTracker(
+            clients_ttl=remember_clients_ttl, responses_ttl=remember_responses_ttl
+        )
+        self._results_changed = threading.Condition()
+        self._results_gc_at = 0.0
+        self._fault = lose_write_responses
+        self._fault_rng = random.Random(lose_write_responses.seed) if lose_write_responses else None
+        self._fault_count = 0
         clock = HybridClock()
         self.tablets = TabletManager(
             directory, clock=clock, options=options, maintenance=maintenance
@@ -140,6 +213,74 @@ class TabletServer(RpcServer):
 
     def _write(self, r: WriteRequest, batches: pa.RecordBatchReader) -> WriteResponse:
         data = batches.read_all()
+        rid = r.request_id
+        if rid is None or r.check_only:
+            return self._apply(r, data)
+        stored = self._drive_or_wait(r.tablet_id, rid)
+        if stored is not None:
+            return stored
+        try:
+            response = self._apply(r, data)
+        except BaseException:
+            with self._results_changed:
+                self._results.fail(rid)
+                self._results_changed.notify_all()
+            raise
+        lose = self._lose_this_response()
+        if lose and self._fault is not None and self._fault.when == "before_complete":
+            time.sleep(self._fault.sleep)
+        with self._results_changed:
+            self._results.complete(rid, response, time.monotonic())
+            self._results_changed.notify_all()
+        if lose and self._fault is not None and self._fault.when == "after_complete":
+            time.sleep(self._fault.sleep)
+        return response
+
+    def _drive_or_wait(self, tablet_id: str, rid: RequestId) -> WriteResponse | None:
+        """None when this attempt is the driver of ``rid`` (it applies the write); else
+        the stored response of the attempt that applied it, once there is one."""
+        deadline = time.monotonic() + IN_PROGRESS_WAIT
+        with self._results_changed:
+            while True:
+                now = time.monotonic()
+                if now - self._results_gc_at >= TRACKER_GC_INTERVAL:
+                    self._results.gc(now)
+                    self._results_gc_at = now
+                try:
+                    tracked = self._results.track(rid, now)
+                except ValueError as exc:
+                    raise MalformedMessage(str(exc)) from None
+                if tracked.state is RpcState.NEW:
+                    return None
+                if tracked.state is RpcState.COMPLETED:
+                    assert tracked.response is not None
+                    log.info("write %s to tablet %s: a retry, answered", rid.describe(), tablet_id)
+                    return tracked.response
+                if tracked.state is RpcState.STALE:
+                    raise RequestStale(
+                        f"write {rid.describe()} to tablet {tablet_id} is stale: this tablet"
+                        " server no longer remembers its result (it may or may not have been"
+                        " applied; it is not applied again)"
+                    )
+                if now >= deadline:
+                    raise ServiceUnavailable(
+                        f"write {rid.describe()} to tablet {tablet_id} is still in progress"
+                        f" after {IN_PROGRESS_WAIT:.0f} s; try again"
+                    )
+                self._results_changed.wait(deadline - now)
+
+    def _lose_this_response(self) -> bool:
+        fault = self._fault
+        if fault is None:
+            return False
+        with self._results_changed:
+            self._fault_count += 1
+            if fault.seed is None:
+                return self._fault_count % fault.every == 0
+            assert self._fault_rng is not None
+            return self._fault_rng.randrange(fault.every) == 0
+
+    def _apply(self, r: WriteRequest, data: pa.Table) -> WriteResponse:
         result = self.tablets.write(
             r.tablet_id,
             data,
