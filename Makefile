@@ -57,10 +57,14 @@ test-floors: $(FLOORS_STAMP)
 	PYTHONPATH=$(CURDIR)/$(FLOORS)/extras $(FLOORS)/bin/python -m pytest \
 		-m "not slow" -n 2 -q $(FLOORS_EXTRAS_SMOKE)
 
-# Long suites: hundreds of writer SIGKILLs, and a 2,000-example storage state machine.
+# Long suites: hundreds of writer SIGKILLs, millions of simulated Raft steps, the storage
+# state machines with thousands of examples and the fast paths' differential tests longer.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow -n 2 -q
 	KUDUSQL_SM_EXAMPLES=2000 $(BIN)/python -m pytest -q tests/storage/tablet/test_tablet_model.py
+	KUDUSQL_SM_EXAMPLES=200 $(BIN)/python -m pytest -q tests/storage/tables/test_database_model.py
+	KUDUSQL_DIFF_EXAMPLES=400 $(BIN)/python -m pytest -q tests/sql/test_fast_path_differential.py \
+		tests/sql/test_key_write_fastpath.py
 
 # The Spark suite alone (needs Java 17).
 test-spark: $(STAMP)

@@ -267,7 +267,7 @@ def run_both(shape: Shape, stmts: list[Statement]) -> None:
             assert _stored(fast, shape.key) == _stored(general, shape.key), s
 
 
-@settings(max_examples=int(os.environ.get("KUDUSQL_DIFF_EXAMPLES", "60")))
+@settings(max_examples=int(os.environ.get("KUDUSQL_DIFF_EXAMPLES", "40")))
 @given(data=st.data())
 def test_fast_paths_agree_with_the_general_path(data: st.DataObject) -> None:
     shape = data.draw(st.sampled_from(SHAPES), label="shape")

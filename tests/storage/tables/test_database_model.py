@@ -9,7 +9,7 @@ plain Python model (``tests/support/database_model.py``): the catalog, the table
 directories on disk, unordered and ordered full scans, and (as rules) point lookups,
 predicate scans with projections and scans and lookups at earlier snapshots.
 
-``KUDUSQL_SM_EXAMPLES`` sets the number of examples (default 25).
+``KUDUSQL_SM_EXAMPLES`` sets the number of examples (default 15).
 """
 
 from __future__ import annotations
@@ -746,7 +746,7 @@ class DatabaseMachine(RuleBasedStateMachine):
 
 
 DatabaseMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("KUDUSQL_SM_EXAMPLES", "25")),
+    max_examples=int(os.environ.get("KUDUSQL_SM_EXAMPLES", "15")),
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

@@ -297,7 +297,7 @@ class TabletMachine(RuleBasedStateMachine):
 
 
 TabletMachine.TestCase.settings = settings(
-    max_examples=int(__import__("os").environ.get("KUDUSQL_SM_EXAMPLES", "60")),
+    max_examples=int(__import__("os").environ.get("KUDUSQL_SM_EXAMPLES", "40")),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
