@@ -152,6 +152,22 @@ _OFFENDERS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Could not cast value (-?[\d.]+) to"), "number"),
 ]
 #: Lines of DuckDB's hints about its own settings (kudusql refuses DuckDB's SET).
+#: DuckDB's class of error ("Binder Error: ..."): the PEP 249 class says it.
+_DUCKDB_KIND = re.compile(
+    r"^(?:Binder|Catalog|Conversion|Parser|Invalid Input|Out of Range|Not implemented"
+    r"|Type Mismatch|Constraint|Dependency|Invalid type|Permission) Error: "
+)
+#: DuckDB's internal names of integer and string types in a conversion's message.
+_DUCKDB_TYPES = {
+    "INT8": "TINYINT",
+    "INT16": "SMALLINT",
+    "INT32": "INT",
+    "INT64": "BIGINT",
+    "VARCHAR": "STRING",
+}
+_CONVERSION_TARGET = re.compile(
+    r"(Could not (?:convert|cast) [^\n]* to )(" + "|".join(_DUCKDB_TYPES) + r")\b"
+)
 _SETTING_HINT = re.compile(r"[^\n.]*\b(?:SET|set|setting|PRAGMA)\b[^\n]*(?:=|setting|TO )[^\n]*")
 _LIST_LINES = 10
 
@@ -163,7 +179,9 @@ def duckdb_message(message: str) -> tuple[str, Offender | None]:
     rewriting of the statement, not what the user wrote; the fragment it marked is kept
     to locate. Internal names leave the candidate lists ("Candidate bindings") and
     "Did you mean" hints; the name DuckDB gives a registered table ("Values list") is a
-    table's; hints about DuckDB's own settings go; long lists of candidates are cut."""
+    table's; hints about DuckDB's own settings go; long lists of candidates are cut; DuckDB's class
+    of error ("Binder Error: ") goes (the error's class says it) and its internal type
+    names in a conversion's message (INT32) become SQL's (INT)."""
     offender: Offender | None = None
     snippet = _LINE_SNIPPET.search(message)
     if snippet is not None:
@@ -184,6 +202,8 @@ def duckdb_message(message: str) -> tuple[str, Offender | None]:
     message = re.sub(r"\n*Did you mean: [^\n]*", "", message)  # DuckDB's settings
     message = _SETTING_HINT.sub("", message)
     message = "\n".join(_cut_lists(message.rstrip().splitlines()))
+    message = _DUCKDB_KIND.sub("", message.lstrip())
+    message = _CONVERSION_TARGET.sub(lambda m: m.group(1) + _DUCKDB_TYPES[m.group(2)], message)
     return message.rstrip(), offender
 
 
