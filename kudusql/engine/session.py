@@ -288,7 +288,11 @@ class Session:
     # -- queries ------------------------------------------------------------------------------
     def plan(self, tree: exp.Expr) -> QueryPlan:
         return plan_query(
-            tree, self.resolve, relations=self.relations.get, cancelled=self.runner.cancelled
+            tree,
+            self.resolve,
+            relations=self.relations.get,
+            cancelled=self.runner.cancelled,
+            current_database=self.database,
         )
 
     def shadow_warnings(self, plan: QueryPlan) -> list[str]:
@@ -309,7 +313,11 @@ class Session:
         resolver = RecordingResolver(self.resolve)
         database = self.database
         plan = plan_query(
-            tree, resolver, relations=self.relations.get, cancelled=self.runner.cancelled
+            tree,
+            resolver,
+            relations=self.relations.get,
+            cancelled=self.runner.cancelled,
+            current_database=database,
         )
         cached = CachedQuery(plan, duck_sql(plan.tree), tuple(resolver.seen))
         check_cancelled(self.runner.cancelled)

@@ -186,13 +186,19 @@ def plan_query(
     *,
     relations: Relations | None = None,
     cancelled: threading.Event | None = None,
+    current_database: str | None = None,
 ) -> QueryPlan:
     """Bind every table reference of ``tree`` (a copy is planned; see the module
     docstring): to a registered relation (``relations``) first, else to a storage table
-    (``resolve``). Setting ``cancelled`` stops the planning with OperationalError
-    ("statement cancelled"); every step is linear in the size of the tree."""
+    (``resolve``). ``current_database()`` becomes ``current_database`` (the session's
+    database, as Impala answers; DuckDB would name its own catalog). Setting
+    ``cancelled`` stops the planning with OperationalError ("statement cancelled");
+    every step is linear in the size of the tree."""
     check_cancelled(cancelled)
     tree = tree.copy()
+    if current_database is not None:
+        for node in list(tree.find_all(exp.CurrentDatabase)):
+            node.replace(exp.Literal.string(current_database))
     for ident_node in _checked(tree.find_all(exp.Identifier), cancelled):
         # SQL names are case-insensitive; DuckDB folds only ASCII letters, so every name
         # reaches it folded already, as do the columns of the scans (``TableScan``).

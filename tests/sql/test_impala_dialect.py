@@ -90,7 +90,7 @@ def test_impala_functions_are_defined_when_first_called(conn: kudusql.Connection
 def test_an_error_points_into_its_statement_of_a_script(conn: kudusql.Connection) -> None:
     with pytest.raises(ProgrammingError) as e:
         conn.execute("SELECT 1;\nSELECT s,\n  nope FROM t")
-    assert str(e.value).startswith("error at line 3, column 3: Referenced column \"nope\" not found")
+    assert str(e.value).startswith('error at line 3, column 3: Referenced column "nope" not found')
     assert str(e.value).endswith("\n    nope FROM t\n    ^")
 
 
