@@ -35,8 +35,7 @@ def encode_config(config: RaftConfig) -> dict[str, Any]:
 
 def decode_config(body: dict[str, Any]) -> RaftConfig:
     peers = tuple(
-        RaftPeer(p["uuid"], MemberType(p["member_type"]), bool(p["promote"]))
-        for p in body["peers"]
+        RaftPeer(p["uuid"], MemberType(p["member_type"]), bool(p["promote"])) for p in body["peers"]
     )
     return RaftConfig(peers, int(body["opid_index"]))
 

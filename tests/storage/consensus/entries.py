@@ -19,7 +19,10 @@ def entry(term: int, index: int, size: int = 40) -> ReplicateMsg:
         return ReplicateMsg(OpId(term, index), 1000 + index, OpType.NO_OP)
     if index % 7 == 0:
         config = RaftConfig(
-            (RaftPeer("ts-a", MemberType.VOTER), RaftPeer(f"ts-{index}", MemberType.NON_VOTER, True)),
+            (
+                RaftPeer("ts-a", MemberType.VOTER),
+                RaftPeer(f"ts-{index}", MemberType.NON_VOTER, True),
+            ),
             index,
         )
         return ReplicateMsg(OpId(term, index), 1000 + index, OpType.CHANGE_CONFIG, config=config)

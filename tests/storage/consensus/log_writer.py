@@ -2,11 +2,12 @@
 
 Usage: ``python -m tests.storage.consensus.log_writer DIR SEED [KILL_POINT SKIP]``
 
-It opens (so recovers) the log at DIR and, as a new leader of a higher term (kept in\nDIR.cmeta), appends
-batches of entries whose content is a function of their OpId, syncing most of them,
-truncating and GCing now and then. After each sync it prints ``SYNCED <index> <term>``;
-before a truncation ``TRUNCATING <index> <next term>`` (the entries after it may go from
-then on) and after it ``TRUNC <index> <next term>`` (they are gone for good).
+It opens (so recovers) the log at DIR and, as a new leader of a higher term (kept in
+DIR.cmeta, as Raft keeps it), appends batches of entries whose content is a function of
+their OpId, syncing most of them, truncating and GCing now and then. After each sync it
+prints ``SYNCED <index> <term>``; before a truncation ``TRUNCATING <index> <new term>``
+(the entries after it may go from then on) and after it ``TRUNC <index> <new term>``
+(they are gone for good).
 With KILL_POINT (a ``faults`` point) it SIGKILLs itself at the SKIP+1-th such call.
 """
 
@@ -32,11 +33,17 @@ def main() -> None:
     log = ConsensusLog.open(directory, segment_size=SEGMENT_SIZE)
     # Terms only grow, across restarts too: as Raft does, the term is in the cmeta.
     cmeta = ConsensusMetadataFile(directory + ".cmeta")
-    meta = cmeta.load() if cmeta.exists() else ConsensusMetadata.new_replica(RaftConfig.of_voters(["a"]))
+    meta = (
+        cmeta.load()
+        if cmeta.exists()
+        else ConsensusMetadata.new_replica(RaftConfig.of_voters(["a"]))
+    )
 
     def new_term() -> int:
         nonlocal meta
-        meta = ConsensusMetadata(meta.current_term + 1, None, meta.committed_config, meta.data_state)
+        meta = ConsensusMetadata(
+            meta.current_term + 1, None, meta.committed_config, meta.data_state
+        )
         cmeta.store(meta)
         return meta.current_term
 

@@ -4,6 +4,7 @@ the tablet copy's atomic log."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,7 @@ from kudusql.common.errors import OperationalError, ProgrammingError
 from kudusql.consensus.messages import OpType, ReplicateMsg
 from kudusql.consensus.opid import MINIMUM_OPID, OpId
 from kudusql.storage.consensus import ConsensusLog, EntriesNotInLog, write_copied_log
-from kudusql.storage.consensus.format import decode_body, encode_entry
-from kudusql.storage.consensus.format import RECORD_HEADER_SIZE
+from kudusql.storage.consensus.format import RECORD_HEADER_SIZE, decode_body, encode_entry
 from kudusql.storage.fs import faults
 from tests.storage.consensus.entries import entry, run
 
@@ -68,7 +68,7 @@ def test_rolls_truncates_across_segments_and_gcs(tmp_path: Path) -> None:
         segs = log.segments()
         assert len(segs) > 5
         assert all(s.size <= 600 for s in segs)
-        assert all(a.last == b.prev for a, b in zip(segs, segs[1:], strict=False))
+        assert all(a.last == b.prev for a, b in itertools.pairwise(segs))
         log.truncate_after(9)
         assert log.last_opid() == OpId(1, 9) and log.synced_index == 9
         assert len(log.segments()) < len(segs)

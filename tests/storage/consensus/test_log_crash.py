@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from kudusql.consensus.opid import OpId
 from kudusql.consensus.raft_config import RaftConfig
 from kudusql.consensus.raft_consensus import ConsensusMetadata, DataState
 from kudusql.storage.consensus import ConsensusLog, ConsensusMetadataFile

@@ -44,7 +44,6 @@ class Model:
         self.term = 1
         self.floor = 0  # the highest retention index GC was given
 
-
     @property
     def last(self) -> int:
         return len(self.entries)
