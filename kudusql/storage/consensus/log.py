@@ -8,7 +8,8 @@ offset. Appends go to the last segment, which rolls once it reaches the size lim
 ``truncate_after`` drops later entries from the files themselves (newest segment first,
 so the files always hold a prefix of the log); ``gc`` deletes whole segments below the
 caller's retention index. The recent tail is kept in memory for the leader to send; older
-entries are read back from disk. The byte layout is in FORMAT.md.
+entries (and, after a restart, every entry until new ones come) are read back from disk.
+The byte layout is in FORMAT.md.
 
 Invariants: the segments' entries are one contiguous run of indexes with terms that never
 decrease, each segment's header names the last OpId of the one before; every segment but
@@ -187,11 +188,11 @@ class ConsensusLog:
                 raise CorruptionError(path, offset, what)
             self._cut(path, parsed.end)
             self.torn_tail = (path, offset, what)
-        for msg, offset, size in parsed.records:
-            self._index.append((msg.id.term, number, offset, size))
-            self._remember(msg, size)
+        self._index += [(term, number, offset, size) for term, _, offset, size in parsed.records]
         if parsed.records:
-            self._last = parsed.records[-1][0].id
+            term, index, _, _ = parsed.records[-1]
+            self._last = OpId(term, index)
+        self._cache_lo = self._last.index + 1  # the cache holds what is appended from now
         self._segments.append(_Segment(number, path, parsed.prev, parsed.end))
 
     def _cut(self, path: str, size: int) -> None:
