@@ -168,6 +168,15 @@ _DUCKDB_TYPES = {
 _CONVERSION_TARGET = re.compile(
     r"(Could not (?:convert|cast) [^\n]* to )(" + "|".join(_DUCKDB_TYPES) + r")\b"
 )
+#: DuckDB's names of a value's type ("of type VARCHAR and type INTEGER_LITERAL").
+_DUCKDB_TYPE_NAMES = {
+    "VARCHAR": "STRING",
+    "STRING_LITERAL": "STRING",
+    "INTEGER_LITERAL": "INT",
+    "INTEGER": "INT",
+    "BLOB": "BINARY",
+}
+_TYPE_PHRASE = re.compile(r"\b(type )(" + "|".join(_DUCKDB_TYPE_NAMES) + r")\b")
 _SETTING_HINT = re.compile(r"[^\n.]*\b(?:SET|set|setting|PRAGMA)\b[^\n]*(?:=|setting|TO )[^\n]*")
 _LIST_LINES = 10
 
@@ -181,7 +190,7 @@ def duckdb_message(message: str) -> tuple[str, Offender | None]:
     "Did you mean" hints; the name DuckDB gives a registered table ("Values list") is a
     table's; hints about DuckDB's own settings go; long lists of candidates are cut; DuckDB's class
     of error ("Binder Error: ") goes (the error's class says it) and its internal type
-    names in a conversion's message (INT32) become SQL's (INT)."""
+    names (INT32, VARCHAR, INTEGER_LITERAL) become SQL's (INT, STRING)."""
     offender: Offender | None = None
     snippet = _LINE_SNIPPET.search(message)
     if snippet is not None:
@@ -204,6 +213,7 @@ def duckdb_message(message: str) -> tuple[str, Offender | None]:
     message = "\n".join(_cut_lists(message.rstrip().splitlines()))
     message = _DUCKDB_KIND.sub("", message.lstrip())
     message = _CONVERSION_TARGET.sub(lambda m: m.group(1) + _DUCKDB_TYPES[m.group(2)], message)
+    message = _TYPE_PHRASE.sub(lambda m: m.group(1) + _DUCKDB_TYPE_NAMES[m.group(2)], message)
     return message.rstrip(), offender
 
 
