@@ -464,9 +464,9 @@ class RemoteDatabase:
                 )
         elif name == "tables":
             for n in self.table_names():
-                t = self.table_meta(n)
-                if t is not None:
-                    rows.append(system_schemas.table_row(n, t))
+                found = self._cached(n)
+                if found is not None:
+                    rows.append(system_schemas.table_row(n, found[2].meta, found[1].table_id))
         elif name == "tablets":
             for n in self.table_names():
                 found = self._cached(n)

@@ -37,7 +37,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "tables": _schema(
         [
             ("table_name", "str"),
-            ("table_id", "int"),
+            ("table_id", "str"),
             ("num_tablets", "int"),
             ("num_columns", "int"),
             ("schema_version", "int"),
@@ -130,11 +130,12 @@ def micros_to_datetime(us: int) -> datetime.datetime:
     return datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=us)
 
 
-def table_row(name: str, m: TableMeta) -> dict[str, Any]:
-    """A table's row of ``sys.tables``."""
+def table_row(name: str, m: TableMeta, table_id: str | None = None) -> dict[str, Any]:
+    """A table's row of ``sys.tables``; ``table_id``: the id where it is not ``m.id``
+    (a cluster's master names tables by 32 hex digits, as Kudu's)."""
     return {
         "table_name": name,
-        "table_id": m.id,
+        "table_id": str(m.id) if table_id is None else table_id,
         "num_tablets": len(m.tablets),
         "num_columns": len(m.schema.columns),
         "schema_version": m.schema_version,
