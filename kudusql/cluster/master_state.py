@@ -262,12 +262,15 @@ class MasterState:
             raise CatalogError("a table needs a name")
         if self.table(name) is not None:
             raise TableAlreadyExists(f"table {name!r} already exists")
-        if not partitions or len(set(partitions)) != len(partitions):
-            raise CatalogError("a table needs one or more distinct partitions")
-        live = self.live_tservers(now)
-        if not live:
+        if len(set(partitions)) != len(partitions):
+            raise CatalogError("a table needs distinct partitions")
+        live = self.live_tservers(now) if partitions else []
+        if partitions and not live:
             raise NoLiveTabletServers("no live tablet servers to place the table's tablets on")
-        table = TableRecord(self._new_id(), name, schema, 0, TableState.PREPARING, metadata)
+        # A table without partitions (a range-partitioned one with no range yet) has no
+        # tablet whose report would complete its creation: it is complete now.
+        state = TableState.PREPARING if partitions else TableState.RUNNING
+        table = TableRecord(self._new_id(), name, schema, 0, state, metadata)
         batch = _Batch()
         batch.put(table)
         hosted = self._hosted()

@@ -209,7 +209,11 @@ def partition_spec(
         row = _typed(_row(s, "split row"), columns, types, "split row", s)
         assert row is not None
         splits.append(row)
-    return st.PartitionSpec(tuple(hashes), st.RangeSpec(columns, tuple(bounds), tuple(splits)))
+    # ``RANGE (c) ()``: no range partition (none written at all: one unbounded range).
+    no_ranges = rng.args.get("partitions") == [] and not splits
+    return st.PartitionSpec(
+        tuple(hashes), st.RangeSpec(columns, tuple(bounds), tuple(splits), no_ranges)
+    )
 
 
 # -- CREATE TABLE ---------------------------------------------------------------------------

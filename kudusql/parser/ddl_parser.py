@@ -290,7 +290,8 @@ class DdlParser(DuckDBParser):
 
     def _k_range_rule(self) -> nodes.RangePartitioning:
         """``RANGE [(cols)] [(PARTITION bound[,] ...)] [SPLIT ROWS (...)]``; without a
-        column list the range columns are the primary key columns (Impala)."""
+        column list the range columns are the primary key columns (Impala); ``()`` is no
+        range partition."""
         columns = None
         starts_list = self._curr and self._curr.token_type == TokenType.L_PAREN
         if starts_list and not (self._next and self._next.token_type == TokenType.PARTITION):
@@ -298,7 +299,9 @@ class DdlParser(DuckDBParser):
         partitions = None
         if self._match(TokenType.L_PAREN):
             partitions = []
-            while True:
+            # ``()``: no range partition at all (what SHOW CREATE TABLE prints once every
+            # range was dropped); a write finds no tablet until a range is added.
+            while not self._match(TokenType.R_PAREN):
                 self._k_expect_token(TokenType.PARTITION, "PARTITION")
                 partitions.append(self._k_with_range_hash(self._k_range_bound()))
                 if self._match(TokenType.R_PAREN):

@@ -192,7 +192,7 @@ class KuduGenerator(DuckDBGenerator):
         cols = self.expressions(e, flat=True)
         text = f"RANGE ({cols})" if cols else "RANGE"
         parts = e.args.get("partitions")
-        if parts:
+        if parts is not None:
             text += " (" + ", ".join(f"PARTITION {self.sql(p)}" for p in parts) + ")"
         splits = e.args.get("split_rows")
         if splits:

@@ -126,6 +126,8 @@ class RangeSpec:
     columns: tuple[str, ...]
     bounds: tuple[RangeBounds, ...] = ()
     split_rows: tuple[tuple[Any, ...], ...] = ()
+    #: ``RANGE (c) ()``: no range partition (no bounds otherwise means one unbounded).
+    no_ranges: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,8 @@ class PartitionSpec:
         cols = self.range.columns or tuple(schema.key_names)
         bounds = [_typed_bounds(b, cols, schema) for b in self.range.bounds]
         splits = [_typed_row(r, cols, schema, "split row") or () for r in self.range.split_rows]
-        return PartitionSchema.create(schema, dims, cols, bounds or None, splits)
+        given = bounds if bounds or self.range.no_ranges else None
+        return PartitionSchema.create(schema, dims, cols, given, splits)
 
 
 def _typed_row(

@@ -117,6 +117,10 @@ def test_ddl_errors_are_clear() -> None:
         c.master.create_table("t", "s", ["p"], c.now)
     with pytest.raises(CatalogError, match="distinct partitions"):
         c.master.create_table("u", "s", ["p", "p"], c.now)
+    # No partition at all (RANGE (k) ()): a table with no tablet, complete at once.
+    c.master.create_table("empty", "s", [], c.now)
+    assert c.master.is_ddl_done("empty")
+    assert c.master.tablet_locations("empty") == []
     with pytest.raises(CatalogError, match="table 'u' does not exist"):
         c.master.drop_table("u", c.now)
     c.now = 100.0  # every server is silent past the unresponsive timeout

@@ -244,7 +244,8 @@ class PartitionSchema:
     ) -> PartitionSchema:
         """A validated partition schema for ``schema``.
 
-        ``range_bounds`` lists the range partitions (none given: one unbounded range);
+        ``range_bounds`` lists the range partitions (None: one unbounded range; an empty
+        list: none, so no key has a tablet until a range is added);
         ``split_rows`` then cut those ranges at each split, so that splits alone give
         consecutive ranges covering every key, like Kudu's ``SPLIT ROWS``."""
         base = cls(tuple(hash_dimensions), tuple(range_columns))
@@ -256,9 +257,9 @@ class PartitionSchema:
         if not base.range_columns:
             return base
         domains = _domains(base, schema)
-        normal = [
-            base._own_hash_schema(_normalize_bounds(b, base, schema), schema) for b in bounds
-        ] or [RangeBounds()]
+        normal = [base._own_hash_schema(_normalize_bounds(b, base, schema), schema) for b in bounds]
+        if not normal and (range_bounds is None or splits):
+            normal = [RangeBounds()]
         if splits and any(b.hash_schema is not None for b in normal):
             raise ProgrammingError(
                 "split rows and range partitions with their own hash schema cannot be "
