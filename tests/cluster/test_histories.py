@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pytest
 
 from kudusql.cluster.launcher import MiniCluster
-from tests.cluster.mini_cluster import MASTER_FLAGS, TSERVER_FLAGS
+from tests.cluster.mini_cluster import MASTER_FLAGS, TSERVER_FLAGS, eventually
 from tests.support.history import History, Operation, Outcome
 from tests.support.linearizability import RegisterModel, check, check_bank
 from tests.support.nemesis import (
@@ -96,6 +96,10 @@ def _around(ops: Sequence[Operation], fault: FaultRecord) -> tuple[int, int, int
     return before, after, during
 
 
+def _acknowledged_since(history: History, t_ns: int) -> bool:
+    return any(op.outcome is Outcome.OK and op.invoke_ns > t_ns for op in history.operations())
+
+
 def run_histories(env: Cluster, plan: Sequence[PlannedFault], duration_s: float, seed: int) -> None:
     url = env.cluster.url
     register = RegisterWorkload(url, seed=seed)
@@ -107,14 +111,24 @@ def run_histories(env: Cluster, plan: Sequence[PlannedFault], duration_s: float,
     threads = register.threads(reg_history, stop) + bank.threads(bank_history, stop)
     first = len(env.nemesis.log)
     nemesis = NemesisThread(env.nemesis, plan)
+    histories = (reg_history, bank_history)
     for t in threads:
         t.start()
-    started = time.monotonic()
-    nemesis.start()
     try:
-        nemesis.join(timeout=scaled(duration_s + 30))
-        # The workloads run on to the end, after the last fault's undo.
+        # The plan's clock starts once both workloads have been acknowledged (clients
+        # connect slowly on a busy machine), so the first fault has operations before it.
+        eventually(lambda: all(_acknowledged_since(h, 0) for h in histories), "first operations")
+        started = time.monotonic()
+        nemesis.start()
+        nemesis.join(timeout=scaled(duration_s + 60))
+        assert not nemesis.is_alive(), "the nemesis did not finish its plan"
+        # The workloads run on to the end of the plan and until both were acknowledged
+        # after the last fault's undo (a restart may outlast the plan).
         time.sleep(max(0.0, started + duration_s - time.monotonic()))
+        healed = reg_history.now_ns()
+        eventually(
+            lambda: all(_acknowledged_since(h, healed) for h in histories), "operations after"
+        )
     finally:
         stop.set()
         nemesis.stop()
