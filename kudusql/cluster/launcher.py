@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -93,7 +93,12 @@ def _is_daemon(daemon: Daemon) -> bool:
 
 class MiniCluster:
     """A local cluster under ``root``. ``master_flags`` and ``tserver_flags`` are added
-    to every start of the daemons (e.g. shorter timeouts for tests)."""
+    to every start of the daemons (e.g. shorter timeouts for tests).
+
+    ``tserver_master_address(index, master_address)``, if given, is the master address
+    tablet server ``index`` is started with (a fault test passes a loopback proxy's
+    address there, to cut that server off from the master); by default the master's own.
+    """
 
     def __init__(
         self,
@@ -103,12 +108,14 @@ class MiniCluster:
         tserver_flags: Sequence[str] = (),
         start_timeout: float = 60.0,
         tls: bool = False,
+        tserver_master_address: Callable[[int, str], str] | None = None,
     ) -> None:
         self.root = Path(root).resolve()
         self.master_flags = list(master_flags)
         self.tserver_flags = list(tserver_flags)
         self.start_timeout = start_timeout
         self.tls = tls
+        self.tserver_master_address = tserver_master_address
         self.master: Daemon | None = None
         self.tservers: list[Daemon] = []
         self._children: dict[int, subprocess.Popen[bytes]] = {}
@@ -211,8 +218,11 @@ class MiniCluster:
         self.master = self._spawn("master", self.root / MASTER_DIR, flags)
         self._save()
 
-    def _start_tserver(self, index: int) -> Daemon:
-        flags = ["--bind", "127.0.0.1:0", "--master", self.master_address, *self.tserver_flags]
+    def _start_tserver(self, index: int, port: int = 0) -> Daemon:
+        master = self.master_address
+        if self.tserver_master_address is not None:
+            master = self.tserver_master_address(index, master)
+        flags = ["--bind", f"127.0.0.1:{port}", "--master", master, *self.tserver_flags]
         return self._spawn("tserver", self.root / f"ts-{index}", flags)
 
     def start(self, tservers: int = 3) -> None:
@@ -264,6 +274,7 @@ class MiniCluster:
         daemons = [*self.tservers, *([self.master] if self.master else [])]
         for d in daemons:
             self._signal(d, signal.SIGTERM)
+            self._signal(d, signal.SIGCONT)  # a paused daemon acts on the SIGTERM
         for d in self._wait_exit(daemons, timeout):
             self._signal(d, signal.SIGKILL)
         self._wait_exit(daemons, 10.0)
@@ -275,6 +286,14 @@ class MiniCluster:
         """SIGKILL one daemon: what survives is what a crash leaves."""
         self._signal(daemon, signal.SIGKILL)
         self._wait_exit([daemon], 10.0)
+
+    def pause(self, daemon: Daemon) -> None:
+        """SIGSTOP one daemon: it keeps its sockets and answers nothing until ``resume``."""
+        self._signal(daemon, signal.SIGSTOP)
+
+    def resume(self, daemon: Daemon) -> None:
+        """SIGCONT a paused daemon."""
+        self._signal(daemon, signal.SIGCONT)
 
     def restart_master(self, *, wait: bool = True) -> None:
         """Start the master again on the same port (the tablet servers know it), SIGKILLing
@@ -288,12 +307,14 @@ class MiniCluster:
         if wait:
             self.wait_for_tservers(sum(1 for d in self.running() if d.kind == "tserver"))
 
-    def restart_tserver(self, index: int) -> Daemon:
-        """Start tablet server ``index`` again (SIGKILL first if it runs), on a new port."""
+    def restart_tserver(self, index: int, *, same_port: bool = False) -> Daemon:
+        """Start tablet server ``index`` again (SIGKILL first if it runs), on a new port,
+        or with ``same_port`` on its old one (clients' cached locations stay valid)."""
         old = self.tservers[index]
         if self._running(old):
             self.kill(old)
-        self.tservers[index] = self._start_tserver(index)
+        port = int(old.address.rsplit(":", 1)[1]) if same_port else 0
+        self.tservers[index] = self._start_tserver(index, port)
         self._save()
         return self.tservers[index]
 

@@ -1,0 +1,264 @@
+"""The nemesis: faults injected into a running ``MiniCluster``, on a seeded schedule, logged.
+
+What it owns: doing and undoing faults to the tablet servers of a cluster of real
+processes, and the log of every fault (what, to whom, when it began and ended), which a
+fault test reads to prove that faults happened and that operations completed on both
+sides of each. It knows nothing of workloads or data.
+
+Faults (each has an undo, and ``heal_all`` undoes whatever is still in effect):
+
+- ``kill``: SIGKILL a tablet server (what survives is what a crash leaves); undone by
+  restarting it on the same port, so clients' cached locations stay valid (a
+  replicated cluster's peers, which dial fixed addresses, need that too).
+- ``pause``: SIGSTOP a tablet server (it holds its sockets and answers nothing: calls
+  time out, as with a long GC pause or a hung disk); undone by SIGCONT.
+- ``isolate-from-master``: cut the path from a tablet server to the master (its
+  heartbeats stop; the master calls it dead after its unresponsive timeout); undone by
+  healing it. Needs ``MasterLinks``: the cluster must be built with
+  ``tserver_master_address=links.route`` so each tablet server dials the master
+  through its own ``NetProxy``.
+
+``schedule`` is pure: a seed, a duration and the fault kinds give the same list of
+``PlannedFault`` every time, one fault at a time (the unreplicated cluster has no
+majority to lose; on a replicated one, one server at a time is a minority of 3).
+``NemesisThread`` plays a schedule against a ``Nemesis`` in real time.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kudusql.cluster.launcher import MiniCluster
+from tests.support.net_proxy import NetProxy
+
+__all__ = [
+    "FAULT_KINDS",
+    "FaultRecord",
+    "MasterLinks",
+    "Nemesis",
+    "NemesisThread",
+    "PlannedFault",
+    "schedule",
+]
+
+#: The fault kinds a schedule may draw.
+FAULT_KINDS = ("kill", "pause", "isolate-from-master")
+
+
+class MasterLinks:
+    """One loopback proxy per tablet server on its way to the master.
+
+    Pass ``route`` as ``MiniCluster(tserver_master_address=...)``: tablet server ``i``
+    is then started with the address of proxy ``i``, which forwards to the master.
+    The proxy outlives restarts of either side (same port for the master).
+    """
+
+    def __init__(self) -> None:
+        self._proxies: dict[int, NetProxy] = {}
+        self._lock = threading.Lock()
+
+    def route(self, index: int, master_address: str) -> str:
+        host, port = master_address.rsplit(":", 1)
+        with self._lock:
+            proxy = self._proxies.get(index)
+            if proxy is None:
+                proxy = self._proxies[index] = NetProxy((host, int(port)), name=f"ts{index}-m")
+            else:
+                proxy.retarget((host, int(port)))
+        return f"{proxy.address[0]}:{proxy.port}"
+
+    def proxy(self, index: int) -> NetProxy:
+        with self._lock:
+            if index not in self._proxies:
+                raise KeyError(f"tablet server {index} was not started through MasterLinks")
+            return self._proxies[index]
+
+    def close(self) -> None:
+        with self._lock:
+            proxies, self._proxies = list(self._proxies.values()), {}
+        for p in proxies:
+            p.close()
+
+
+@dataclass(frozen=True)
+class FaultRecord:
+    """One fault as it happened: ``start_ns`` when it took effect, ``end_ns`` when its
+    undo finished (None while it is in effect). Times are ``time.monotonic_ns``, the
+    history's clock."""
+
+    kind: str
+    tserver: int
+    address: str
+    start_ns: int
+    end_ns: int | None
+
+    def describe(self, t0_ns: int = 0) -> str:
+        end = "..." if self.end_ns is None else f"{(self.end_ns - t0_ns) / 1e9:.2f}s"
+        return (
+            f"{self.kind} ts-{self.tserver} ({self.address}) "
+            f"[{(self.start_ns - t0_ns) / 1e9:.2f}s, {end}]"
+        )
+
+
+class Nemesis:
+    """Does and undoes faults on ``cluster``'s tablet servers, logging each one.
+
+    Invariant: at most one fault per tablet server is in effect, and ``log`` lists every
+    fault in the order it was injected. Thread-safe (one lock around each action).
+    """
+
+    def __init__(
+        self,
+        cluster: MiniCluster,
+        *,
+        links: MasterLinks | None = None,
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.cluster = cluster
+        self.links = links
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._active: dict[int, int] = {}  # tablet server -> index in log
+        self.log: list[FaultRecord] = []
+
+    def inject(self, kind: str, tserver: int) -> FaultRecord:
+        """Start fault ``kind`` on tablet server ``tserver``."""
+        with self._lock:
+            if tserver in self._active:
+                raise RuntimeError(f"ts-{tserver} already has a fault in effect")
+            daemon = self.cluster.tservers[tserver]
+            if kind == "kill":
+                self.cluster.kill(daemon)
+            elif kind == "pause":
+                self.cluster.pause(daemon)
+            elif kind == "isolate-from-master":
+                if self.links is None:
+                    raise RuntimeError("isolate-from-master needs the cluster built on MasterLinks")
+                self.links.proxy(tserver).cut()
+            else:
+                raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULT_KINDS)}")
+            record = FaultRecord(kind, tserver, daemon.address, self._clock(), None)
+            self._active[tserver] = len(self.log)
+            self.log.append(record)
+            return record
+
+    def undo(self, tserver: int) -> FaultRecord:
+        """End the fault in effect on ``tserver``; return its finished record."""
+        with self._lock:
+            at = self._active.pop(tserver, None)
+            if at is None:
+                raise RuntimeError(f"ts-{tserver} has no fault in effect")
+            record = self.log[at]
+            if record.kind == "kill":
+                self.cluster.restart_tserver(tserver, same_port=True)
+            elif record.kind == "pause":
+                self.cluster.resume(self.cluster.tservers[tserver])
+            else:
+                assert self.links is not None
+                self.links.proxy(tserver).heal()
+            done = FaultRecord(record.kind, tserver, record.address, record.start_ns, self._clock())
+            self.log[at] = done
+            return done
+
+    def active(self) -> list[int]:
+        with self._lock:
+            return sorted(self._active)
+
+    def heal_all(self) -> None:
+        """Undo every fault still in effect (restart, resume, heal)."""
+        for tserver in self.active():
+            self.undo(tserver)
+
+    def counts(self) -> dict[str, int]:
+        """Faults injected, by kind."""
+        out: dict[str, int] = {}
+        for r in self.log:
+            out[r.kind] = out.get(r.kind, 0) + 1
+        return out
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """A fault of a schedule: start ``at_s`` seconds after the run starts, hold it
+    ``hold_s`` seconds, then undo it."""
+
+    at_s: float
+    kind: str
+    tserver: int
+    hold_s: float
+
+
+def schedule(
+    seed: int,
+    *,
+    duration_s: float,
+    count: int,
+    tservers: int,
+    kinds: Sequence[str] = ("kill", "pause"),
+    hold_s: float = 1.5,
+    lead_s: float = 0.5,
+) -> list[PlannedFault]:
+    """``count`` faults in ``[lead_s, duration_s)``, one at a time, drawn from ``seed``.
+
+    The span is cut into ``count`` equal slots; each fault starts at a random point of
+    its slot that leaves ``hold_s`` (plus a quarter of it, for the undo) inside the slot,
+    so faults never overlap and every fault has operations on both sides. Kinds cycle
+    through ``kinds`` in a seeded order (each kind appears once ``count >= len(kinds)``).
+    """
+    if count < 1:
+        return []
+    for k in kinds:
+        if k not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {k!r}; known: {', '.join(FAULT_KINDS)}")
+    slot = (duration_s - lead_s) / count
+    if slot < hold_s * 1.25:
+        raise ValueError(
+            f"{count} faults of {hold_s}s do not fit in {duration_s - lead_s:.1f}s; "
+            "fewer faults or a longer run"
+        )
+    rng = random.Random(seed)
+    order = list(kinds)
+    rng.shuffle(order)
+    plan = []
+    for i in range(count):
+        start = lead_s + i * slot + rng.uniform(0, slot - hold_s * 1.25)
+        plan.append(
+            PlannedFault(round(start, 3), order[i % len(order)], rng.randrange(tservers), hold_s)
+        )
+    return plan
+
+
+class NemesisThread(threading.Thread):
+    """Plays ``plan`` against ``nemesis`` in real time from ``start()``; ``stop()``
+    cuts the plan short and heals everything. An exception in a fault is kept in
+    ``error`` (and re-raised by ``stop``)."""
+
+    def __init__(self, nemesis: Nemesis, plan: Sequence[PlannedFault]) -> None:
+        super().__init__(name="nemesis", daemon=True)
+        self.nemesis = nemesis
+        self.plan = list(plan)
+        self._stop_event = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        t0 = time.monotonic()
+        try:
+            for fault in self.plan:
+                if self._stop_event.wait(max(0.0, t0 + fault.at_s - time.monotonic())):
+                    return
+                self.nemesis.inject(fault.kind, fault.tserver)
+                self._stop_event.wait(fault.hold_s)
+                self.nemesis.undo(fault.tserver)
+        except BaseException as exc:  # kept for stop() to raise in the test's thread
+            self.error = exc
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+        self.nemesis.heal_all()
+        if self.error is not None:
+            raise self.error
