@@ -123,9 +123,7 @@ class Group:
         return wait_for(lambda: self._leader(among), "a leader")
 
     def _leader(self, among: list[str] | None) -> TabletReplica | None:
-        leaders = [
-            r for r in self.up if r.is_leader and (among is None or r.uuid in among)
-        ]
+        leaders = [r for r in self.up if r.is_leader and (among is None or r.uuid in among)]
         return max(leaders, key=lambda r: r.term) if leaders else None
 
     def write(self, ids: range, among: list[str] | None = None) -> None:

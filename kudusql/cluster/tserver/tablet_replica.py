@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from kudusql.common.errors import (
-    CorruptionError,
     DataError,
     IntegrityError,
     NotSupportedError,
@@ -71,12 +70,12 @@ from kudusql.storage.fs.meta_file import load_json, save_json
 from kudusql.storage.tablet.tablet import Tablet
 
 __all__ = [
+    "NotLeaderError",
     "ReplicaOptions",
     "TabletReplica",
     "Transport",
     "WriteLostError",
     "WriteTimeoutError",
-    "NotLeaderError",
     "decode_write",
     "encode_write",
 ]
@@ -157,7 +156,9 @@ def decode_write(payload: str) -> tuple[pa.Table, str | None, str | None]:
     """The batch, operation and op column of a WRITE payload."""
     parts = payload.split("\n", 3)
     if len(parts) != 4 or parts[0] != str(_WRITE_VERSION):
-        raise CorruptionError(f"a WRITE entry's payload is not version {_WRITE_VERSION}")
+        raise NotSupportedError(
+            f"a WRITE entry's payload is not of version {_WRITE_VERSION}, the one this build reads"
+        )
     _, op, col, ipc = parts
     with pa.ipc.open_stream(pa.py_buffer(base64.b64decode(ipc))) as reader:
         table = reader.read_all()
@@ -575,4 +576,3 @@ def _has_work(ready: Ready) -> bool:
         or ready.clock_update is not None
         or ready.reset_applied_to is not None
     )
-
