@@ -32,6 +32,7 @@ from kudusql.common.types import DataType
 from kudusql.consensus.messages import ConsensusMessage
 from kudusql.consensus.raft_config import RaftConfig
 from kudusql.consensus.raft_consensus import RaftOptions
+from tests.cluster.replica_process import ProcessNetwork, ReplicaProcess
 
 UUIDS = ("ts-a", "ts-b", "ts-c")
 SCHEMA = Schema.build(
@@ -290,3 +291,81 @@ def test_reopening_every_replica_rebuilds_the_same_tablets(group: Group) -> None
     rows = group.converged()
     assert len(rows) == 12
     group.check_acked(rows)
+
+
+def test_a_sigkilled_leader_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    """Each replica in its own process; a client writes continuously through whoever
+    leads while the leader is SIGKILLed and later restarted."""
+    config = RaftConfig.of_voters(list(UUIDS))
+    for uuid in UUIDS:
+        TabletReplica.create(
+            str(tmp_path / uuid),
+            uuid=uuid,
+            tablet_id="t1",
+            schema=SCHEMA,
+            config=config,
+            transport=lambda m: None,
+            options=OPTIONS,
+        ).close()
+    net = ProcessNetwork()
+    for uuid in UUIDS:
+        net.children[uuid] = ReplicaProcess(uuid, tmp_path / uuid, net)
+    acked: set[int] = set()
+    stop = threading.Event()
+
+    def statuses(rows: bool = False) -> dict[str, dict[str, Any]]:
+        out = {}
+        for uuid, child in list(net.children.items()):
+            with contextlib.suppress(TimeoutError, ConnectionError):
+                out[uuid] = child.call("status", rows, timeout_s=2.0)
+        return out
+
+    def leader() -> str | None:
+        leaders = [(s["term"], u) for u, s in statuses().items() if s["is_leader"]]
+        return max(leaders)[1] if leaders else None
+
+    def client() -> None:
+        next_id = 0
+        while not stop.is_set():
+            uuid = leader()
+            child = net.children.get(uuid) if uuid is not None else None
+            if child is None:
+                time.sleep(0.02)
+                continue
+            ids = list(range(next_id, next_id + 5))
+            next_id += 5
+            with contextlib.suppress(TimeoutError, ConnectionError):
+                if child.call("write", ids, timeout_s=5.0) is None:
+                    acked.update(ids)
+
+    writer = threading.Thread(target=client)
+    try:
+        first = wait_for(leader, "a leader")
+        writer.start()
+        wait_for(lambda: len(acked) >= 10 or None, "writes through the first leader")
+        net.children.pop(first).kill()
+        acked_before = len(acked)
+        wait_for(lambda: leader() not in (None, first) or None, "a new leader")
+        wait_for(lambda: len(acked) >= acked_before + 10 or None, "writes after the kill")
+        net.children[first] = ReplicaProcess(first, tmp_path / first, net)
+        wait_for(lambda: len(acked) >= acked_before + 20 or None, "writes after the restart")
+        stop.set()
+        writer.join()
+
+        def converged() -> list[tuple[int, str]] | None:
+            s = statuses(rows=True)
+            top = max((x["committed"] for x in s.values()), default=-1)
+            if len(s) != 3 or any(x["applied"] != top for x in s.values()):
+                return None
+            rows = [x["rows"] for x in s.values()]
+            return rows[0] if all(r == rows[0] for r in rows) else None
+
+        rows = wait_for(converged, "the three replicas to converge")
+        held = {i for i, _ in rows}
+        assert acked <= held, sorted(acked - held)
+    finally:
+        stop.set()
+        if writer.is_alive():
+            writer.join()
+        for child in net.children.values():
+            child.stop()

@@ -497,9 +497,11 @@ class TabletReplica:
         for message in ready.messages:
             self._transport(message)
         # 3 (later). A leader's own appends: durable after its messages left, then
-        # counted (the output of log_synced is the next Ready of this loop).
-        if ready.appends and not ready.sync_before_send:
-            self._log.sync()
+        # counted (the output of log_synced is the next Ready of this loop). After a
+        # sync before sending, log_synced is a no-op the core ignores.
+        if ready.appends:
+            if not ready.sync_before_send:
+                self._log.sync()
             self._raft.log_synced(ready.appends[-1].id, _now_ms())
         # 4. Apply, in index order, each at its entry's HybridTime.
         for entry in ready.committed:
