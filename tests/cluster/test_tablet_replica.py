@@ -369,3 +369,5 @@ def test_a_sigkilled_leader_loses_no_acknowledged_write(tmp_path: Path) -> None:
             writer.join()
         for child in net.children.values():
             child.stop()
+    for uuid in UUIDS:  # a replica that failed would have printed its traceback
+        assert "Traceback" not in (tmp_path / f"{uuid}.stderr").read_text()
