@@ -1,0 +1,580 @@
+"""The host of one replica of one tablet (Kudu's TabletReplica with its RaftConsensus):
+it owns the Raft state machine (``kudusql.consensus.RaftReplica``), the replica's durable
+consensus state (``ConsensusLog`` and ``ConsensusMetadataFile``) and the storage
+``Tablet`` the committed writes apply to, and drives the state machine under the host's
+contract (docs/CLUSTER.md, "Replication (Raft) core").
+
+Every input to the state machine (a timer tick, a peer's message, a leader's write) goes
+through one lock; after each input the host handles the ``Ready`` in the contract's
+order: persist the metadata; truncate the log; append; make the log durable before
+anything is sent when the Ready asks (a follower's answer), else after sending (a
+leader's own appends) and then call ``log_synced``; send the messages through the
+injected transport; apply the committed WRITE entries to the tablet at each entry's
+HybridTime; raise the hybrid clock to the Ready's floor.
+
+The tablet is derived state. The consensus log is the only durable record of the
+writes; the tablet's own WAL runs with fsync NONE, and opening a replica rebuilds the
+tablet from an empty one by replaying the whole log as Raft learns which entries are
+committed (nothing here knows the committed index durably yet, and no log is GCed).
+
+Directory (FORMAT.md in this package): ``replica.meta`` (uuid, tablet id, schema),
+``cmeta``, ``wal/`` (the consensus log), ``tablet/`` (the storage tablet).
+
+The only thread is a timer that calls ``tick``. The transport is called with the lock
+held: it must queue the message and return, never call back into this replica.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import random
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from kudusql.common.errors import (
+    DataError,
+    IntegrityError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+)
+from kudusql.common.hybrid_time import HybridClock
+from kudusql.common.options import TabletOptions
+from kudusql.common.row_operations import WriteResult
+from kudusql.common.schema import Schema
+from kudusql.consensus.messages import (
+    ConsensusMessage,
+    OpType,
+    ReplicateMsg,
+    StartTabletCopyRequest,
+)
+from kudusql.consensus.opid import OpId
+from kudusql.consensus.raft_config import RaftConfig
+from kudusql.consensus.raft_consensus import (
+    ConsensusError,
+    ConsensusMetadata,
+    RaftOptions,
+    RaftReplica,
+    Ready,
+)
+from kudusql.storage.consensus import ConsensusLog, ConsensusMetadataFile
+from kudusql.storage.fs.lock import DirLock
+from kudusql.storage.fs.meta_file import load_json, save_json
+from kudusql.storage.tablet.tablet import Tablet
+
+__all__ = [
+    "NotLeaderError",
+    "ReplicaOptions",
+    "TabletReplica",
+    "Transport",
+    "WriteLostError",
+    "WriteTimeoutError",
+    "decode_write",
+    "encode_write",
+]
+
+log = logging.getLogger(__name__)
+
+# DO NOT CHANGE: on-disk (FORMAT.md).
+REPLICA_META_FILE = "replica.meta"
+CMETA_FILE = "cmeta"
+LOG_DIR = "wal"
+TABLET_DIR = "tablet"
+_MAGIC = b"KSQLTREP"
+_VERSION = 1
+#: The version of a WRITE entry's payload (FORMAT.md).
+_WRITE_VERSION = 1
+
+#: Hands one message to the network; must not block on, or call into, the receiver.
+Transport = Callable[[ConsensusMessage], None]
+
+#: Errors a committed write raises identically on every replica (the same batch on the
+#: same state): the entry's outcome, not a failure of the replica.
+_DETERMINISTIC = (
+    ProgrammingError,
+    DataError,
+    IntegrityError,
+    KeyError,
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+)
+
+
+class NotLeaderError(OperationalError):
+    """This replica cannot accept writes now; ``leader_uuid`` is the leader it knows."""
+
+    def __init__(self, message: str, leader_uuid: str | None) -> None:
+        super().__init__(message)
+        self.leader_uuid = leader_uuid
+
+
+class WriteLostError(OperationalError):
+    """The write's entry was replaced by another leader's: it did not and will not apply."""
+
+
+class WriteTimeoutError(OperationalError):
+    """The write was not committed in time; it may still commit and apply later."""
+
+
+@dataclass(frozen=True)
+class ReplicaOptions:
+    """Timers in seconds; ``raft`` carries the consensus flags (milliseconds)."""
+
+    raft: RaftOptions = field(default_factory=RaftOptions)
+    #: The timer thread's period (a fraction of the heartbeat interval).
+    tick_interval_s: float = 0.05
+    #: How long ``write`` waits for its entry to commit and apply.
+    write_timeout_s: float = 10.0
+    tablet: TabletOptions = field(default_factory=TabletOptions)
+
+
+# -- WRITE payloads ---------------------------------------------------------------------------
+
+
+def encode_write(data: pa.Table, operation: str | None, op_column: str | None) -> str:
+    """A WRITE entry's payload: the batch as an Arrow IPC stream, base64, behind a
+    version and the operation (FORMAT.md)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_table(data)
+    ipc = base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
+    op = "" if operation is None else operation
+    col = "" if op_column is None else op_column
+    if "\n" in op or "\n" in col:
+        raise ProgrammingError("a write operation or op column name holds a newline")
+    return f"{_WRITE_VERSION}\n{op}\n{col}\n{ipc}"
+
+
+def decode_write(payload: str) -> tuple[pa.Table, str | None, str | None]:
+    """The batch, operation and op column of a WRITE payload."""
+    parts = payload.split("\n", 3)
+    if len(parts) != 4 or parts[0] != str(_WRITE_VERSION):
+        raise NotSupportedError(
+            f"a WRITE entry's payload is not of version {_WRITE_VERSION}, the one this build reads"
+        )
+    _, op, col, ipc = parts
+    with pa.ipc.open_stream(pa.py_buffer(base64.b64decode(ipc))) as reader:
+        table = reader.read_all()
+    return table, op or None, col or None
+
+
+# -- the host ---------------------------------------------------------------------------------
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass
+class _Waiter:
+    """A leader's write waiting for its entry to commit and apply."""
+
+    opid: OpId
+    done: threading.Event = field(default_factory=threading.Event)
+    result: WriteResult | None = None
+    error: Exception | None = None
+
+    def finish(self, result: WriteResult | None, error: Exception | None) -> None:
+        self.result, self.error = result, error
+        self.done.set()
+
+
+class TabletReplica:
+    """One replica of one tablet. ``create`` a new one or ``open`` an existing one."""
+
+    def __init__(
+        self,
+        directory: str,
+        transport: Transport,
+        options: ReplicaOptions,
+        clock: HybridClock | None,
+        rng: random.Random | None,
+    ) -> None:
+        self.directory = os.path.abspath(directory)
+        self.options = options
+        self.clock = clock or HybridClock()
+        self._transport = transport
+        self._lock = threading.Lock()
+        self._waiters: dict[int, _Waiter] = {}
+        self._closed = False
+        self._failed: str | None = None
+        self._stop = threading.Event()
+        self._dir_lock = DirLock(self.directory)
+        self._dir_lock.acquire()
+        try:
+            body = load_json(
+                os.path.join(self.directory, REPLICA_META_FILE),
+                _MAGIC,
+                _VERSION,
+                "tablet replica metadata",
+            )
+            self.uuid: str = body["uuid"]
+            self.tablet_id: str = body["tablet_id"]
+            self.schema = Schema.from_dict(body["schema"])
+            self._cmeta = ConsensusMetadataFile(os.path.join(self.directory, CMETA_FILE))
+            meta = self._cmeta.load()
+            self._log = ConsensusLog.open(os.path.join(self.directory, LOG_DIR), create=False)
+            entries = self._read_log()
+            self.tablet = self._empty_tablet()
+            #: The index of the last entry applied to the tablet (0: none).
+            self.applied_index = 0
+            # Nothing records the committed index durably: Raft learns it again from the
+            # leader (or commits it anew), and each entry applies when it comes back in
+            # ``Ready.committed``.
+            self._raft = RaftReplica(
+                self.uuid,
+                meta,
+                entries,
+                0,
+                options.raft,
+                rng or random.Random(),
+                _now_ms(),
+            )
+        except BaseException:
+            tablet = getattr(self, "tablet", None)
+            if tablet is not None:
+                tablet.close(flush=False)
+            self._release_files()
+            raise
+        self._thread = threading.Thread(
+            target=self._run_timer, name=f"replica-{self.tablet_id}-{self.uuid}", daemon=True
+        )
+        self._thread.start()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        directory: str,
+        *,
+        uuid: str,
+        tablet_id: str,
+        schema: Schema,
+        config: RaftConfig,
+        transport: Transport,
+        options: ReplicaOptions | None = None,
+        clock: HybridClock | None = None,
+        rng: random.Random | None = None,
+    ) -> TabletReplica:
+        """A new replica of a new tablet: an empty log and ``config`` in cmeta. The
+        metadata file is written last, so an interrupted create is no replica."""
+        path = os.path.join(directory, REPLICA_META_FILE)
+        if os.path.exists(path):
+            raise ProgrammingError(f"a tablet replica already exists at {directory}")
+        if not config.is_member(uuid):
+            raise ProgrammingError(f"replica {uuid} is not a member of {config}")
+        os.makedirs(directory, exist_ok=True)
+        ConsensusLog.open(os.path.join(directory, LOG_DIR), create=True).close()
+        ConsensusMetadataFile(os.path.join(directory, CMETA_FILE)).store(
+            ConsensusMetadata.new_replica(config)
+        )
+        body = {"uuid": uuid, "tablet_id": tablet_id, "schema": schema.to_dict()}
+        save_json(path, _MAGIC, _VERSION, body)
+        return cls.open(directory, transport=transport, options=options, clock=clock, rng=rng)
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        *,
+        transport: Transport,
+        options: ReplicaOptions | None = None,
+        clock: HybridClock | None = None,
+        rng: random.Random | None = None,
+    ) -> TabletReplica:
+        """Bootstrap: cmeta and the log as they were durable; the tablet rebuilt from
+        empty (the committed entries apply again as Raft learns the committed index);
+        the timer started."""
+        return cls(directory, transport, options or ReplicaOptions(), clock, rng)
+
+    def _read_log(self) -> list[ReplicateMsg]:
+        lg = self._log
+        if lg.first_index != 1:
+            raise NotSupportedError(
+                f"consensus log {lg.directory} starts at entry {lg.first_index}: rebuilding "
+                "the tablet needs the whole log (log GC is not supported yet)"
+            )
+        entries: list[ReplicateMsg] = []
+        last = lg.last_opid().index
+        while len(entries) < last:
+            entries.extend(lg.entries(len(entries) + 1, last, 16 << 20))
+        return entries
+
+    def _empty_tablet(self) -> Tablet:
+        path = os.path.join(self.directory, TABLET_DIR)
+        # Whatever a previous run left is derived from the log: start again from empty.
+        shutil.rmtree(path, ignore_errors=True)
+        opts = self.options.tablet.with_(wal_fsync="none")
+        return Tablet.create(path, self.schema, opts, clock=self.clock)
+
+    def close(self) -> None:
+        """Stop the timer and release the files; pending writes fail as unknown."""
+        self._shutdown()
+        with self._lock:
+            self._fail_all_waiters("closed")
+            self.tablet.close(flush=False)
+            self._release_files()
+
+    def abandon(self) -> None:
+        """Stop as a crash would (for tests): nothing synced or flushed on the way out;
+        what survives is what was durable."""
+        self._shutdown()
+        with self._lock:
+            self._fail_all_waiters("crashed")
+            self.tablet.abandon()
+            self._release_files()
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _release_files(self) -> None:
+        lg = getattr(self, "_log", None)
+        if lg is not None:
+            lg.close()
+        self._dir_lock.release()
+
+    def __enter__(self) -> TabletReplica:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- inspection ------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self._raft.is_leader
+
+    @property
+    def leader_uuid(self) -> str | None:
+        return self._raft.leader_uuid
+
+    @property
+    def term(self) -> int:
+        return self._raft.current_term
+
+    @property
+    def committed_index(self) -> int:
+        return self._raft.committed_index
+
+    @property
+    def last_opid(self) -> OpId:
+        return self._raft.last_opid
+
+    @property
+    def failed(self) -> str | None:
+        """Why the replica stopped (a log or tablet failure), None while healthy."""
+        return self._failed
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """The timer: heartbeats, the failure detector, elections."""
+        with self._lock:
+            if self._usable():
+                self._raft.tick(_now_ms(), self.clock.now())
+                self._drain()
+
+    def receive(self, message: ConsensusMessage) -> None:
+        """A message from a peer. A closed replica drops it, as a crashed one would."""
+        with self._lock:
+            if not self._usable():
+                return
+            if isinstance(message, StartTabletCopyRequest):
+                log.warning(
+                    "tablet %s replica %s: tablet copy from %s is not supported yet",
+                    self.tablet_id,
+                    self.uuid,
+                    message.caller_uuid,
+                )
+                return
+            self._raft.step(message, _now_ms(), self.clock.now())
+            self._drain()
+
+    def write(
+        self,
+        data: pa.Table,
+        operation: str | None = None,
+        *,
+        op_column: str | None = None,
+        timeout_s: float | None = None,
+    ) -> WriteResult:
+        """Replicate a batch through this replica, which must be the leader; returns the
+        tablet's result once the entry is committed and applied here. Raises
+        NotLeaderError (naming the leader), WriteLostError (a new leader replaced the
+        entry: it never applies) or WriteTimeoutError (outcome unknown)."""
+        payload = encode_write(data, operation, op_column)
+        with self._lock:
+            self._check_usable()
+            try:
+                opid = self._raft.replicate(payload, _now_ms(), self.clock.now())
+            except ConsensusError as e:
+                leader = self._raft.leader_uuid
+                known = "unknown" if leader is None or leader == self.uuid else leader
+                what = (
+                    "is the leader but not ready yet (its first entry is not committed)"
+                    if e.code == "LEADER_NOT_READY"
+                    else "is not the leader"
+                )
+                raise NotLeaderError(
+                    f"tablet {self.tablet_id}: replica {self.uuid} {what} (leader is {known})",
+                    None if known == "unknown" else known,
+                ) from None
+            waiter = _Waiter(opid)
+            self._waiters[opid.index] = waiter
+            self._drain()
+        timeout = self.options.write_timeout_s if timeout_s is None else timeout_s
+        if not waiter.done.wait(timeout):
+            with self._lock:
+                if self._waiters.get(opid.index) is waiter:
+                    del self._waiters[opid.index]
+            if not waiter.done.is_set():
+                raise WriteTimeoutError(
+                    f"tablet {self.tablet_id}: write {opid} not committed within {timeout}s; "
+                    "its outcome is unknown (it may still apply)"
+                )
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.result is not None
+        return waiter.result
+
+    # -- the contract ----------------------------------------------------------------------
+
+    def _usable(self) -> bool:
+        return not self._closed and self._failed is None
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise OperationalError(f"tablet {self.tablet_id} replica {self.uuid} is closed")
+        if self._failed is not None:
+            raise OperationalError(
+                f"tablet {self.tablet_id} replica {self.uuid} failed: {self._failed}"
+            )
+
+    def _drain(self) -> None:
+        """Handles the Ready of the inputs so far, and of the ``log_synced`` calls it
+        makes, until there is none (the lock held)."""
+        try:
+            while True:
+                ready = self._raft.take_ready()
+                if not _has_work(ready):
+                    return
+                self._handle(ready)
+        except BaseException as e:
+            # A log, cmeta or tablet failure: the replica's state on disk is behind its
+            # state in memory, so it stops taking inputs (reopening recovers).
+            self._failed = f"{type(e).__name__}: {e}"
+            self._fail_all_waiters(f"failed ({self._failed})")
+            log.exception("tablet %s replica %s failed", self.tablet_id, self.uuid)
+            raise
+
+    def _handle(self, ready: Ready) -> None:
+        # 1. Term, vote, committed config, data state.
+        if ready.meta is not None:
+            self._cmeta.store(ready.meta)
+        # 2. Truncate, then append.
+        if ready.truncate_after is not None:
+            self._log.truncate_after(ready.truncate_after)
+            self._lose_waiters_after(ready.truncate_after)
+        if ready.appends:
+            self._log.append(ready.appends)
+        # 3. A follower's answer counts its log: durable before it leaves.
+        if ready.sync_before_send:
+            self._log.sync()
+        # 4. Send.
+        for message in ready.messages:
+            self._transport(message)
+        # 3 (later). A leader's own appends: durable after its messages left, then
+        # counted (the output of log_synced is the next Ready of this loop). After a
+        # sync before sending, log_synced is a no-op the core ignores.
+        if ready.appends:
+            if not ready.sync_before_send:
+                self._log.sync()
+            self._raft.log_synced(ready.appends[-1].id, _now_ms())
+        # 4. Apply, in index order, each at its entry's HybridTime.
+        for entry in ready.committed:
+            self._apply(entry)
+        if ready.clock_update is not None:
+            self.clock.observe(ready.clock_update)
+        if ready.reset_applied_to is not None:
+            raise NotSupportedError("tablet copy is not supported by this host yet")
+
+    def _apply(self, entry: ReplicateMsg) -> None:
+        index = entry.id.index
+        if index != self.applied_index + 1:
+            raise AssertionError(
+                f"tablet {self.tablet_id} replica {self.uuid}: entry {entry.id} committed "
+                f"after applied index {self.applied_index}"
+            )
+        result: WriteResult | None = None
+        error: Exception | None = None
+        if entry.op_type is OpType.WRITE:
+            assert entry.payload is not None
+            data, operation, op_column = decode_write(entry.payload)
+            try:
+                result = self.tablet.write(
+                    data, operation, op_column=op_column, timestamp=entry.timestamp
+                )
+            except _DETERMINISTIC as e:
+                error = e
+        self.applied_index = index
+        waiter = self._waiters.pop(index, None)
+        if waiter is None:
+            return
+        if waiter.opid != entry.id:
+            waiter.finish(None, self._lost(waiter, f"entry {entry.id} committed there"))
+        else:
+            waiter.finish(result, error)
+
+    def _lost(self, waiter: _Waiter, why: str) -> WriteLostError:
+        return WriteLostError(
+            f"tablet {self.tablet_id}: write {waiter.opid} was lost to a leader change "
+            f"({why}); it was not applied"
+        )
+
+    def _lose_waiters_after(self, index: int) -> None:
+        for i in [i for i in self._waiters if i > index]:
+            waiter = self._waiters.pop(i)
+            waiter.finish(None, self._lost(waiter, f"the log was truncated after {index}"))
+
+    def _fail_all_waiters(self, why: str) -> None:
+        waiters, self._waiters = self._waiters, {}
+        for waiter in waiters.values():
+            waiter.finish(
+                None,
+                OperationalError(
+                    f"tablet {self.tablet_id} replica {self.uuid} {why} before write "
+                    f"{waiter.opid} committed; its outcome is unknown"
+                ),
+            )
+
+    def _run_timer(self) -> None:
+        while not self._stop.wait(self.options.tick_interval_s):
+            try:
+                self.tick()
+            except Exception:
+                return  # _drain recorded and logged the failure
+
+
+def _has_work(ready: Ready) -> bool:
+    return bool(
+        ready.meta is not None
+        or ready.truncate_after is not None
+        or ready.appends
+        or ready.messages
+        or ready.committed
+        or ready.clock_update is not None
+        or ready.reset_applied_to is not None
+    )
