@@ -741,13 +741,16 @@ class RaftReplica:
             return
         if peer.successful_exchanges < 2 or peer.match_index < self.committed_index:
             return
+        self._propose_own_change(ChangeType.PROMOTE_PEER, uuid)
+
+    def _propose_own_change(self, kind: ChangeType, uuid: str) -> None:
+        """A change the leader decides itself (promotion, eviction), compare-and-set on
+        the committed config; refused quietly when another change is in flight."""
         committed = self.committed_config
         assert committed is not None
         with contextlib.suppress(ConsensusError):
             self.change_config(
-                ConfigChange(
-                    ChangeType.PROMOTE_PEER, uuid, cas_config_opid_index=committed.opid_index
-                ),
+                ConfigChange(kind, uuid, cas_config_opid_index=committed.opid_index),
                 self._now,
                 self.ht_floor,
             )
@@ -763,16 +766,7 @@ class RaftReplica:
         for uuid, peer in self._peers.items():
             if self._now - peer.last_heard_ms <= limit or not self._safe_to_evict(uuid):
                 continue
-            committed = self.committed_config
-            assert committed is not None
-            with contextlib.suppress(ConsensusError):
-                self.change_config(
-                    ConfigChange(
-                        ChangeType.REMOVE_PEER, uuid, cas_config_opid_index=committed.opid_index
-                    ),
-                    self._now,
-                    self.ht_floor,
-                )
+            self._propose_own_change(ChangeType.REMOVE_PEER, uuid)
             return
 
     def _safe_to_evict(self, uuid: str) -> bool:

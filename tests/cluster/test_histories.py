@@ -192,16 +192,7 @@ def test_the_checker_catches_a_client_that_reads_a_stale_cache(faulty: Cluster) 
         seed=7,
         make_client=lambda u, timeout: StaleReadRegisterClient(u, timeout=timeout),
     )
-    workload.setup()
-    history = History()
-    stop = threading.Event()
-    threads = workload.threads(history, stop)
-    for t in threads:
-        t.start()
-    time.sleep(1.5)
-    stop.set()
-    for t in threads:
-        t.join()
+    history = _run_for(workload, 1.5)
     result = check(history.operations(), RegisterModel(), max_steps=MAX_STEPS)
     assert not result.ok, result.explain()
     assert result.failure is not None and "read" in result.failure.explain()
@@ -250,16 +241,7 @@ def test_an_sql_update_used_as_compare_and_set_is_not_atomic_on_a_cluster(
     default workload has no CAS. If it ever passes, CAS became atomic: update the docs."""
     for seed in range(5):
         workload = RegisterWorkload(faulty.cluster.url, keys=1, clients=4, cas=True, seed=seed)
-        workload.setup()
-        history = History()
-        stop = threading.Event()
-        threads = workload.threads(history, stop)
-        for t in threads:
-            t.start()
-        time.sleep(3)
-        stop.set()
-        for t in threads:
-            t.join()
+        history = _run_for(workload, 3)
         if not check(history.operations(), RegisterModel(), max_steps=MAX_STEPS).ok:
             return
     pytest.fail("no lost update in five runs: is UPDATE ... WHERE v = ? atomic now?")
@@ -298,3 +280,18 @@ def test_lost_writes_names_an_acknowledged_write_the_end_state_misses() -> None:
         f"key 0 is empty: {w.describe()} was acknowledged" for w in (w1, w2)
     ]
     assert lost_writes(ops, {0: 99, 1: 30}) == ["key 0 holds 99, which no write wrote"]
+
+
+def _run_for(workload: RegisterWorkload, seconds: float) -> History:
+    """Set the workload up and run its clients for ``seconds``, without faults."""
+    workload.setup()
+    history = History()
+    stop = threading.Event()
+    threads = workload.threads(history, stop)
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    return history
