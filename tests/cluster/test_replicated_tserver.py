@@ -175,6 +175,12 @@ def test_replicated_tablet_survives_its_leaders_crash(cluster: Cluster) -> None:
         acked += range(start, start + 5)
     cluster.converge(acked)
 
+    # A duplicate INSERT is a row error, the same outcome on every replica.
+    with client(cluster.servers[leader].address) as c:
+        answer = c.put(WriteRequest(TABLET, "insert"), rows(range(3, 4)))
+    assert isinstance(answer, WriteResponse)
+    assert [(e.index, e.status) for e in answer.row_errors] == [(0, "AlreadyPresent")]
+
     # A follower refuses a write and names the leader; an atomic write is not supported.
     follower = (leader + 1) % 3
     with client(cluster.servers[follower].address) as c:

@@ -97,17 +97,21 @@ class _Destination:
         request = ConsensusRequest(tablet_id, [encode_message(m) for m in messages])
         try:
             client.call(request, idempotent=False, timeout=self.messenger.timeout)
-        except Error as exc:
-            # Raft resends what is lost; say so now and then, not on every heartbeat.
+        except Exception as exc:
+            # Raft resends what is lost; say so now and then, not on every heartbeat. An
+            # error that is not a kudusql one is a bug: logged with its traceback, and
+            # the thread goes on (it is the destination's only sender).
             now = time.monotonic()
             if now - self.logged_at >= _LOG_EVERY:
                 self.logged_at = now
-                log.info(
+                log.log(
+                    logging.INFO if isinstance(exc, Error) else logging.ERROR,
                     "consensus messages of tablet %s to tablet server %s (%s) dropped: %s",
                     tablet_id,
                     self.uuid,
                     self.address,
                     exc,
+                    exc_info=not isinstance(exc, Error),
                 )
 
 
