@@ -10,6 +10,7 @@ client gets an ``InternalError`` that names the server, never the traceback.
 from __future__ import annotations
 
 import inspect
+import re
 
 from kudusql.common import errors as common_errors
 from kudusql.common.errors import DatabaseError, Error, InterfaceError, OperationalError
@@ -17,6 +18,7 @@ from kudusql.common.errors import DatabaseError, Error, InterfaceError, Operatio
 __all__ = [
     "ConnectionRefused",
     "MalformedMessage",
+    "NotTheLeader",
     "RequestStale",
     "RpcTimedOut",
     "ServiceUnavailable",
@@ -55,6 +57,28 @@ class TabletNotFound(OperationalError):
     a client refreshes its cached locations from the master and tries again."""
 
 
+class NotTheLeader(OperationalError):
+    """A replicated tablet's replica that is not its leader refused a write (Kudu's
+    NOT_THE_LEADER). The message ends with ``(leader_uuid=U leader_address=A)``, ``-``
+    for what the replica does not know; ``leader_uuid`` and ``leader_address`` are read
+    back from it on the client side, so a client can send the write to the leader."""
+
+    _TAIL = re.compile(r"\(leader_uuid=(\S+) leader_address=(\S+)\)$")
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        found = self._TAIL.search(message)
+        uuid, address = found.groups() if found else ("-", "-")
+        self.leader_uuid: str | None = None if uuid == "-" else uuid
+        self.leader_address: str | None = None if address == "-" else address
+
+    @classmethod
+    def naming(cls, why: str, leader_uuid: str | None, leader_address: str | None) -> NotTheLeader:
+        return cls(
+            f"{why} (leader_uuid={leader_uuid or '-'} leader_address={leader_address or '-'})"
+        )
+
+
 class MalformedMessage(InterfaceError):
     """A message that is not valid JSON, or of an unknown version, type or shape."""
 
@@ -67,6 +91,7 @@ def _classes() -> dict[str, type[Error]]:
         MalformedMessage,
         TabletNotFound,
         RequestStale,
+        NotTheLeader,
     )
     members = [*inspect.getmembers(common_errors, inspect.isclass)]
     members += [(cls.__name__, cls) for cls in ours]

@@ -1,6 +1,6 @@
 """``python -m kudusql.cluster.tserver --dir D [--bind HOST:PORT] [--master HOST:PORT]
 [--secret-file F] [--tls-dir T] [--heartbeat-interval S] [--remember-clients-ttl S]
-[--remember-responses-ttl S]``: run a tablet server.
+[--remember-responses-ttl S] [--raft-heartbeat-ms MS]``: run a tablet server.
 
 With ``--master`` it heartbeats to that master (``heartbeater.py``) from the moment it
 listens until it stops.
@@ -25,9 +25,11 @@ from kudusql.cluster.security import TlsFiles, read_secret_file
 from kudusql.cluster.tserver.heartbeater import DEFAULT_HEARTBEAT_INTERVAL, Heartbeater
 from kudusql.cluster.tserver.result_tracker import DEFAULT_CLIENTS_TTL, DEFAULT_RESPONSES_TTL
 from kudusql.cluster.tserver.server import (
+    DEFAULT_RAFT_HEARTBEAT_MS,
     LOSE_WRITE_RESPONSES_ENV,
     LoseWriteResponses,
     TabletServer,
+    replica_options,
 )
 from kudusql.common.errors import Error
 from kudusql.storage.fs.files import write_file_atomic
@@ -61,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_RESPONSES_TTL,
         help="seconds a write's response is kept for its retries (default %(default)s)",
     )
+    p.add_argument(
+        "--raft-heartbeat-ms",
+        type=int,
+        default=DEFAULT_RAFT_HEARTBEAT_MS,
+        help="replicated tablets' Raft heartbeat interval in ms; a leader is suspected"
+        " after 3 missed (default %(default)s)",
+    )
     args = p.parse_args(argv)
     directory = os.path.abspath(args.dir)
     os.makedirs(directory, exist_ok=True)
@@ -83,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             remember_clients_ttl=args.remember_clients_ttl,
             remember_responses_ttl=args.remember_responses_ttl,
             lose_write_responses=LoseWriteResponses.parse(fault_spec) if fault_spec else None,
+            replica_options=replica_options(args.raft_heartbeat_ms),
         )
     except (Error, ValueError) as exc:
         logging.getLogger(__name__).error("tablet server did not start: %s", exc)

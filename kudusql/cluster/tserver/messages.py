@@ -21,6 +21,8 @@ from kudusql.cluster.tserver.result_tracker import RequestId
 __all__ = [
     "KEY_INDEX_COLUMN",
     "AlterTablet",
+    "ConsensusAck",
+    "ConsensusRequest",
     "CountRowsRequest",
     "CountRowsResponse",
     "CreateTablet",
@@ -31,6 +33,7 @@ __all__ = [
     "LookupRequest",
     "LookupRows",
     "LookupRowsRequest",
+    "RaftPeerAddress",
     "ReportedTabletInfo",
     "RequestId",
     "ScanRequest",
@@ -55,6 +58,14 @@ class TabletChanged(Response):
     schema_version: int
 
 
+@dataclass(frozen=True)
+class RaftPeerAddress:
+    """One voter of a replicated tablet: its tablet server's uuid and ``HOST:PORT``."""
+
+    uuid: str
+    address: str
+
+
 @message("tserver_create_tablet")
 @dataclass(frozen=True)
 class CreateTablet(Request):
@@ -62,7 +73,11 @@ class CreateTablet(Request):
     with another schema, or a tombstoned id, is refused (``KuduAlreadyPresent``).
     ``schema`` is a ``Schema.to_dict()`` as JSON text (``master_protocol``'s form);
     ``partition`` is a ``TabletPartition.to_json()`` (the client's; the master passes
-    it through): the server refuses written rows that do not belong to it."""
+    it through): the server refuses written rows that do not belong to it.
+
+    ``raft_peers`` (optional; absent or null: an unreplicated tablet, as before): the
+    voters of a replicated tablet, this server among them (by its uuid). The replica is
+    a Raft member of that configuration; its writes go through the leader."""
 
     RESPONSE: ClassVar[type[Response]] = TabletChanged
     IDEMPOTENT: ClassVar[bool] = True
@@ -72,6 +87,7 @@ class CreateTablet(Request):
     partition: str
     schema: str
     schema_version: int
+    raft_peers: list[RaftPeerAddress] | None = None
 
     @classmethod
     def of(cls, r: master_protocol.CreateTabletRequest) -> CreateTablet:
@@ -320,3 +336,26 @@ class TabletStatsRequest(Request):
     RESPONSE: ClassVar[type[Response]] = TabletStatsResponse
     IDEMPOTENT: ClassVar[bool] = True
     tablet_id: str
+
+
+@message("tserver_consensus_ack")
+@dataclass(frozen=True)
+class ConsensusAck(Response):
+    """The consensus messages were handed to the replica (their answers, if any, come
+    back later as the peer's own ``tserver_consensus`` calls)."""
+
+    tablet_id: str
+    delivered: int
+
+
+@message("tserver_consensus")
+@dataclass(frozen=True)
+class ConsensusRequest(Request):
+    """One-way delivery of Raft messages from a peer tablet server to this server's
+    replica of ``tablet_id``: UpdateConsensus, RequestVote, StartTabletCopy and their
+    responses, each in ``consensus_wire``'s form (FORMAT.md), in the order the sender
+    queued them. Not retried: Raft resends what is lost."""
+
+    RESPONSE: ClassVar[type[Response]] = ConsensusAck
+    tablet_id: str
+    messages: list[dict[str, Any]]

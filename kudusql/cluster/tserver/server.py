@@ -9,6 +9,11 @@ write that follows a client's read is stamped after it.
 A write with a request id is exactly-once: the server's ``ResultTracker`` (under the
 server's lock; time from ``time.monotonic``) lets one attempt apply it and answers
 every other attempt with that attempt's response.
+
+A replicated tablet's replicas talk Raft through ``tserver_consensus`` calls: the
+server's ``PeerMessenger`` sends its replicas' messages to the peer servers, and the
+handler here hands a peer's messages to the named replica (one-way: the answers come
+back as the replica's own outgoing messages).
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ from kudusql.cluster.errors import MalformedMessage, RequestStale, ServiceUnavai
 from kudusql.cluster.messages import decode_arrow, encode_arrow
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
+from kudusql.cluster.tserver.consensus_wire import decode_message
 from kudusql.cluster.tserver.messages import (
     AlterTablet,
+    ConsensusAck,
+    ConsensusRequest,
     CountRowsRequest,
     CountRowsResponse,
     CreateTablet,
@@ -47,6 +55,7 @@ from kudusql.cluster.tserver.messages import (
     WriteRequest,
     WriteResponse,
 )
+from kudusql.cluster.tserver.peer_messenger import PeerMessenger
 from kudusql.cluster.tserver.result_tracker import (
     DEFAULT_CLIENTS_TTL,
     DEFAULT_RESPONSES_TTL,
@@ -56,11 +65,19 @@ from kudusql.cluster.tserver.result_tracker import (
 )
 from kudusql.cluster.tserver.superblock import TabletEntry
 from kudusql.cluster.tserver.tablet_manager import TabletManager, parse_schema
+from kudusql.cluster.tserver.tablet_replica import ReplicaOptions
 from kudusql.common.hybrid_time import HybridClock
 from kudusql.common.options import TabletOptions
 from kudusql.common.types import display_value
+from kudusql.consensus.raft_consensus import RaftOptions
 
-__all__ = ["LOSE_WRITE_RESPONSES_ENV", "LoseWriteResponses", "TabletServer"]
+__all__ = [
+    "DEFAULT_RAFT_HEARTBEAT_MS",
+    "LOSE_WRITE_RESPONSES_ENV",
+    "LoseWriteResponses",
+    "TabletServer",
+    "replica_options",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +90,21 @@ TRACKER_GC_INTERVAL = 1.0
 
 #: Test-only fault point (read by ``__main__``): ``every=N,sleep=S[,when=W][,seed=K]``.
 LOSE_WRITE_RESPONSES_ENV = "KUDUSQL_TEST_LOSE_WRITE_RESPONSES"
+
+
+#: Replicated tablets' Raft heartbeat interval (Kudu's default).
+DEFAULT_RAFT_HEARTBEAT_MS = RaftOptions().heartbeat_interval_ms
+
+
+def replica_options(heartbeat_ms: int) -> ReplicaOptions:
+    """Replicated tablets' timers for a Raft heartbeat interval: the replica's timer
+    ticks four times per heartbeat (at most every 50 ms)."""
+    if heartbeat_ms < 10:
+        raise ValueError(f"a Raft heartbeat interval of {heartbeat_ms} ms is too short")
+    return ReplicaOptions(
+        raft=RaftOptions(heartbeat_interval_ms=heartbeat_ms),
+        tick_interval_s=min(0.05, heartbeat_ms / 4000),
+    )
 
 
 @dataclass(frozen=True)
@@ -127,7 +159,9 @@ class TabletServer(RpcServer):
         remember_clients_ttl: float = DEFAULT_CLIENTS_TTL,
         remember_responses_ttl: float = DEFAULT_RESPONSES_TTL,
         lose_write_responses: LoseWriteResponses | None = None,
+        replica_options: ReplicaOptions | None = None,
     ) -> None:
+        """``replica_options``: the timers of replicated tablets (Raft heartbeats)."""
         #: Exactly-once writes; every use is under ``_results_changed``'s lock.
         self._results: ResultTracker[WriteResponse] = ResultTracker(
             clients_ttl=remember_clients_ttl, responses_ttl=remember_responses_ttl
@@ -138,9 +172,21 @@ class TabletServer(RpcServer):
         self._fault_rng = random.Random(lose_write_responses.seed) if lose_write_responses else None
         self._fault_count = 0
         clock = HybridClock()
-        self.tablets = TabletManager(
-            directory, clock=clock, options=options, maintenance=maintenance
+        self.messenger = PeerMessenger(
+            secret=secret, tls_root=None if tls is None else str(tls.certificate)
         )
+        try:
+            self.tablets = TabletManager(
+                directory,
+                clock=clock,
+                options=options,
+                maintenance=maintenance,
+                messenger=self.messenger,
+                replica_options=replica_options,
+            )
+        except BaseException:
+            self.messenger.close()
+            raise
         try:
             super().__init__(
                 bind,
@@ -152,6 +198,7 @@ class TabletServer(RpcServer):
             )
         except BaseException:
             self.tablets.close()
+            self.messenger.close()
             raise
         self.register_action(CreateTablet, self._create)
         self.register_action(AlterTablet, self._alter)
@@ -165,6 +212,7 @@ class TabletServer(RpcServer):
         self.register_action(CountRowsRequest, self._count)
         self.register_action(TabletStatsRequest, self._stats)
         self.register_action(FlushTablet, self._flush)
+        self.register_action(ConsensusRequest, self._consensus)
 
     def on_tablets_changed(self) -> None:
         """Called after a tablet is created, altered or deleted (the heartbeater sets it
@@ -173,6 +221,7 @@ class TabletServer(RpcServer):
     def close(self) -> None:
         """Close every tablet (WALs synced) and release the directory."""
         self.tablets.close()
+        self.messenger.close()
 
     # -- handlers -------------------------------------------------------------------------
 
@@ -184,9 +233,27 @@ class TabletServer(RpcServer):
             partition=r.partition,
             schema=parse_schema(r.schema),
             schema_version=r.schema_version,
+            raft_peers=(
+                None if r.raft_peers is None else tuple((p.uuid, p.address) for p in r.raft_peers)
+            ),
         )
         self.on_tablets_changed()
         return _changed(entry)
+
+    def _consensus(self, r: ConsensusRequest) -> ConsensusAck:
+        # Decoded whole before any is delivered: a malformed call delivers nothing.
+        messages = [
+            decode_message(m, f"tserver_consensus.messages[{i}]") for i, m in enumerate(r.messages)
+        ]
+        replica = self.tablets.replica(r.tablet_id)
+        for m in messages:
+            if m.dest_uuid != self.uuid:
+                raise MalformedMessage(
+                    f"a consensus message for tablet server {m.dest_uuid} reached {self.uuid}"
+                )
+        for m in messages:
+            replica.receive(m)
+        return ConsensusAck(r.tablet_id, len(messages))
 
     def _alter(self, r: AlterTablet) -> TabletChanged:
         entry = self.tablets.alter_tablet(r.tablet_id, parse_schema(r.schema), r.schema_version)

@@ -40,7 +40,12 @@ class TabletEntry:
     """One tablet replica this server hosts (RUNNING) or deleted (TOMBSTONED).
 
     ``schema`` and ``schema_version`` are the ones the master last asked for: the
-    tablet's own superblock catches up with them at open when a crash came between."""
+    tablet's own superblock catches up with them at open when a crash came between.
+
+    ``raft_peers`` (None: an unreplicated tablet) are the (uuid, address) of the voters
+    of a replicated tablet: its directory is then a ``TabletReplica``'s, reopened as
+    one, and the addresses are where its consensus messages go. The key is written
+    only for a replicated tablet, so an unreplicated entry reads as before."""
 
     tablet_id: str
     table_id: str
@@ -49,11 +54,26 @@ class TabletEntry:
     schema: Schema
     schema_version: int
     state: str
+    raft_peers: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def replicated(self) -> bool:
+        return self.raft_peers is not None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["schema"] = self.schema.to_dict()
+        if self.raft_peers is None:
+            del d["raft_peers"]
+        else:
+            d["raft_peers"] = [{"uuid": u, "address": a} for u, a in self.raft_peers]
         return d
+
+    def with_state(self, state: str, schema: Schema | None = None, version: int = 0) -> TabletEntry:
+        """This entry in ``state`` (with ``schema`` at ``version`` when given)."""
+        if schema is None:
+            return dataclasses.replace(self, state=state)
+        return dataclasses.replace(self, state=state, schema=schema, schema_version=version)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TabletEntry:
@@ -65,6 +85,11 @@ class TabletEntry:
             schema=Schema.from_dict(d["schema"]),
             schema_version=int(d["schema_version"]),
             state=str(d["state"]),
+            raft_peers=(
+                None
+                if d.get("raft_peers") is None
+                else tuple((str(p["uuid"]), str(p["address"])) for p in d["raft_peers"])
+            ),
         )
         if entry.state not in _STATES:
             raise ValueError(f"unknown tablet state {entry.state!r}")

@@ -15,31 +15,39 @@ Invariants:
 - create, alter and delete are idempotent (the master retries them), and a tombstoned
   id is never hosted again;
 - create, alter and delete run one at a time (``_lock``); reads and writes take the
-  lock only to find their tablet.
+  lock only to find their tablet;
+- a replicated tablet (its entry has ``raft_peers``) is a ``TabletReplica`` in its
+  directory: writes go through its leader's ``write`` (a follower refuses them with
+  ``NotTheLeader``); reads serve its local storage tablet, which holds the entries this
+  replica has applied; its consensus messages leave through the ``PeerMessenger``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from kudusql.cluster.errors import MalformedMessage, TabletNotFound
+from kudusql.cluster.errors import MalformedMessage, NotTheLeader, TabletNotFound
 from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.cluster.tserver.messages import KEY_INDEX_COLUMN
+from kudusql.cluster.tserver.peer_messenger import PeerMessenger
 from kudusql.cluster.tserver.superblock import RUNNING, TOMBSTONED, Superblock, TabletEntry
+from kudusql.cluster.tserver.tablet_replica import NotLeaderError, ReplicaOptions, TabletReplica
 from kudusql.common.errors import (
     DataError,
     IntegrityError,
     KuduAlreadyPresent,
+    NotSupportedError,
     OperationalError,
     ProgrammingError,
 )
@@ -48,6 +56,8 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.row_operations import RowError, WriteOp, WriteResult, operations
 from kudusql.common.schema import Schema
+from kudusql.consensus.messages import ConsensusMessage
+from kudusql.consensus.raft_config import RaftConfig
 from kudusql.storage.cfile.block_cache import BlockCache
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet.maintenance import MaintenanceManager
@@ -82,7 +92,11 @@ class TabletManager:
         clock: HybridClock,
         options: TabletOptions | None = None,
         maintenance: bool = True,
+        messenger: PeerMessenger | None = None,
+        replica_options: ReplicaOptions | None = None,
     ) -> None:
+        """``messenger`` sends the replicated tablets' consensus messages (None: this
+        server hosts unreplicated tablets only); ``replica_options`` their timers."""
         self.directory = os.path.abspath(directory)
         os.makedirs(os.path.join(self.directory, TABLETS_DIR), exist_ok=True)
         self._dir_lock = DirLock(self.directory)
@@ -96,6 +110,10 @@ class TabletManager:
         self._lock = threading.RLock()
         self._tablets: dict[str, Tablet] = {}
         self._partitions: dict[str, TabletPartition] = {}
+        #: The replicated tablets; each one's storage tablet is in ``_tablets`` too.
+        self._replicas: dict[str, TabletReplica] = {}
+        self.messenger = messenger
+        self.replica_options = replica_options or ReplicaOptions()
         self._report_seq = 0
         self._closed = False
         try:
@@ -137,6 +155,15 @@ class TabletManager:
                 shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
     def _open(self, entry: TabletEntry) -> Tablet:
+        if entry.raft_peers is not None:
+            replica = TabletReplica.open(
+                self._tablet_path(entry.tablet_id),
+                transport=self._transport(entry),
+                options=self._replica_options(),
+                clock=self.clock,
+            )
+            self._replicas[entry.tablet_id] = replica
+            return replica.tablet
         tablet = Tablet.open(
             self._tablet_path(entry.tablet_id), self.options, clock=self.clock, cache=self.cache
         )
@@ -149,6 +176,28 @@ class TabletManager:
         self._attach(tablet)
         return tablet
 
+    def _replica_options(self) -> ReplicaOptions:
+        return dataclasses.replace(self.replica_options, tablet=self.options)
+
+    def _transport(self, entry: TabletEntry) -> Callable[[ConsensusMessage], None]:
+        """The replica's transport: its messages queued in the messenger, which learns
+        where its peers listen."""
+        messenger = self.messenger
+        if messenger is None:
+            raise NotSupportedError(
+                f"tablet {entry.tablet_id} is replicated, and this tablet server was"
+                " started without a peer messenger"
+            )
+        for uuid_, address in entry.raft_peers or ():
+            if uuid_ != self.server_uuid:
+                messenger.set_address(uuid_, address)
+        tablet_id = entry.tablet_id
+
+        def transport(message: ConsensusMessage) -> None:
+            messenger.send(tablet_id, message)
+
+        return transport
+
     def _attach(self, tablet: Tablet) -> None:
         if self.maintenance is not None:
             tablet.attach(self.maintenance)
@@ -159,11 +208,15 @@ class TabletManager:
             if self._closed:
                 return
             self._closed = True
-            tablets, self._tablets = list(self._tablets.values()), {}
+            tablets, self._tablets = list(self._tablets.items()), {}
+            replicas, self._replicas = dict(self._replicas), {}
         try:
-            for t in tablets:
+            for tablet_id, t in tablets:
                 try:
-                    t.close()
+                    if tablet_id in replicas:
+                        replicas[tablet_id].close()
+                    else:
+                        t.close()
                 except Exception:
                     log.exception("closing tablet %s failed", t.path)
         finally:
@@ -186,9 +239,13 @@ class TabletManager:
         partition: str,
         schema: Schema,
         schema_version: int,
+        raft_peers: tuple[tuple[str, str], ...] | None = None,
     ) -> TabletEntry:
-        """Host a new tablet; the same request again is a no-op."""
+        """Host a new tablet; the same request again is a no-op. ``raft_peers``: the
+        (uuid, address) of a replicated tablet's voters, this server among them."""
         _check_tablet_id(tablet_id)
+        if raft_peers is not None:
+            self._check_peers(tablet_id, raft_peers)
         tablet_partition = TabletPartition.from_json(partition)
         tablet_partition.index_in(schema)  # a slice of its partition schema
         with self._lock:
@@ -205,29 +262,76 @@ class TabletManager:
                         f"tablet {tablet_id} already exists on this tablet server with"
                         " another table or schema"
                     )
+                if entry.raft_peers != raft_peers:
+                    raise KuduAlreadyPresent(
+                        f"tablet {tablet_id} already exists on this tablet server with"
+                        " other raft peers (or unreplicated)"
+                    )
                 return entry
             path = self._tablet_path(tablet_id)
             shutil.rmtree(path, ignore_errors=True)  # a create that crashed before listing
-            tablet = Tablet.create(path, schema, self.options, clock=self.clock, cache=self.cache)
             entry = TabletEntry(
-                tablet_id, table_id, table_name, partition, schema, schema_version, RUNNING
+                tablet_id,
+                table_id,
+                table_name,
+                partition,
+                schema,
+                schema_version,
+                RUNNING,
+                raft_peers,
             )
+            replica: TabletReplica | None = None
+            if raft_peers is not None:
+                replica = TabletReplica.create(
+                    path,
+                    uuid=self.server_uuid,
+                    tablet_id=tablet_id,
+                    schema=schema,
+                    config=RaftConfig.of_voters([u for u, _ in raft_peers]),
+                    transport=self._transport(entry),
+                    options=self._replica_options(),
+                    clock=self.clock,
+                )
+                tablet = replica.tablet
+            else:
+                tablet = Tablet.create(
+                    path, schema, self.options, clock=self.clock, cache=self.cache
+                )
             try:
                 self._save(self.superblock.with_entry(entry))
             except BaseException:
-                tablet.close(flush=False)
+                if replica is not None:
+                    replica.close()
+                else:
+                    tablet.close(flush=False)
                 shutil.rmtree(path, ignore_errors=True)
                 raise
-            self._attach(tablet)
+            if replica is not None:
+                self._replicas[tablet_id] = replica
+            else:
+                self._attach(tablet)
             self._tablets[tablet_id] = tablet
             self._partitions[tablet_id] = tablet_partition
             log.info(
-                "created tablet %s of table %s (%s)",
+                "created tablet %s of table %s (%s)%s",
                 tablet_id,
                 table_name,
                 tablet_partition.describe(),
+                "" if raft_peers is None else f", replicated on {[u for u, _ in raft_peers]}",
             )
             return entry
+
+    def _check_peers(self, tablet_id: str, raft_peers: tuple[tuple[str, str], ...]) -> None:
+        uuids = [u for u, _ in raft_peers]
+        if len(set(uuids)) != len(uuids) or not all(uuids):
+            raise ProgrammingError(
+                f"tablet {tablet_id}: its raft peers need distinct, non-empty uuids: {uuids}"
+            )
+        if self.server_uuid not in uuids:
+            raise ProgrammingError(
+                f"tablet {tablet_id}: this tablet server ({self.server_uuid}) is not among"
+                f" its raft peers {uuids}"
+            )
 
     def alter_tablet(self, tablet_id: str, schema: Schema, schema_version: int) -> TabletEntry:
         """Bring a tablet to ``schema_version``; a no-op when it is there or past it."""
@@ -236,6 +340,11 @@ class TabletManager:
             entry = self._running_entry(tablet_id)
             if schema_version <= entry.schema_version:
                 return entry
+            if entry.replicated:
+                raise NotSupportedError(
+                    f"tablet {tablet_id} is replicated: altering a replicated tablet's schema"
+                    " is not supported yet"
+                )
             tablet = self._tablets[tablet_id]
             altered = TabletEntry(
                 entry.tablet_id,
@@ -259,19 +368,15 @@ class TabletManager:
             entry = self.superblock.entry(tablet_id)
             if entry is None or entry.state == TOMBSTONED:
                 return entry
-            tombstone = TabletEntry(
-                entry.tablet_id,
-                entry.table_id,
-                entry.table_name,
-                entry.partition,
-                entry.schema,
-                entry.schema_version,
-                TOMBSTONED,
-            )
+            tombstone = entry.with_state(TOMBSTONED)
             self._save(self.superblock.with_entry(tombstone))
             tablet = self._tablets.pop(tablet_id)
             self._partitions.pop(tablet_id, None)
-            tablet.close(flush=False)
+            replica = self._replicas.pop(tablet_id, None)
+            if replica is not None:
+                replica.close()
+            else:
+                tablet.close(flush=False)
             shutil.rmtree(self._tablet_path(tablet_id), ignore_errors=True)
             log.info("deleted tablet %s (tombstoned)", tablet_id)
             return tombstone
@@ -297,6 +402,36 @@ class TabletManager:
                 raise TabletNotFound(f"tablet {tablet_id} is not hosted by this tablet server")
             return tablet
 
+    def replica(self, tablet_id: str) -> TabletReplica:
+        """The replica of a hosted replicated tablet; ``TabletNotFound`` when there is
+        none (not hosted, deleted, or unreplicated)."""
+        with self._lock:
+            self._check_open()
+            replica = self._replicas.get(tablet_id)
+            if replica is None:
+                raise TabletNotFound(
+                    f"tablet {tablet_id} has no replica on this tablet server"
+                    " (not hosted, deleted, or not replicated)"
+                )
+            return replica
+
+    def _replicate(
+        self, tablet_id: str, data: pa.Table, operation: str | None, op_column: str | None
+    ) -> WriteResult:
+        """A write of a replicated tablet, through its replica (the leader's)."""
+        with self._lock:
+            replica = self._replicas.get(tablet_id)
+        if replica is None:
+            raise TabletNotFound(f"tablet {tablet_id} is not hosted by this tablet server")
+        try:
+            return replica.write(data, operation, op_column=op_column)
+        except NotLeaderError as exc:
+            leader = exc.leader_uuid
+            address = None
+            if leader is not None and self.messenger is not None:
+                address = self.messenger.address_of(leader)
+            raise NotTheLeader.naming(str(exc), leader, address) from None
+
     def write(
         self,
         tablet_id: str,
@@ -314,6 +449,11 @@ class TabletManager:
         its errors (timestamp 0). ``check_only``: the errors a write would report now."""
         tablet = self.tablet(tablet_id)
         partition = self._partitions[tablet_id]
+        replicated = tablet_id in self._replicas
+        if replicated and atomic and not check_only:
+            raise NotSupportedError(
+                f"tablet {tablet_id} is replicated: atomic writes to it are not supported yet"
+            )
         try:
             ops = operations(data, operation, op_column)
             foreign = partition.foreign_rows(tablet.schema, data)
@@ -331,6 +471,8 @@ class TabletManager:
                 except (IntegrityError, DataError):
                     # Rejected whole: answer each row's error (as the check finds them).
                     result = WriteResult(0, 0, 0, own_errors())
+            elif replicated:
+                result = self._replicate(tablet_id, part, operation, op_column)
             else:
                 result = tablet.write(part, operation, op_column=op_column)
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
