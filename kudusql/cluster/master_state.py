@@ -635,7 +635,9 @@ class MasterState:
                 reason = "table dropped" if tablet.state is TabletState.DELETED else "replaced"
                 confirmed = self._deleted_on.get(tablet_id, set())
                 for uuid in tablet.replica_uuids:
-                    if uuid not in confirmed and self._due("delete", tablet_id, uuid, now, only_due):
+                    if uuid not in confirmed and self._due(
+                        "delete", tablet_id, uuid, now, only_due
+                    ):
                         yield DeleteTabletRequest(uuid, tablet_id, reason)
             elif tablet.state is TabletState.CREATING:
                 self._create_deadline.setdefault(
