@@ -639,10 +639,15 @@ class MasterState:
                         "delete", tablet_id, uuid, now, only_due
                     ):
                         yield DeleteTabletRequest(uuid, tablet_id, reason)
-            elif tablet.state is TabletState.CREATING:
-                self._create_deadline.setdefault(
-                    tablet_id, now + self.options.tablet_creation_timeout
-                )
+            elif tablet.state is TabletState.CREATING or (
+                tablet.state is TabletState.RUNNING and tablet.replicated
+            ):
+                # A replicated tablet runs once its leader reports; a replica whose create
+                # was lost is asked again until its server reports it (no tablet copy yet).
+                if tablet.state is TabletState.CREATING:
+                    self._create_deadline.setdefault(
+                        tablet_id, now + self.options.tablet_creation_timeout
+                    )
                 peers: tuple[tuple[str, str], ...] = ()
                 if tablet.replicated:
                     peers = tuple((u, self._address(u)) for u in tablet.replica_uuids)

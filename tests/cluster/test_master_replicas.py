@@ -71,9 +71,8 @@ def test_replicated_table_on_three_servers(cluster: MiniCluster) -> None:
         tablet = located.tablets[0]
         data = rows(range(0, 1))
         for replica in tablet.replicas[1:]:
-            with tserver_client(cluster, replica.address) as ts:
-                with pytest.raises(NotTheLeader):
-                    ts.put(WriteRequest(tablet.tablet_id, "upsert"), data)
+            with tserver_client(cluster, replica.address) as ts, pytest.raises(NotTheLeader):
+                ts.put(WriteRequest(tablet.tablet_id, "upsert"), data)
         with tserver_client(cluster, tablet.address) as ts:
             answer = ts.put(WriteRequest(tablet.tablet_id, "upsert"), data)
         assert isinstance(answer, WriteResponse)
@@ -92,6 +91,8 @@ def test_replicated_table_on_three_servers(cluster: MiniCluster) -> None:
 
 
 def test_too_few_servers_is_refused(cluster: MiniCluster) -> None:
-    with cluster.master_client(timeout=scaled(10)) as master:
-        with pytest.raises(Exception, match="needs 4 replicas per tablet"):
-            master.call(CreateTable("t", schema_text(), partitions_text(1), num_replicas=4))
+    with (
+        cluster.master_client(timeout=scaled(10)) as master,
+        pytest.raises(Exception, match="needs 4 replicas per tablet"),
+    ):
+        master.call(CreateTable("t", schema_text(), partitions_text(1), num_replicas=4))
