@@ -20,10 +20,14 @@ __all__ = ["HeartbeatResponse", "ReportedTabletInfo", "TSHeartbeat", "tablet_rep
 
 @dataclass(frozen=True)
 class ReportedTabletInfo:
-    """One replica in a tablet report: its id and schema version."""
+    """One replica in a tablet report: its id and schema version; a replica of a
+    replicated tablet adds its Raft ``role`` and ``term`` (optional: absent or null for
+    an unreplicated tablet and from servers that predate them)."""
 
     tablet_id: str
     schema_version: int
+    role: str | None = None
+    term: int | None = None
 
 
 @message("master_heartbeat_response")
@@ -76,7 +80,7 @@ def tablet_report(wire: _WireReport) -> master_protocol.TabletReport:
         sequence_number=wire.sequence_number,
         is_incremental=wire.is_incremental,
         updated_tablets=tuple(
-            master_protocol.ReportedTablet(t.tablet_id, t.schema_version)
+            master_protocol.ReportedTablet(t.tablet_id, t.schema_version, t.role, t.term)
             for t in wire.updated_tablets
         ),
         removed_tablet_ids=tuple(wire.removed_tablet_ids),

@@ -13,10 +13,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ReportedTablet:
-    """One replica in a tablet report: its tablet and the schema version it holds."""
+    """One replica in a tablet report: its tablet and the schema version it holds; for a
+    replica of a replicated tablet, its Raft ``role`` (``LEADER``, ``FOLLOWER``,
+    ``LEARNER``) and current ``term`` (None for an unreplicated tablet)."""
 
     tablet_id: str
     schema_version: int
+    role: str | None = None
+    term: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,9 @@ class CreateTabletRequest:
     partition: str
     schema: str
     schema_version: int
+    #: The voters of a replicated tablet as (tserver uuid, address), this server among
+    #: them; empty for an unreplicated tablet.
+    raft_peers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

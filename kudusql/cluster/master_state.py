@@ -18,9 +18,14 @@ Invariants:
   reorder them; the master re-sends what is still needed every ``request_retry_interval``.
 * A table is RUNNING only when every tablet of it is RUNNING and reported (by the server
   it is assigned to) at the table's schema version.
-* A tablet id names one replica on one server for its whole life: a tablet that fails to
-  create within ``tablet_creation_timeout`` is REPLACED by a new tablet (new id) covering
-  the same partition, and the old id is deleted wherever it shows up.
+* A tablet id names the same replicas on the same servers for its whole life: a tablet
+  that fails to create within ``tablet_creation_timeout`` is REPLACED by a new tablet (new
+  id) covering the same partition, and the old id is deleted wherever it shows up.
+* A table's ``num_replicas`` replicas of each tablet are on distinct tablet servers. A
+  tablet of a replicated table (``num_replicas`` > 1) becomes RUNNING only when a replica
+  reports itself LEADER (Kudu: an elected leader); the master remembers, per tablet, the
+  leader of the highest term reported (soft state). A deleted tablet's record goes only
+  once every replica's server confirms the delete.
 * The registry of tablet servers is soft state: after a restart the master knows no
   server until it sends a full tablet report.
 """
@@ -88,7 +93,25 @@ class TableAlreadyExists(CatalogError):
 
 
 class NoLiveTabletServers(CatalogError):
-    """A create found no live tablet server to place tablets on (retry later)."""
+    """A create found too few live tablet servers to place tablets on (retry later)."""
+
+
+class ReplicationNotSupported(CatalogError):
+    """The request needs what replicated tables do not support yet (altering one)."""
+
+
+#: A replica's role in tablet locations (Kudu's ``RaftPeerPB.Role`` names).
+LEADER = "LEADER"
+FOLLOWER = "FOLLOWER"
+
+
+@dataclass(frozen=True)
+class ReplicaLocation:
+    """One replica of a tablet in tablet locations: its server, address and role."""
+
+    tserver_uuid: str
+    address: str
+    role: str
 
 
 @dataclass
@@ -104,12 +127,17 @@ class TabletServerDescriptor:
 
 @dataclass(frozen=True)
 class TabletLocation:
-    """A RUNNING tablet and the server that hosts it, as the master serves it to clients."""
+    """A RUNNING tablet and the server that hosts it, as the master serves it to clients.
+
+    ``tserver_uuid`` and ``address`` name the leader's server (the only replica's for an
+    unreplicated tablet; the first replica's while no leader is known); ``replicas``
+    lists every replica, the leader first."""
 
     tablet_id: str
     partition: str
     tserver_uuid: str
     address: str
+    replicas: tuple[ReplicaLocation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,8 +205,14 @@ class MasterState:
         # Soft state: rebuilt from heartbeats and reports.
         self._tservers: dict[str, TabletServerDescriptor] = {}
         self._reported_version: dict[str, int] = {}
+        #: Tablet id -> the servers whose reports show they host it.
+        self._reported_on: dict[str, set[str]] = {}
+        #: Tablet id -> (highest term reported, its leader's server or None).
+        self._leader: dict[str, tuple[int, str | None]] = {}
+        #: Tablet id (being deleted) -> the servers that confirmed its replica is gone.
+        self._deleted_on: dict[str, set[str]] = {}
         self._create_deadline: dict[str, float] = {}
-        self._last_sent: dict[tuple[str, str], float] = {}
+        self._last_sent: dict[tuple[str, str, str], float] = {}
         self._recent = RecentPicks(self.options.recent_picks_half_life)
 
     # -- queries --------------------------------------------------------------------------
@@ -212,6 +246,11 @@ class MasterState:
     def reported_schema_version(self, tablet_id: str) -> int | None:
         return self._reported_version.get(tablet_id)
 
+    def leader_of(self, tablet_id: str) -> str | None:
+        """The server of the tablet's leader as reported in the highest term, or None."""
+        known = self._leader.get(tablet_id)
+        return None if known is None else known[1]
+
     def table(self, name: str) -> TableRecord | None:
         """The table called ``name``, unless it is dropped."""
         for table in self._tables.values():
@@ -225,17 +264,34 @@ class MasterState:
         return table.state is TableState.RUNNING
 
     def tablet_locations(self, name: str) -> list[TabletLocation]:
-        """Every RUNNING tablet of the table and its server (none of a dropped table)."""
+        """Every RUNNING tablet of the table and its replicas (none of a dropped table)."""
         table = self._require_table(name)
         out = []
         for tablet in self.tablets_of(table.table_id):
             if tablet.state is TabletState.RUNNING:
-                desc = self._tservers.get(tablet.tserver_uuid)
-                address = desc.address if desc is not None else ""
+                leader = self.leader_of(tablet.tablet_id) if tablet.replicated else None
+                if not tablet.replicated:
+                    leader = tablet.tserver_uuid
+                ordered = sorted(tablet.replica_uuids, key=lambda u: u != leader)
+                replicas = tuple(
+                    ReplicaLocation(u, self._address(u), LEADER if u == leader else FOLLOWER)
+                    for u in ordered
+                )
+                first = replicas[0]
                 out.append(
-                    TabletLocation(tablet.tablet_id, tablet.partition, tablet.tserver_uuid, address)
+                    TabletLocation(
+                        tablet.tablet_id,
+                        tablet.partition,
+                        first.tserver_uuid,
+                        first.address,
+                        replicas,
+                    )
                 )
         return out
+
+    def _address(self, uuid: str) -> str:
+        desc = self._tservers.get(uuid)
+        return desc.address if desc is not None else ""
 
     def tservers(self) -> list[TabletServerDescriptor]:
         return list(self._tservers.values())
@@ -254,12 +310,21 @@ class MasterState:
     # -- DDL --------------------------------------------------------------------------------
 
     def create_table(
-        self, name: str, schema: str, partitions: Sequence[str], now: float, metadata: str = ""
+        self,
+        name: str,
+        schema: str,
+        partitions: Sequence[str],
+        now: float,
+        metadata: str = "",
+        num_replicas: int = 1,
     ) -> DdlResult:
-        """Create a table with one tablet per partition, placed on live servers;
-        ``metadata`` is kept with the table for the client, unread."""
+        """Create a table with one tablet per partition, each with ``num_replicas``
+        replicas placed on distinct live servers; ``metadata`` is kept with the table for
+        the client, unread."""
         if not name:
             raise CatalogError("a table needs a name")
+        if num_replicas < 1:
+            raise CatalogError(f"a table needs at least 1 replica, not {num_replicas}")
         if self.table(name) is not None:
             raise TableAlreadyExists(f"table {name!r} already exists")
         if len(set(partitions)) != len(partitions):
@@ -267,19 +332,30 @@ class MasterState:
         live = self.live_tservers(now) if partitions else []
         if partitions and not live:
             raise NoLiveTabletServers("no live tablet servers to place the table's tablets on")
+        if partitions and len(live) < num_replicas:
+            raise NoLiveTabletServers(
+                f"table {name!r} needs {num_replicas} replicas per tablet on distinct tablet"
+                f" servers, and only {len(live)} are live"
+            )
         # A table without partitions (a range-partitioned one with no range yet) has no
         # tablet whose report would complete its creation: it is complete now.
         state = TableState.PREPARING if partitions else TableState.RUNNING
-        table = TableRecord(self._new_id(), name, schema, 0, state, metadata)
+        table = TableRecord(self._new_id(), name, schema, 0, state, metadata, num_replicas)
         batch = _Batch()
         batch.put(table)
         hosted = self._hosted()
         for partition in partitions:
-            uuid = pick_tserver(live, hosted, self._recent, self._rng, now)
-            assert uuid is not None
-            hosted[uuid] = hosted.get(uuid, 0) + 1
+            uuids = self._place(live, num_replicas, hosted, now)
+            assert uuids is not None
             batch.put(
-                TabletRecord(self._new_id(), table.table_id, partition, uuid, TabletState.CREATING)
+                TabletRecord(
+                    self._new_id(),
+                    table.table_id,
+                    partition,
+                    uuids[0],
+                    TabletState.CREATING,
+                    uuids[1:],
+                )
             )
         self._commit(batch)
         return DdlResult(table.table_id, tuple(self._table_requests(table.table_id, now)))
@@ -299,6 +375,12 @@ class MasterState:
         (placed as a create places them) and delete the tablets of dropped ones; its
         tablets are brought to the new version."""
         table = self._require_table(name)
+        if table.num_replicas > 1:
+            raise ReplicationNotSupported(
+                f"table {name!r} is replicated ({table.num_replicas} replicas per tablet):"
+                " altering a replicated table is not supported yet (it needs to go through"
+                " Raft)"
+            )
         if new_name is not None and new_name != name and self.table(new_name) is not None:
             raise TableAlreadyExists(f"table {new_name!r} already exists")
         if len(set(add_partitions)) != len(add_partitions):
@@ -391,7 +473,7 @@ class MasterState:
         tablet = self._tablets.get(tablet_id)
         if (
             tablet is None
-            or tablet.tserver_uuid != tserver_uuid
+            or tserver_uuid not in tablet.replica_uuids
             or tablet.state is not TabletState.RUNNING
         ):
             return []
@@ -426,13 +508,20 @@ class MasterState:
             live = self.live_tservers(now)
             hosted = self._hosted()
             for tablet in expired:
-                others = [u for u in live if u != tablet.tserver_uuid]
-                uuid = pick_tserver(others or live, hosted, self._recent, self._rng, now)
-                if uuid is None:
-                    continue  # nowhere to go: keep asking the assigned server
-                hosted[uuid] = hosted.get(uuid, 0) + 1
+                n = len(tablet.replica_uuids)
+                others = [u for u in live if u not in tablet.replica_uuids]
+                uuids = self._place(others if len(others) >= n else live, n, hosted, now)
+                if uuids is None:
+                    continue  # nowhere to go: keep asking the assigned servers
                 batch.put(replace(tablet, state=TabletState.REPLACED))
-                batch.put(replace(tablet, tablet_id=self._new_id(), tserver_uuid=uuid))
+                batch.put(
+                    replace(
+                        tablet,
+                        tablet_id=self._new_id(),
+                        tserver_uuid=uuids[0],
+                        other_replicas=uuids[1:],
+                    )
+                )
             self._commit(batch)
         for table_id in list(self._tables):
             requests.extend(self._table_requests(table_id, now, only_due=True))
@@ -453,8 +542,26 @@ class MasterState:
         hosted: dict[str, int] = {}
         for tablet in self._tablets.values():
             if tablet.state in (TabletState.CREATING, TabletState.RUNNING):
-                hosted[tablet.tserver_uuid] = hosted.get(tablet.tserver_uuid, 0) + 1
+                for uuid in tablet.replica_uuids:
+                    hosted[uuid] = hosted.get(uuid, 0) + 1
         return hosted
+
+    def _place(
+        self, live: Sequence[str], n: int, hosted: dict[str, int], now: float
+    ) -> tuple[str, ...] | None:
+        """``n`` distinct servers among ``live`` for a tablet's replicas (power of two
+        choices per replica, counted in ``hosted``), or None when too few are live."""
+        if len(live) < n:
+            return None
+        chosen: list[str] = []
+        for _ in range(n):
+            uuid = pick_tserver(
+                [u for u in live if u not in chosen], hosted, self._recent, self._rng, now
+            )
+            assert uuid is not None
+            hosted[uuid] = hosted.get(uuid, 0) + 1
+            chosen.append(uuid)
+        return tuple(chosen)
 
     def _commit(self, batch: _Batch) -> None:
         """Write ``batch`` to the store, then apply it to the in-memory catalog."""
@@ -502,15 +609,19 @@ class MasterState:
     def _forget_soft_state(self, tablet_id: str) -> None:
         self._reported_version.pop(tablet_id, None)
         self._create_deadline.pop(tablet_id, None)
-        for kind in ("create", "alter", "delete"):
-            self._last_sent.pop((kind, tablet_id), None)
+        self._reported_on.pop(tablet_id, None)
+        self._leader.pop(tablet_id, None)
+        self._deleted_on.pop(tablet_id, None)
+        for key in [k for k in self._last_sent if k[1] == tablet_id]:
+            del self._last_sent[key]
 
-    def _due(self, kind: str, tablet_id: str, now: float, only_due: bool) -> bool:
-        """Whether to send request ``kind`` for the tablet now; records the send."""
-        last = self._last_sent.get((kind, tablet_id))
+    def _due(self, kind: str, tablet_id: str, uuid: str, now: float, only_due: bool) -> bool:
+        """Whether to send request ``kind`` for the tablet's replica on server ``uuid``
+        now; records the send."""
+        last = self._last_sent.get((kind, tablet_id, uuid))
         if only_due and last is not None and now - last < self.options.request_retry_interval:
             return False
-        self._last_sent[(kind, tablet_id)] = now
+        self._last_sent[(kind, tablet_id, uuid)] = now
         return True
 
     def _table_requests(
@@ -519,33 +630,63 @@ class MasterState:
         """The requests the table's records still need (all of them, or those due again)."""
         table = self._tables[table_id]
         for tablet in self.tablets_of(table_id):
+            tablet_id = tablet.tablet_id
             if tablet.state in _BEING_DELETED:
-                if self._due("delete", tablet.tablet_id, now, only_due):
-                    reason = "table dropped" if tablet.state is TabletState.DELETED else "replaced"
-                    yield DeleteTabletRequest(tablet.tserver_uuid, tablet.tablet_id, reason)
-            elif tablet.state is TabletState.CREATING:
-                self._create_deadline.setdefault(
-                    tablet.tablet_id, now + self.options.tablet_creation_timeout
-                )
-                if self._due("create", tablet.tablet_id, now, only_due):
-                    yield CreateTabletRequest(
-                        tablet.tserver_uuid,
-                        tablet.tablet_id,
-                        table.table_id,
-                        table.name,
-                        tablet.partition,
-                        table.schema,
-                        table.schema_version,
+                reason = "table dropped" if tablet.state is TabletState.DELETED else "replaced"
+                confirmed = self._deleted_on.get(tablet_id, set())
+                for uuid in tablet.replica_uuids:
+                    if uuid not in confirmed and self._due(
+                        "delete", tablet_id, uuid, now, only_due
+                    ):
+                        yield DeleteTabletRequest(uuid, tablet_id, reason)
+            elif tablet.state is TabletState.CREATING or (
+                tablet.state is TabletState.RUNNING and tablet.replicated
+            ):
+                # A replicated tablet runs once its leader reports; a replica whose create
+                # was lost is asked again until its server reports it (no tablet copy yet).
+                if tablet.state is TabletState.CREATING:
+                    self._create_deadline.setdefault(
+                        tablet_id, now + self.options.tablet_creation_timeout
                     )
+                peers: tuple[tuple[str, str], ...] = ()
+                if tablet.replicated:
+                    peers = tuple((u, self._address(u)) for u in tablet.replica_uuids)
+                    if not all(address for _, address in peers):
+                        continue  # a peer's address is unknown until it reports: later
+                reported = self._reported_on.get(tablet_id, set())
+                for uuid in tablet.replica_uuids:
+                    if uuid not in reported and self._due("create", tablet_id, uuid, now, only_due):
+                        yield CreateTabletRequest(
+                            uuid,
+                            tablet_id,
+                            table.table_id,
+                            table.name,
+                            tablet.partition,
+                            table.schema,
+                            table.schema_version,
+                            peers,
+                        )
             elif (
                 tablet.state is TabletState.RUNNING
                 and table.state is not TableState.RUNNING
-                and self._reported_version.get(tablet.tablet_id, -1) < table.schema_version
-                and self._due("alter", tablet.tablet_id, now, only_due)
+                and self._reported_version.get(tablet_id, -1) < table.schema_version
+                and self._due("alter", tablet_id, tablet.tserver_uuid, now, only_due)
             ):
                 yield AlterTabletRequest(
-                    tablet.tserver_uuid, tablet.tablet_id, table.schema, table.schema_version
+                    tablet.tserver_uuid, tablet_id, table.schema, table.schema_version
                 )
+
+    def _note_role(self, tablet_id: str, uuid: str, role: str | None, term: int | None) -> None:
+        """A replica reported its Raft role in ``term``: a higher term replaces what is
+        known (its leader: this replica if it leads, else unknown); a LEADER report in the
+        known term names that term's leader."""
+        if role is None or term is None:
+            return
+        known_term, _ = self._leader.get(tablet_id, (-1, None))
+        if term > known_term:
+            self._leader[tablet_id] = (term, uuid if role == LEADER else None)
+        elif term == known_term and role == LEADER:
+            self._leader[tablet_id] = (term, uuid)
 
     def _note_version(self, tablet_id: str, version: int) -> None:
         self._reported_version[tablet_id] = max(version, self._reported_version.get(tablet_id, -1))
@@ -574,13 +715,17 @@ class MasterState:
         batch.put(replace(table, state=TableState.RUNNING))
 
     def _confirm_deleted(self, tserver_uuid: str, tablet_id: str, batch: _Batch) -> None:
-        """The server no longer hosts the tablet: a tablet being deleted there is gone for good."""
+        """The server no longer hosts the tablet: a tablet being deleted is gone for good
+        once every replica's server has said so."""
         tablet = self._view(tablet_id, batch)
-        if (
-            tablet is None
-            or tablet.tserver_uuid != tserver_uuid
-            or tablet.state not in _BEING_DELETED
-        ):
+        if tablet is None or tserver_uuid not in tablet.replica_uuids:
+            return
+        self._reported_on.get(tablet_id, set()).discard(tserver_uuid)
+        if tablet.state not in _BEING_DELETED:
+            return
+        confirmed = self._deleted_on.setdefault(tablet_id, set())
+        confirmed.add(tserver_uuid)
+        if not confirmed.issuperset(tablet.replica_uuids):
             return
         batch.delete(tablet.key)
         table = self._tables[tablet.table_id]
@@ -595,31 +740,37 @@ class MasterState:
         """Reconcile the catalog with what the server says it hosts (Kudu's report handling)."""
         batch = _Batch()
         requests: list[TabletServerRequest] = []
-        reported = {t.tablet_id: t.schema_version for t in report.updated_tablets}
+        reported = {t.tablet_id: t for t in report.updated_tablets}
         if not report.is_incremental:
             for known in list(self._tablets.values()):
-                if known.tserver_uuid == tserver_uuid and known.tablet_id not in reported:
+                if tserver_uuid in known.replica_uuids and known.tablet_id not in reported:
                     self._confirm_deleted(tserver_uuid, known.tablet_id, batch)
         for tablet_id in report.removed_tablet_ids:
             self._confirm_deleted(tserver_uuid, tablet_id, batch)
         touched: set[str] = set()
-        for tablet_id, version in reported.items():
+        for tablet_id, info in reported.items():
             tablet = self._tablets.get(tablet_id)
             if tablet is None:
                 requests.append(
                     DeleteTabletRequest(tserver_uuid, tablet_id, "orphan: not in the catalog")
                 )
-            elif tablet.tserver_uuid != tserver_uuid:
+            elif tserver_uuid not in tablet.replica_uuids:
                 requests.append(
                     DeleteTabletRequest(tserver_uuid, tablet_id, "not assigned to this server")
                 )
             elif tablet.state in _BEING_DELETED:
                 reason = "table dropped" if tablet.state is TabletState.DELETED else "replaced"
-                self._last_sent[("delete", tablet_id)] = now
+                self._last_sent[("delete", tablet_id, tserver_uuid)] = now
+                self._deleted_on.get(tablet_id, set()).discard(tserver_uuid)
                 requests.append(DeleteTabletRequest(tserver_uuid, tablet_id, reason))
             else:
-                self._note_version(tablet_id, version)
-                if tablet.state is TabletState.CREATING:
+                self._note_version(tablet_id, info.schema_version)
+                self._reported_on.setdefault(tablet_id, set()).add(tserver_uuid)
+                if tablet.replicated:
+                    self._note_role(tablet_id, tserver_uuid, info.role, info.term)
+                if tablet.state is TabletState.CREATING and (
+                    not tablet.replicated or self.leader_of(tablet_id) is not None
+                ):
                     batch.put(replace(tablet, state=TabletState.RUNNING))
                 touched.add(tablet.table_id)
         for table_id in touched:

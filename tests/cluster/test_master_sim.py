@@ -18,6 +18,19 @@ def test_seed_keeps_every_invariant(seed: int) -> None:
     run_seed(seed)
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_replicated_tables_keep_every_invariant(seed: int) -> None:
+    """Tables with 1 and 3 replicas per tablet, four servers, random elections."""
+    run_seed(seed, tservers=4, replication=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1100))
+def test_long_replicated_runs_with_heavy_faults(seed: int) -> None:
+    rates = FaultRates(master_crash=0.05, crash_before_send=0.2, tserver_crash=0.05, ddl=0.3)
+    run_seed(seed, tservers=5, steps=500, table_names=4, faults=rates, replication=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(200, 500))
 def test_long_runs_with_more_servers_and_tables(seed: int) -> None:

@@ -4,6 +4,7 @@ write-ahead recovery, lost and duplicated requests, creation timeouts, orphans."
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -328,3 +329,125 @@ def test_records_round_trip_and_corruption_is_reported() -> None:
         decode_record((1, "c" * 32), encode_record(table))
     with pytest.raises(CatalogCorruptionError, match="schema_version"):
         decode_record(table.key, encode_record(table).replace(b":3", b':"3"'))
+
+
+# -- replicated tables (num_replicas > 1) ----------------------------------------------------
+
+
+def test_replica_records_are_backward_compatible() -> None:
+    # Records written before replication (no num_replicas, no tserver_uuids) still decode.
+    old_table = (
+        b'{"metadata":"","name":"t","schema":"s","schema_version":0,"state":"RUNNING",'
+        b'"table_id":"' + b"a" * 32 + b'","v":1}'
+    )
+    old_tablet = (
+        b'{"partition":"p0","state":"RUNNING","table_id":"'
+        + b"a" * 32
+        + b'","tablet_id":"'
+        + b"b" * 32
+        + b'","tserver_uuid":"ts0","v":1}'
+    )
+    table = decode_record((1, "a" * 32), old_table)
+    tablet = decode_record((2, "b" * 32), old_tablet)
+    assert isinstance(table, TableRecord) and table.num_replicas == 1
+    assert isinstance(tablet, TabletRecord) and tablet.replica_uuids == ("ts0",)
+    # An unreplicated record encodes exactly as before.
+    assert encode_record(table) == old_table and encode_record(tablet) == old_tablet
+    replicated = TabletRecord("b" * 32, "a" * 32, "p0", "ts1", TabletState.RUNNING, ("ts2", "ts0"))
+    encoded = encode_record(replicated)
+    assert b'"tserver_uuids":["ts1","ts2","ts0"]' in encoded
+    assert decode_record(replicated.key, encoded) == replicated
+    rf3 = replace(table, num_replicas=3)
+    assert decode_record(rf3.key, encode_record(rf3)) == rf3
+    with pytest.raises(CatalogCorruptionError, match="malformed replica servers"):
+        decode_record(replicated.key, encoded.replace(b'["ts1","ts2","ts0"]', b'["ts1","ts1"]'))
+
+
+def elect(c: Cluster, tablet_id: str, uuid: str, term: int) -> None:
+    """``uuid``'s replica wins ``term``; the other replicas follow it."""
+    for ts in c.ts.values():
+        ts.learn_term(tablet_id, term, leader=ts.uuid == uuid)
+
+
+def test_replicated_create_places_distinct_servers_and_sends_raft_peers() -> None:
+    c = started(tservers=4)
+    result = c.master.create_table("t", "s", ["p0", "p1", "p2"], c.now, num_replicas=3)
+    table = c.master.table("t")
+    assert table is not None and table.num_replicas == 3
+    for tablet in c.master.tablets_of(table.table_id):
+        assert len(set(tablet.replica_uuids)) == 3
+        creates = [r for r in result.requests if r.tablet_id == tablet.tablet_id]
+        assert sorted(r.tserver_uuid for r in creates) == sorted(tablet.replica_uuids)
+        peers = tuple((u, c.ts[u].address) for u in tablet.replica_uuids)
+        assert all(isinstance(r, CreateTabletRequest) and r.raft_peers == peers for r in creates)
+    # Twelve replicas spread over four servers (power of two choices per replica).
+    assert {u for t in c.master.tablets() for u in t.replica_uuids} == set(c.ts)
+    # num_replicas = 1 sends exactly what it sent before: no raft peers.
+    single = c.master.create_table("u", "s", ["p0"], c.now)
+    assert [r.raft_peers for r in single.requests if isinstance(r, CreateTabletRequest)] == [()]
+    with pytest.raises(CatalogError, match=r"needs 5 replicas per tablet .* only 4 are live"):
+        c.master.create_table("v", "s", ["p0"], c.now, num_replicas=5)
+    with pytest.raises(CatalogError, match="at least 1 replica"):
+        c.master.create_table("v", "s", ["p0"], c.now, num_replicas=0)
+
+
+def test_replicated_tablet_runs_once_a_leader_is_reported() -> None:
+    c = started()
+    c.deliver(list(c.master.create_table("t", "s", ["p0"], c.now, num_replicas=3).requests))
+    c.heartbeat_all()  # every replica reports itself a FOLLOWER in term 0
+    (tablet,) = c.master.tablets()
+    assert tablet.state is TabletState.CREATING and not c.master.is_ddl_done("t")
+    assert c.master.tablet_locations("t") == []
+    elect(c, tablet.tablet_id, "ts1", 1)
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("t") and c.master.leader_of(tablet.tablet_id) == "ts1"
+    (loc,) = c.master.tablet_locations("t")
+    assert (loc.replicas[0].tserver_uuid, loc.replicas[0].role) == ("ts1", "LEADER")
+    assert [r.role for r in loc.replicas[1:]] == ["FOLLOWER", "FOLLOWER"]
+    assert (loc.tserver_uuid, loc.address) == ("ts1", c.ts["ts1"].address)
+    # The highest term wins: a stale leader's report of term 1 does not undo term 2.
+    elect(c, tablet.tablet_id, "ts2", 2)
+    c.heartbeat("ts2")
+    c.ts["ts1"].tablets[tablet.tablet_id].role = "LEADER"
+    c.ts["ts1"].tablets[tablet.tablet_id].term = 1
+    c.ts["ts1"]._mark_dirty(tablet.tablet_id)
+    c.heartbeat("ts1")
+    assert c.master.leader_of(tablet.tablet_id) == "ts2"
+    # An unreplicated tablet's one replica is its leader in locations.
+    c.deliver(list(c.master.create_table("u", "s", ["p0"], c.now).requests))
+    c.heartbeat_all()
+    (single,) = c.master.tablet_locations("u")
+    assert [r.role for r in single.replicas] == ["LEADER"]
+
+
+def test_replicated_table_alter_is_refused_and_drop_deletes_every_replica() -> None:
+    c = started()
+    c.deliver(list(c.master.create_table("t", "s", ["p0"], c.now, num_replicas=3).requests))
+    (tablet,) = c.master.tablets()
+    elect(c, tablet.tablet_id, "ts0", 1)
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("t")
+    with pytest.raises(CatalogError, match="altering a replicated table is not supported"):
+        c.master.alter_table("t", c.now, schema="s2")
+    deletes = c.master.drop_table("t", c.now).requests
+    assert sorted(r.tserver_uuid for r in deletes) == ["ts0", "ts1", "ts2"]
+    assert all(isinstance(r, DeleteTabletRequest) for r in deletes)
+    c.deliver([r for r in deletes if r.tserver_uuid != "ts2"])  # ts2's delete is lost
+    assert [t.tablet_id for t in c.master.tablets()] == [tablet.tablet_id]  # not yet gone
+    c.settle()  # the master re-sends the delete to ts2 only
+    assert c.master.tablets() == [] and c.master.tables() == []
+    assert all(tablet.tablet_id not in ts.tablets for ts in c.ts.values())
+
+
+def test_a_lost_create_is_resent_to_the_replica_that_never_reported() -> None:
+    c = started()
+    creates = list(c.master.create_table("t", "s", ["p0"], c.now, num_replicas=3).requests)
+    (tablet,) = c.master.tablets()
+    missing = creates[-1].tserver_uuid
+    c.deliver(creates[:-1])
+    leader = creates[0].tserver_uuid
+    elect(c, tablet.tablet_id, leader, 1)
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("t")  # the leader reported: RUNNING without the third
+    c.settle()
+    assert tablet.tablet_id in c.ts[missing].tablets

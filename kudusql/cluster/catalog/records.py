@@ -56,6 +56,8 @@ class TableRecord:
     schema_version: int
     state: TableState
     metadata: str = ""  # opaque to the master: what the client keeps with the table
+    #: The replication factor: each tablet has this many replicas on distinct servers.
+    num_replicas: int = 1
 
     @property
     def key(self) -> RecordKey:
@@ -64,17 +66,29 @@ class TableRecord:
 
 @dataclass(frozen=True)
 class TabletRecord:
-    """A tablet as the catalog keeps it durably: one replica on one tablet server."""
+    """A tablet as the catalog keeps it durably, and the tablet servers its replicas are
+    assigned to: ``tserver_uuid`` is the first replica's server, ``other_replicas`` the
+    rest (empty for an unreplicated tablet); every server appears once."""
 
     tablet_id: str
     table_id: str
     partition: str  # opaque to the master: the partition this tablet covers
     tserver_uuid: str
     state: TabletState
+    other_replicas: tuple[str, ...] = ()
 
     @property
     def key(self) -> RecordKey:
         return (TABLETS_ENTRY, self.tablet_id)
+
+    @property
+    def replica_uuids(self) -> tuple[str, ...]:
+        """The servers of every replica, the first one first."""
+        return (self.tserver_uuid, *self.other_replicas)
+
+    @property
+    def replicated(self) -> bool:
+        return bool(self.other_replicas)
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,8 @@ def encode_record(record: CatalogRecord) -> bytes:
             "state": record.state.value,
             "metadata": record.metadata,
         }
+        if record.num_replicas != 1:
+            body["num_replicas"] = record.num_replicas
     elif isinstance(record, MetadataRecord):
         body = {"v": FORMAT_VERSION, "name": record.name, "body": record.body}
     else:
@@ -116,6 +132,8 @@ def encode_record(record: CatalogRecord) -> bytes:
             "tserver_uuid": record.tserver_uuid,
             "state": record.state.value,
         }
+        if record.other_replicas:
+            body["tserver_uuids"] = list(record.replica_uuids)
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -124,6 +142,24 @@ def _field(body: dict[str, Any], name: str, kind: type) -> Any:
     if not isinstance(value, kind) or isinstance(value, bool):
         raise CatalogCorruptionError(f"catalog record field {name!r} is missing or malformed")
     return value
+
+
+def _other_replicas(body: dict[str, Any], entry_id: str) -> tuple[str, ...]:
+    """The replicas after the first of a tablet record (none in a record without
+    ``tserver_uuids``, as every record written before replication)."""
+    if "tserver_uuids" not in body:
+        return ()
+    uuids = _field(body, "tserver_uuids", list)
+    if (
+        len(uuids) < 2
+        or not all(isinstance(u, str) for u in uuids)
+        or len(set(uuids)) != len(uuids)
+        or uuids[0] != body.get("tserver_uuid")
+    ):
+        raise CatalogCorruptionError(
+            f"catalog record {entry_id!r} has malformed replica servers (tserver_uuids)"
+        )
+    return tuple(uuids[1:])
 
 
 def decode_record(key: RecordKey, value: bytes) -> CatalogRecord:
@@ -144,7 +180,12 @@ def decode_record(key: RecordKey, value: bytes) -> CatalogRecord:
                 schema_version=_field(body, "schema_version", int),
                 state=TableState(_field(body, "state", str)),
                 metadata=_field(body, "metadata", str),
+                num_replicas=_field(body, "num_replicas", int) if "num_replicas" in body else 1,
             )
+            if table.num_replicas < 1:
+                raise CatalogCorruptionError(
+                    f"catalog record {entry_id!r} has replication factor {table.num_replicas}"
+                )
             record: CatalogRecord = table
             ident = table.table_id
         elif entry_type == TABLETS_ENTRY:
@@ -154,6 +195,7 @@ def decode_record(key: RecordKey, value: bytes) -> CatalogRecord:
                 partition=_field(body, "partition", str),
                 tserver_uuid=_field(body, "tserver_uuid", str),
                 state=TabletState(_field(body, "state", str)),
+                other_replicas=_other_replicas(body, entry_id),
             )
             record = tablet
             ident = tablet.tablet_id

@@ -23,6 +23,7 @@ __all__ = [
     "ListTablesResponse",
     "ListTabletServers",
     "ListTabletServersResponse",
+    "ReplicaLocationInfo",
     "TableInfo",
     "TableLocationsResponse",
     "TabletLocationInfo",
@@ -49,8 +50,10 @@ class CreateTable(Request):
     """Create a table with one tablet per partition. ``schema`` is ``Schema.to_dict()``
     JSON text; ``partitions`` are the client's opaque partition strings (distinct);
     ``metadata`` is opaque JSON text the master keeps with the table. ``wait_seconds``
-    > 0 waits up to that long for the tablets to be RUNNING. Not idempotent (a retry
-    after a lost answer finds the table existing)."""
+    > 0 waits up to that long for the tablets to be RUNNING. ``num_replicas``
+    (optional, default 1): each tablet's replicas, on distinct live tablet servers; a
+    replicated tablet is RUNNING once its replicas elect a leader. Not idempotent (a
+    retry after a lost answer finds the table existing)."""
 
     RESPONSE: ClassVar[type[Response]] = DdlResponse
     name: str
@@ -58,6 +61,7 @@ class CreateTable(Request):
     partitions: list[str]
     metadata: str = ""
     wait_seconds: float = 0.0
+    num_replicas: int = 1
 
 
 @message("master_alter_table")
@@ -132,13 +136,26 @@ class ListTables(Request):
 
 
 @dataclass(frozen=True)
+class ReplicaLocationInfo:
+    """One replica of a tablet: its server, address and Raft role (``LEADER`` or
+    ``FOLLOWER``; an unreplicated tablet's one replica is its ``LEADER``)."""
+
+    tserver_uuid: str
+    address: str
+    role: str
+
+
+@dataclass(frozen=True)
 class TabletLocationInfo:
-    """A tablet, the partition string it was created with, and the server hosting it."""
+    """A tablet, the partition string it was created with, and the server hosting it
+    (a replicated tablet's leader's, or its first replica's while no leader is known).
+    ``replicas`` (optional) lists every replica, the leader first."""
 
     tablet_id: str
     partition: str
     tserver_uuid: str
     address: str
+    replicas: list[ReplicaLocationInfo] = field(default_factory=list)
 
 
 @message("master_table_locations")

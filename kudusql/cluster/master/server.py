@@ -48,6 +48,7 @@ from kudusql.cluster.master.messages import (
     ListTabletServersResponse,
     MetadataDocument,
     PutMetadataDocument,
+    ReplicaLocationInfo,
     TableInfo,
     TableLocationsResponse,
     TabletLocationInfo,
@@ -64,6 +65,7 @@ from kudusql.cluster.master_state import (
     MasterOptions,
     MasterState,
     NoLiveTabletServers,
+    ReplicationNotSupported,
     TableAlreadyExists,
     TableNotFound,
 )
@@ -76,6 +78,7 @@ from kudusql.common.errors import (
     Error,
     KuduAlreadyPresent,
     KuduNotFound,
+    KuduNotSupported,
     OperationalError,
     ProgrammingError,
 )
@@ -105,6 +108,8 @@ def _user_error(exc: CatalogError) -> Error:
         return KuduAlreadyPresent(str(exc))
     if isinstance(exc, NoLiveTabletServers):
         return ServiceUnavailable(str(exc))
+    if isinstance(exc, ReplicationNotSupported):
+        return KuduNotSupported(str(exc))
     return ProgrammingError(str(exc))
 
 
@@ -333,7 +338,9 @@ class MasterServer(RpcServer):
 
     def _create_table(self, r: CreateTable) -> DdlResponse:
         table_id = self._ddl(
-            lambda st, now: st.create_table(r.name, r.schema, r.partitions, now, r.metadata)
+            lambda st, now: st.create_table(
+                r.name, r.schema, r.partitions, now, r.metadata, r.num_replicas
+            )
         )
         log.info("created table %s (%s), %d tablets", r.name, table_id, len(r.partitions))
         done = r.wait_seconds > 0 and self._wait(table_id, r.wait_seconds, dropped=False)
@@ -410,8 +417,14 @@ class MasterServer(RpcServer):
                         f"the tablet server hosting tablet {loc.tablet_id} of table {r.name!r}"
                         " has not reported to the master since it started; try again"
                     )
+                replicas = [
+                    ReplicaLocationInfo(rep.tserver_uuid, rep.address, rep.role)
+                    for rep in loc.replicas
+                ]
                 tablets.append(
-                    TabletLocationInfo(loc.tablet_id, loc.partition, loc.tserver_uuid, loc.address)
+                    TabletLocationInfo(
+                        loc.tablet_id, loc.partition, loc.tserver_uuid, loc.address, replicas
+                    )
                 )
             return TableLocationsResponse(table.table_id, table.schema_version, tablets)
 
@@ -422,7 +435,8 @@ class MasterServer(RpcServer):
             counts: dict[str, int] = {}
             for tablet in state.tablets():
                 if tablet.state in (TabletState.CREATING, TabletState.RUNNING):
-                    counts[tablet.tserver_uuid] = counts.get(tablet.tserver_uuid, 0) + 1
+                    for uuid in tablet.replica_uuids:
+                        counts[uuid] = counts.get(uuid, 0) + 1
             servers = [
                 TabletServerInfo(
                     d.uuid,

@@ -5,7 +5,14 @@ message deliveries (lost, duplicated, delayed, reordered), master crashes (also 
 persisting records and sending the requests they imply) and tablet-server crashes, and
 checks the safety invariants after every event. Then faults stop and it checks liveness at
 quiescence: every DDL has finished, every server hosts exactly what the master assigns it,
-and no record of a dropped or replaced tablet is left. A violation raises
+and no record of a dropped or replaced tablet is left.
+
+With ``replication`` on, a created table has 1 or 3 replicas per tablet; a replicated
+tablet's replicas elect leaders (``TabletServerModel.win_election``: one up replica wins
+a new term) at random, and the checks add: a tablet's replicas are on distinct servers,
+as many as its table's replication factor; a replicated tablet becomes RUNNING only once
+the master has a reported leader for it; locations list every replica, at most one
+LEADER; and no replica of a dropped tablet is left after quiescence. A violation raises
 ``SimulationFailure`` with the seed and a readable trace.
 """
 
@@ -74,6 +81,7 @@ class FaultRates:
     tserver_crash: float = 0.02
     tserver_restart: float = 0.15
     ddl: float = 0.15
+    election: float = 0.1  # a replicated tablet's replica wins a new term
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,7 @@ class Simulation:
         steps: int = 150,
         faults: FaultRates | None = None,
         table_names: int = 3,
+        replication: bool = False,
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -135,6 +144,9 @@ class Simulation:
         #: Each metadata document's last acknowledged body.
         self.documents: dict[str, str] = {}
         self.faulty = True
+        self.replication = replication
+        #: Replicated tablets the master had RUNNING at the last check.
+        self._running_replicated: set[str] = set()
         self._decoded: dict[tuple[tuple[int, str], bytes], CatalogRecord] = {}
 
     # -- running ----------------------------------------------------------------------------
@@ -163,6 +175,8 @@ class Simulation:
             down = [u for u, t in self.tservers.items() if not t.up]
             if down:
                 self.start_tserver(self.rng.choice(down))
+        if self.replication and self.rng.random() < f.election:
+            self.election()
         self.heartbeats()
         if self.master_up:
             self.master_input("tick", lambda: self.master.tick(self.now))
@@ -186,6 +200,8 @@ class Simulation:
                 self.start_tserver(uuid)
         self.drain()
         for _ in range(rounds):
+            if self.replication:
+                self.elect_where_leaderless()
             self.now = round(self.now + HEARTBEAT_INTERVAL, 6)
             for uuid in self.tservers:
                 self.next_heartbeat[uuid] = self.now
@@ -220,6 +236,39 @@ class Simulation:
         self.next_heartbeat[uuid] = self.now
         self.log(f"{uuid} starts (incarnation {ts.incarnation}, {len(ts.tablets)} tablets)")
 
+    def election(self, tablet_id: str | None = None) -> None:
+        """An up replica of a replicated tablet wins an election: a term above every
+        replica's; the other up replicas learn it (a down one keeps its stale term)."""
+        hosts = {
+            t: [ts for ts in self.tservers.values() if t in ts.tablets]
+            for ts0 in self.tservers.values()
+            for t, h in ts0.tablets.items()
+            if h.raft_peers and (tablet_id is None or t == tablet_id)
+        }
+        if not hosts:
+            return
+        chosen = tablet_id if tablet_id is not None else self.rng.choice(sorted(hosts))
+        up = [ts for ts in hosts[chosen] if ts.up]
+        if not up:
+            return
+        winner = self.rng.choice(sorted(up, key=lambda ts: ts.uuid))
+        term = 1 + max(ts.tablets[chosen].term or 0 for ts in hosts[chosen])
+        for ts in up:
+            ts.learn_term(chosen, term, leader=ts is winner)
+        self.log(f"{winner.uuid} wins the election of {short(chosen)} in term {term}")
+
+    def elect_where_leaderless(self) -> None:
+        """Quiescence: every replicated tablet some server hosts without a leader gets one."""
+        hosted = {t for ts in self.tservers.values() for t, h in ts.tablets.items() if h.raft_peers}
+        for tablet_id in sorted(hosted):
+            roles = [
+                ts.tablets[tablet_id].role
+                for ts in self.tservers.values()
+                if tablet_id in ts.tablets
+            ]
+            if "LEADER" not in roles:
+                self.election(tablet_id)
+
     def heartbeats(self) -> None:
         for uuid, ts in self.tservers.items():
             if ts.up and self.now >= self.next_heartbeat[uuid]:
@@ -240,10 +289,16 @@ class Simulation:
         try:
             if table is None:
                 parts = [f"p{i}" for i in range(self.rng.randint(1, 4))]
+                rf = self.rng.choice([1, 3]) if self.replication else 1
                 result = self.master_input(
-                    f"create {name} {parts}",
+                    f"create {name} {parts} rf={rf}",
                     lambda: self.master.create_table(
-                        name, f"schema-of-{name}", parts, self.now, metadata=f"meta-of-{name}"
+                        name,
+                        f"schema-of-{name}",
+                        parts,
+                        self.now,
+                        metadata=f"meta-of-{name}",
+                        num_replicas=rf,
                     ),
                 )
                 self.partitions_of[result.table_id] = frozenset(parts)
@@ -397,6 +452,15 @@ class Simulation:
             if tablet.table_id not in tables:
                 self.fail(f"tablet {short(tablet.tablet_id)} has no table record")
             by_table[tablet.table_id].append(tablet)
+            replicas = tablet.replica_uuids
+            if len(set(replicas)) != len(replicas):
+                self.fail(f"tablet {short(tablet.tablet_id)} has two replicas on one server")
+            if len(replicas) != tables[tablet.table_id].num_replicas:
+                self.fail(
+                    f"tablet {short(tablet.tablet_id)} has {len(replicas)} replicas, its table"
+                    f" {tables[tablet.table_id].num_replicas}"
+                )
+        self.check_leaders(tablets)
         for table_id, table in tables.items():
             own = by_table[table_id]
             if table.state is TableState.REMOVED:
@@ -410,7 +474,15 @@ class Simulation:
                 self.fail(f"table {table.name} covers {partitions}, not {expected}")
             if table.state is TableState.RUNNING:
                 for tablet in current:
-                    hosted = self.tservers[tablet.tserver_uuid].tablets.get(tablet.tablet_id)
+                    # A replicated tablet runs once its leader reports: some replica has it.
+                    hosted = next(
+                        (
+                            h
+                            for u in tablet.replica_uuids
+                            if (h := self.tservers[u].tablets.get(tablet.tablet_id)) is not None
+                        ),
+                        None,
+                    )
                     if tablet.state is not TabletState.RUNNING or hosted is None:
                         self.fail(
                             f"table {table.name} is RUNNING but tablet {short(tablet.tablet_id)}"
@@ -436,6 +508,24 @@ class Simulation:
                         return
                     if tables[record.table_id].state is TableState.REMOVED:
                         self.fail(f"location of a dropped table's tablet: {location}")
+                    servers = [r.tserver_uuid for r in location.replicas]
+                    roles = [r.role for r in location.replicas]
+                    if sorted(servers) != sorted(record.replica_uuids) or roles.count("LEADER") > 1:
+                        self.fail(f"location does not list the replicas, one leader: {location}")
+
+    def check_leaders(self, tablets: list[TabletRecord]) -> None:
+        """A replicated tablet becomes RUNNING only with a leader the master has from a
+        report (one RUNNING before a master restart stays so: leaders are soft state)."""
+        if not self.master_up:
+            return
+        running = {t.tablet_id for t in tablets if t.replicated and t.state is RUNNING}
+        for tablet in tablets:
+            tablet_id = tablet.tablet_id
+            if tablet_id in running and tablet_id not in self._running_replicated:
+                leader = self.master.leader_of(tablet_id)
+                if leader not in tablet.replica_uuids:
+                    self.fail(f"replicated tablet {short(tablet_id)} is RUNNING without a leader")
+        self._running_replicated = running
 
     def check_request_backed(self, request: TabletServerRequest) -> None:
         """Write-ahead: every request the master sends follows from a persisted record."""
@@ -444,10 +534,17 @@ class Simulation:
         if isinstance(request, CreateTabletRequest):
             if (
                 not isinstance(record, TabletRecord)
-                or record.state is not TabletState.CREATING
-                or record.tserver_uuid != request.tserver_uuid
+                or not (
+                    record.state is TabletState.CREATING
+                    or (record.state is TabletState.RUNNING and record.replicated)
+                )
+                or request.tserver_uuid not in record.replica_uuids
             ):
                 self.fail(f"create sent without a persisted CREATING record: {describe(request)}")
+                return
+            peers = tuple(u for u, _ in request.raft_peers)
+            if peers != (record.replica_uuids if record.replicated else ()):
+                self.fail(f"create's raft peers are not the tablet's replicas: {describe(request)}")
         elif isinstance(request, AlterTabletRequest):
             table = (
                 stored.get((TABLES_ENTRY, record.table_id))
@@ -463,7 +560,7 @@ class Simulation:
         record = self.stored().get((TABLETS_ENTRY, tablet_id))
         if (
             isinstance(record, TabletRecord)
-            and record.tserver_uuid == uuid
+            and uuid in record.replica_uuids
             and record.state in (TabletState.CREATING, TabletState.RUNNING)
         ):
             self.fail(f"delete of live tablet {short(tablet_id)} on {uuid}")
@@ -484,7 +581,7 @@ class Simulation:
             assigned = {
                 r.tablet_id: versions[r.table_id]
                 for r in stored.values()
-                if isinstance(r, TabletRecord) and r.tserver_uuid == uuid
+                if isinstance(r, TabletRecord) and uuid in r.replica_uuids
             }
             hosted = {t: h.schema_version for t, h in ts.tablets.items()}
             if hosted != assigned:
@@ -514,7 +611,10 @@ def describe(request: TabletServerRequest) -> str:
 
 def describe_report(report: TabletReport) -> str:
     kind = "incremental" if report.is_incremental else "full"
-    tablets = ",".join(f"{short(t.tablet_id)}@v{t.schema_version}" for t in report.updated_tablets)
+    tablets = ",".join(
+        f"{short(t.tablet_id)}@v{t.schema_version}" + (f"/{t.role}@{t.term}" if t.role else "")
+        for t in report.updated_tablets
+    )
     removed = ",".join(short(t) for t in report.removed_tablet_ids)
     return f"#{report.incarnation}.{report.sequence_number} {kind} [{tablets}]" + (
         f" removed [{removed}]" if removed else ""

@@ -3,6 +3,12 @@
 Its tablets and tombstones survive a crash (they are on its disk); its report bookkeeping
 does not, and each start is a new incarnation that begins with a full report. A deleted
 tablet leaves a tombstone, so a late create of it is refused, as in Kudu.
+
+A replica of a replicated tablet (its create carries ``raft_peers``) has a Raft role and
+term, reported with it. Elections are not modelled message by message: a replica created
+is a FOLLOWER in term 0 until the simulator makes one replica win an election
+(``win_election``), which also makes it LEADER on its own server and tells the other up
+replicas the new term.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ class HostedTablet:
     table_id: str
     partition: str
     schema_version: int
+    raft_peers: tuple[str, ...] = ()
+    role: str | None = None
+    term: int | None = None
 
 
 @dataclass
@@ -59,10 +68,27 @@ class TabletServerModel:
     def create_tablet(self, request: CreateTabletRequest) -> None:
         if request.tablet_id in self.tablets or request.tablet_id in self.tombstones:
             return
+        peers = tuple(u for u, _ in request.raft_peers)
         self.tablets[request.tablet_id] = HostedTablet(
-            request.table_id, request.partition, request.schema_version
+            request.table_id,
+            request.partition,
+            request.schema_version,
+            peers,
+            "FOLLOWER" if peers else None,
+            0 if peers else None,
         )
         self._mark_dirty(request.tablet_id)
+
+    def learn_term(self, tablet_id: str, term: int, leader: bool) -> None:
+        """The replica of ``tablet_id`` here sees ``term``: LEADER if it won it, else
+        FOLLOWER (an older term changes nothing)."""
+        tablet = self.tablets.get(tablet_id)
+        if tablet is None or tablet.term is None or term < tablet.term:
+            return
+        role = "LEADER" if leader else "FOLLOWER"
+        if (tablet.term, tablet.role) != (term, role):
+            tablet.term, tablet.role = term, role
+            self._mark_dirty(tablet_id)
 
     def alter_tablet(self, request: AlterTabletRequest) -> int | None:
         """The version the tablet is at after the request, or None if it is not here."""
@@ -87,12 +113,15 @@ class TabletServerModel:
             if self.full_report_sequence_number is None:
                 self.full_report_sequence_number = seq
             updated = tuple(
-                ReportedTablet(t, h.schema_version) for t, h in sorted(self.tablets.items())
+                ReportedTablet(t, h.schema_version, h.role, h.term)
+                for t, h in sorted(self.tablets.items())
             )
             return TabletReport(self.incarnation, seq, False, updated)
         changed = sorted(self.dirty)
         updated = tuple(
-            ReportedTablet(t, self.tablets[t].schema_version) for t in changed if t in self.tablets
+            ReportedTablet(t, h.schema_version, h.role, h.term)
+            for t in changed
+            if (h := self.tablets.get(t)) is not None
         )
         removed = tuple(t for t in changed if t not in self.tablets)
         return TabletReport(self.incarnation, seq, True, updated, removed)

@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 DEFAULT_HEARTBEAT_INTERVAL = 0.5
 
 
+#: A tablet as reported: schema version, Raft role and term (None, None: unreplicated).
+_Reported = tuple[int, str | None, int | None]
+
+
 class Heartbeater:
     """Heartbeats of the server ``uuid`` at ``address`` (its tablets in ``tablets``) to
     the master at ``master_address``; ``start`` then ``stop``."""
@@ -72,8 +76,9 @@ class Heartbeater:
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeater", daemon=True)
         self._sequence = 0
-        #: What the master acknowledged: tablet id -> schema version; None: send a full report.
-        self._acked: dict[str, int] | None = None
+        #: What the master acknowledged: tablet id -> (schema version, Raft role, term);
+        #: None: send a full report.
+        self._acked: dict[str, _Reported] | None = None
         self._logged_failure = False
         #: The last heartbeat sent (for tests and debugging).
         self.last_sent: TSHeartbeat | None = None
@@ -93,9 +98,12 @@ class Heartbeater:
         self._thread.join()
         self._master.close()
 
-    def _hosted(self) -> dict[str, int]:
+    def _hosted(self) -> dict[str, _Reported]:
+        """Every RUNNING tablet: its schema version and, if replicated, its replica's
+        role and term (a change of either is reported, as a new version is)."""
+        roles = self._tablets.replica_roles()
         return {
-            e.tablet_id: e.schema_version
+            e.tablet_id: (e.schema_version, *roles.get(e.tablet_id, (None, None)))
             for e in self._tablets.superblock.tablets
             if e.state == RUNNING
         }
@@ -117,7 +125,10 @@ class Heartbeater:
             incarnation=self._tablets.incarnation,
             sequence_number=self._sequence,
             is_incremental=acked is not None,
-            updated_tablets=[ReportedTabletInfo(t, v) for t, v in sorted(updated.items())],
+            updated_tablets=[
+                ReportedTabletInfo(t, v, role, term)
+                for t, (v, role, term) in sorted(updated.items())
+            ],
             removed_tablet_ids=removed,
         )
         self.last_sent = request

@@ -91,7 +91,10 @@ class CreateTablet(Request):
 
     @classmethod
     def of(cls, r: master_protocol.CreateTabletRequest) -> CreateTablet:
-        return cls(r.tablet_id, r.table_id, r.table_name, r.partition, r.schema, r.schema_version)
+        peers = [RaftPeerAddress(u, a) for u, a in r.raft_peers] if r.raft_peers else None
+        return cls(
+            r.tablet_id, r.table_id, r.table_name, r.partition, r.schema, r.schema_version, peers
+        )
 
 
 @message("tserver_alter_tablet")

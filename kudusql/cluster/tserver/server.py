@@ -274,7 +274,7 @@ class TabletServer(RpcServer):
             incarnation=incarnation,
             sequence_number=seq,
             is_incremental=False,
-            updated_tablets=[ReportedTabletInfo(t, v) for t, v in tablets],
+            updated_tablets=[ReportedTabletInfo(t, v, role, term) for t, v, role, term in tablets],
             removed_tablet_ids=[],
         )
 

@@ -415,6 +415,12 @@ class TabletManager:
                 )
             return replica
 
+    def replica_roles(self) -> dict[str, tuple[str, int]]:
+        """Each replicated tablet's replica role and term now (for the tablet report)."""
+        with self._lock:
+            replicas = dict(self._replicas)
+        return {t: (r.role, r.term) for t, r in replicas.items()}
+
     def _replicate(
         self, tablet_id: str, data: pa.Table, operation: str | None, op_column: str | None
     ) -> WriteResult:
@@ -609,13 +615,15 @@ class TabletManager:
             "wal_bytes": int(st["wal_bytes"]),
         }
 
-    def report(self) -> tuple[int, int, list[tuple[str, int]]]:
+    def report(self) -> tuple[int, int, list[tuple[str, int, str | None, int | None]]]:
         """A full tablet report: (incarnation, sequence number, [(tablet id, schema
-        version)] of every RUNNING tablet)."""
+        version, Raft role, term)] of every RUNNING tablet; role and term are None for an
+        unreplicated tablet)."""
+        roles = self.replica_roles()
         with self._lock:
             self._report_seq += 1
             tablets = [
-                (e.tablet_id, e.schema_version)
+                (e.tablet_id, e.schema_version, *roles.get(e.tablet_id, (None, None)))
                 for e in self.superblock.tablets
                 if e.state == RUNNING
             ]

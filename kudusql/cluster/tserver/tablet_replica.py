@@ -366,6 +366,12 @@ class TabletReplica:
         return self._raft.current_term
 
     @property
+    def role(self) -> str:
+        """The replica's Raft role now: ``LEADER``, ``FOLLOWER``, ``LEARNER`` or
+        ``NON_PARTICIPANT`` (what the tablet server reports to the master)."""
+        return self._raft.role.value
+
+    @property
     def committed_index(self) -> int:
         return self._raft.committed_index
 

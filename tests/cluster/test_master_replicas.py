@@ -1,0 +1,98 @@
+"""The master places replicated tablets on real processes: a master and three tablet
+servers; CREATE with ``num_replicas`` = 3 (through the master RPC: SQL and the Kudu-style
+client still create unreplicated tables) puts each tablet on all three servers, the
+replicas elect a leader and report it, locations list it first, writes go through it
+(a follower refuses them), and DROP deletes every replica."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from kudusql.cluster.errors import NotTheLeader
+from kudusql.cluster.launcher import MiniCluster
+from kudusql.cluster.master.messages import AlterTable, CreateTable, DdlResponse, DropTable
+from kudusql.cluster.tserver.messages import WriteRequest, WriteResponse
+from kudusql.common.errors import KuduNotSupported
+from tests.cluster.mini_cluster import (
+    MASTER_FLAGS,
+    TSERVER_FLAGS,
+    eventually,
+    hosted_tablets,
+    locations,
+    partitions_text,
+    schema_text,
+    tserver_client,
+)
+from tests.support.timing import scaled
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[MiniCluster]:
+    mini = MiniCluster(
+        tmp_path / "cluster",
+        master_flags=MASTER_FLAGS,
+        tserver_flags=[*TSERVER_FLAGS, "--raft-heartbeat-ms", "100"],
+        start_timeout=scaled(30),
+    )
+    try:
+        mini.start(3)
+        yield mini
+    finally:
+        mini.stop()
+
+
+def rows(ids: range) -> pa.Table:
+    return pa.table({"id": pa.array(list(ids), pa.int64()), "name": [f"n{i}" for i in ids]})
+
+
+def test_replicated_table_on_three_servers(cluster: MiniCluster) -> None:
+    with cluster.master_client(timeout=scaled(10)) as master:
+        created = master.call(
+            CreateTable("t", schema_text(), partitions_text(2), num_replicas=3, wait_seconds=20)
+        )
+        assert isinstance(created, DdlResponse) and created.ddl_done
+        located = locations(master, "t")
+        assert len(located.tablets) == 2
+        addresses = {d.address for d in cluster.running() if d.kind == "tserver"}
+        for tablet in located.tablets:
+            assert len(tablet.replicas) == 3
+            assert {r.address for r in tablet.replicas} == addresses
+            assert [r.role for r in tablet.replicas] == ["LEADER", "FOLLOWER", "FOLLOWER"]
+            assert tablet.address == tablet.replicas[0].address  # the leader's
+        hosted = hosted_tablets(cluster)
+        for tablet in located.tablets:
+            assert all(tablet.tablet_id in h for h in hosted.values())
+
+        # A write to the leader's server succeeds; a follower refuses it.
+        tablet = located.tablets[0]
+        data = rows(range(0, 1))
+        for replica in tablet.replicas[1:]:
+            with tserver_client(cluster, replica.address) as ts, pytest.raises(NotTheLeader):
+                ts.put(WriteRequest(tablet.tablet_id, "upsert"), data)
+        with tserver_client(cluster, tablet.address) as ts:
+            answer = ts.put(WriteRequest(tablet.tablet_id, "upsert"), data)
+        assert isinstance(answer, WriteResponse)
+        assert (answer.applied, answer.row_errors) == (1, [])  # id 0 hashes to bucket 0
+
+        with pytest.raises(KuduNotSupported, match="replicated"):
+            master.call(AlterTable("t", new_name="u"))
+
+        dropped = master.call(DropTable("t", wait_seconds=20))
+        assert isinstance(dropped, DdlResponse) and dropped.ddl_done
+        ids = {t.tablet_id for t in located.tablets}
+        eventually(
+            lambda: all(not ids & set(h) for h in hosted_tablets(cluster).values()),
+            "every replica deleted",
+        )
+
+
+def test_too_few_servers_is_refused(cluster: MiniCluster) -> None:
+    with (
+        cluster.master_client(timeout=scaled(10)) as master,
+        pytest.raises(Exception, match="needs 4 replicas per tablet"),
+    ):
+        master.call(CreateTable("t", schema_text(), partitions_text(1), num_replicas=4))
