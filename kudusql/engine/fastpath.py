@@ -224,8 +224,22 @@ def analyse_point_lookup(s: st.Statement) -> PointLookup | None:
     columns = _columns(tree.expressions, owner)
     if columns is False or columns is True:
         return None
-    key: dict[str, _Value] = {}
     counter = [0]
+    key = _key_equalities(where, owner, counter)
+    if key is None:
+        return None
+    cols = None if columns is None else tuple(columns)  # type: ignore[arg-type]
+    return PointLookup(name, alias, cols, tuple(key.items()), positional=counter[0])
+
+
+def _key_equalities(
+    where: exp.Where, owner: set[str], counter: list[int]
+) -> dict[str, _Value] | None:
+    """``WHERE c1 = v1 AND ... AND cn = vn`` (either side of each ``=``) as {column:
+    value}, each column a plain one of the statement's table (``owner``) named once and
+    each value a literal or a parameter (``counter`` numbers the positional ones);
+    None for any other WHERE."""
+    key: dict[str, _Value] = {}
     for cond in conjuncts(where.this):
         if not isinstance(cond, exp.EQ):
             return None
@@ -234,14 +248,12 @@ def analyse_point_lookup(s: st.Statement) -> PointLookup | None:
             col, val = val, col
         if not _owned(col, owner):
             return None
-        assert isinstance(col, exp.Column)
         source = _value(val, counter)
         column = ident(col.this)
         if source is None or column in key:
             return None
         key[column] = source
-    cols = None if columns is None else tuple(columns)  # type: ignore[arg-type]
-    return PointLookup(name, alias, cols, tuple(key.items()), positional=counter[0])
+    return key
 
 
 def _owned(col: exp.Expr, owner: set[str]) -> bool:
@@ -468,21 +480,9 @@ def analyse_key_write(s: st.Statement) -> KeyWrite | None:
             assignments[name] = source
         if not assignments:
             return None
-    key: dict[str, _Value] = {}
-    owner = {"", fold(s.alias)}
-    for cond in conjuncts(where.this):
-        if not isinstance(cond, exp.EQ):
-            return None
-        col, val = cond.this, cond.expression
-        if not isinstance(col, exp.Column):
-            col, val = val, col
-        if not _owned(col, owner):
-            return None
-        source = _value(val, counter)
-        column = ident(col.this)
-        if source is None or column in key:
-            return None
-        key[column] = source
+    key = _key_equalities(where, {"", fold(s.alias)}, counter)
+    if key is None:
+        return None
     sets = None if assignments is None else tuple(assignments.items())
     return KeyWrite(s.table, tuple(key.items()), sets, positional=counter[0])
 
