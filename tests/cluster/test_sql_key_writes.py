@@ -25,6 +25,13 @@ STATEMENTS = [
     Statement("UPDATE {t} SET qty = NULL WHERE id = 99 AND name = 'absent'"),
     Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", ["7x", 3, "c"]),
     Statement("UPDATE {t} SET name = 'q' WHERE id = 3 AND name = 'c'"),
+    # Awkward values: out of range, strings for numbers, a NULL or string key, case.
+    Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", [2**40, 1, "a"]),
+    Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", ["12", 1, "a"]),
+    Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", [13, "1", "a"]),
+    Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", [14, None, "a"]),
+    Statement("UPDATE {t} SET qty = ? WHERE id = ? AND name = ?", [15, 1, "A"]),
+    Statement("DELETE FROM {t} WHERE id = ? AND name = ?", [2**70, "a"]),
     Statement("DELETE FROM {t} WHERE id = :i AND name = :n", {"i": 2, "n": "b"}),
     Statement("DELETE FROM {t} WHERE id = :i AND name = :n", {"i": 2, "n": "b"}),
     Statement("UPDATE {t} SET note = ? WHERE id = ? AND name = ?", ["gone", 2, "b"]),
