@@ -63,6 +63,12 @@ class UpdateConsensusRequest:
     preceding_id: OpId
     committed_index: int
     ops: tuple[ReplicateMsg, ...]
+    #: The leader's safe time for this request's receiver: every entry with a
+    #: timestamp at or below it is at or before the request's last op (0: none).
+    safe_timestamp: int = 0
+    #: The leader's monotonic milliseconds when it sent this request; the answer
+    #: echoes it, and the leader's lease counts from it.
+    sent_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,8 @@ class UpdateConsensusResponse:
     status: ConsensusStatus
     #: TABLET_NOT_FOUND: the replica has no data; the leader answers with a tablet copy.
     tablet_not_found: bool = False
+    #: The answered request's ``sent_ms``.
+    echo_sent_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,13 +96,25 @@ class RaftOptions:
     #: The "recently heard" window of the eviction safety check.
     consensus_rpc_timeout_ms: int = 30_000
     max_batch_ops: int = 16
+    #: The largest difference between two servers' hybrid clocks (physical part) and
+    #: between their timers' rates that reads may rely on. A leader's lease lasts the
+    #: election timeout less this; with no room left, no replica serves snapshot reads.
+    max_clock_error_ms: int = 500
     test_only_commit_any_term: bool = False
     test_only_skip_up_to_date_check: bool = False
     test_only_skip_rogue_leader_check: bool = False
+    test_only_skip_leader_lease: bool = False
 
     @property
     def election_timeout_ms(self) -> int:
         return int(self.heartbeat_interval_ms * self.missed_heartbeat_periods)
+
+    @property
+    def leader_lease_ms(self) -> int:
+        """How long after sending a request a majority acknowledged the leader may
+        assume no other leader exists: the voters that acknowledged withhold their votes
+        for an election timeout from receiving it, less the clocks' error."""
+        return self.election_timeout_ms - self.max_clock_error_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +173,9 @@ class _PeerState:
     last_exchange_ok: bool = False
     successful_exchanges: int = 0
     needs_copy: bool = False
+    #: The latest ``sent_ms`` of this term's requests the peer accepted (its vote is
+    #: withheld for an election timeout from then).
+    lease_from_ms: int = -(1 << 62)
 
 
 _NEVER = -(1 << 62)
@@ -206,11 +221,19 @@ class RaftReplica:
         self._next_heartbeat = 0
         self._last_received_current_leader: OpId | None = None
         self._ready = Ready()
+        self._hybrid_now = 0
+        #: The highest safe time a leader sent this replica (see ``safe_time``).
+        self._received_safe_time = 0
+        #: The highest safe time this replica has answered (it never goes back).
+        self._safe_time = 0
         # At term 0 the first election comes quickly: a random part of one heartbeat.
         if self.current_term == 0:
             self._election_deadline = now_ms + rng.randrange(options.heartbeat_interval_ms)
         else:
             self._election_deadline = now_ms + options.election_timeout_ms
+            # A restarted voter may have acknowledged a leader just before it stopped,
+            # and that leader's lease counts on its vote being withheld.
+            self._withhold_votes_until = now_ms + options.election_timeout_ms
 
     # ----------------------------------------------------------------- inspection
 
@@ -282,12 +305,61 @@ class RaftReplica:
         ready, self._ready = self._ready, Ready()
         return ready
 
+    def safe_time(self, now_ms: int, hybrid_now: int) -> int:
+        """The highest timestamp T such that this replica's committed (and, once the host
+        handled the Ready, applied) entries hold every entry with a timestamp at or below
+        T that will ever commit: a snapshot read at T here is repeatable and complete.
+        It never goes back. A leader offers its clock while it holds a lease and its own
+        term's first entry is committed; a follower offers what its leader sent; either
+        stops below its first uncommitted entry."""
+        self._now = now_ms
+        self._hybrid_now = max(self._hybrid_now, hybrid_now)
+        if self.data_state is not DataState.READY:
+            return self._safe_time
+        bound = self._received_safe_time
+        if self._is_leader and self._leader_reads_allowed():
+            bound = max(bound, hybrid_now)
+            # Entries appended from now on take later timestamps.
+            self.ht_floor = max(self.ht_floor, hybrid_now)
+        if self.committed_index < self.last_index:
+            bound = min(bound, self._log[self.committed_index].timestamp - 1)
+        self._safe_time = max(self._safe_time, bound)
+        return self._safe_time
+
+    def _leader_reads_allowed(self) -> bool:
+        return (
+            self._is_leader
+            and self._first_index_of_term > 0
+            and self.committed_index >= self._first_index_of_term
+            and (self.options.test_only_skip_leader_lease or self._now < self._lease_expiry_ms())
+        )
+
+    def _lease_expiry_ms(self) -> int:
+        """When the leader's lease ends: a majority of the voters of every config in
+        force (the committed one, and a pending one) accepted a request of this term
+        sent ``leader_lease_ms`` before then."""
+        expiry = _FOREVER
+        configs = {id(c): c for c in (self.committed_config, self.active_config) if c}
+        for config in configs.values():
+            starts = sorted(
+                (
+                    self._now
+                    if uuid == self.uuid
+                    else (self._peers[uuid].lease_from_ms if uuid in self._peers else _NEVER)
+                    for uuid in config.voters
+                ),
+                reverse=True,
+            )
+            expiry = min(expiry, starts[config.majority_size - 1])
+        return expiry + self.options.leader_lease_ms
+
     # ----------------------------------------------------------------- inputs
 
     def tick(self, now_ms: int, hybrid_now: int) -> None:
         """Timers: the leader's heartbeats, eviction and promotion; a voter's failure
         detector, which starts a (pre-)election when the leader is silent."""
         self._now = now_ms
+        self._hybrid_now = max(self._hybrid_now, hybrid_now)
         if self.data_state is not DataState.READY:
             return
         if self._is_leader:
@@ -314,6 +386,7 @@ class RaftReplica:
     def step(self, msg: ConsensusMessage, now_ms: int, hybrid_now: int) -> None:
         """Handles one message addressed to this replica."""
         self._now = now_ms
+        self._hybrid_now = max(self._hybrid_now, hybrid_now)
         if isinstance(msg, UpdateConsensusRequest):
             self._handle_update(msg)
         elif isinstance(msg, UpdateConsensusResponse):
@@ -329,6 +402,7 @@ class RaftReplica:
         """A client write: the leader appends it and returns its OpId; the write is
         acknowledged once that OpId appears in ``Ready.committed``."""
         self._now = now_ms
+        self._hybrid_now = max(self._hybrid_now, hybrid_now)
         self._check_leader_ready()
         return self._append_as_leader(OpType.WRITE, hybrid_now, payload=payload)
 
@@ -592,7 +666,9 @@ class RaftReplica:
         if self._is_leader:
             self._is_leader = False
             self._peers = {}
-            self._withhold_votes_until = _NEVER
+            # Its lease may still run (it counted itself): no vote from it before the
+            # lease has surely ended.
+            self._withhold_votes_until = self._now + self.options.election_timeout_ms
             self._election_deadline = self._now + self.options.election_timeout_ms
         if self.leader_uuid == self.uuid:
             self.leader_uuid = None
@@ -660,9 +736,27 @@ class RaftReplica:
             return
         self._ready.messages.append(
             UpdateConsensusRequest(
-                self.uuid, self.current_term, uuid, preceding, self.committed_index, ops
+                self.uuid,
+                self.current_term,
+                uuid,
+                preceding,
+                self.committed_index,
+                ops,
+                self._safe_time_to_send(next_index - 1 + len(ops)),
+                max(self._now, 0),
             )
         )
+
+    def _safe_time_to_send(self, last_sent: int) -> int:
+        """The safe time a request ending at ``last_sent`` carries: the leader's clock
+        when the request reaches the end of its log, else just below the first entry it
+        leaves out (timestamps rise along the log); 0 without a lease."""
+        if not self._leader_reads_allowed():
+            return 0
+        if last_sent < self.last_index:
+            return self._log[last_sent].timestamp - 1
+        self.ht_floor = max(self.ht_floor, self._hybrid_now)
+        return self._hybrid_now
 
     def _handle_update_response(self, resp: UpdateConsensusResponse) -> None:
         if not resp.tablet_not_found and resp.responder_term > self.current_term:
@@ -682,6 +776,9 @@ class RaftReplica:
         peer.needs_copy = False
         peer.last_heard_ms = self._now
         status = resp.status
+        if status.error is not ConsensusErrorCode.INVALID_TERM:
+            # It accepted a request of this term sent at echo_sent_ms.
+            peer.lease_from_ms = max(peer.lease_from_ms, resp.echo_sent_ms)
         last = status.last_received
         if last.index <= self.last_index and self._term_at(last.index) == last.term:
             # Its whole log is a prefix of ours (log matching), durable on the follower.
@@ -807,7 +904,9 @@ class RaftReplica:
             self.last_opid, self._last_received_current_leader, self.committed_index, error
         )
         self._ready.messages.append(
-            UpdateConsensusResponse(self.uuid, self.current_term, req.caller_uuid, status)
+            UpdateConsensusResponse(
+                self.uuid, self.current_term, req.caller_uuid, status, echo_sent_ms=req.sent_ms
+            )
         )
 
     def _handle_update(self, req: UpdateConsensusRequest) -> None:
@@ -859,6 +958,8 @@ class RaftReplica:
             self._ready.sync_before_send = True
             self.durable_index = self.last_index
         self._last_received_current_leader = self._opid_at(matched)
+        if matched == preceding.index + len(req.ops):
+            self._received_safe_time = max(self._received_safe_time, req.safe_timestamp)
         new_commit = min(req.committed_index, matched)
         if new_commit > self.committed_index:
             self._commit_to(new_commit)

@@ -83,10 +83,11 @@ class Network:
 
 
 class Group:
-    def __init__(self, root: Path, seed: int) -> None:
+    def __init__(self, root: Path, seed: int, options: ReplicaOptions = OPTIONS) -> None:
         self.root = root
         self.net = Network()
         self.seed = seed
+        self.options = options
         config = RaftConfig.of_voters(list(UUIDS))
         for i, uuid in enumerate(UUIDS):
             self.net.replicas[uuid] = TabletReplica.create(
@@ -96,7 +97,7 @@ class Group:
                 schema=SCHEMA,
                 config=config,
                 transport=self.net.transport(uuid),
-                options=OPTIONS,
+                options=options,
                 rng=random.Random(seed * 10 + i),
             )
         #: Every write acknowledged to the client: id -> name.
@@ -110,7 +111,7 @@ class Group:
         replica = TabletReplica.open(
             str(self.root / uuid),
             transport=self.net.transport(uuid),
-            options=OPTIONS,
+            options=self.options,
             rng=random.Random(self.seed * 100),
         )
         self.net.replicas[uuid] = replica
@@ -145,6 +146,22 @@ class Group:
             assert result.errors == []
             self.acked.update(zip(ids, names, strict=True))
             return
+
+    def write_one(self, i: int) -> int:
+        """INSERTs row ``i`` through whoever leads; its commit timestamp."""
+        data = pa.table({"id": pa.array([i], pa.int64()), "name": [f"n{i}"]})
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            try:
+                result = self.leader().write(data, "upsert", timeout_s=2.0)
+            except (NotLeaderError, WriteLostError, WriteTimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+                continue
+            assert result.errors == []
+            self.acked[i] = f"n{i}"
+            return result.timestamp
 
     def converged(self, uuids: tuple[str, ...] = UUIDS) -> list[dict[str, Any]]:
         """Waits until the replicas ``uuids`` applied the same entries; their rows."""

@@ -65,11 +65,16 @@ class Group:
         config: RaftConfig | None = None,
         data_state: DataState = DataState.READY,
         tombstone_opid: OpId | None = None,
+        withhold_votes: bool = False,
     ) -> RaftReplica:
         meta = ConsensusMetadata(term, voted_for, config or self.config, data_state, tombstone_opid)
         replica = RaftReplica(
             uuid, meta, log, committed_index, self.options, random.Random(uuid), self.now
         )
+        if not withhold_votes:
+            # As if it restarted an election timeout ago: it no longer withholds its vote
+            # for a leader it may have heard before it stopped.
+            replica._withhold_votes_until = self.now
         self.replicas[uuid] = replica
         self.committed[uuid] = []
         return replica

@@ -98,15 +98,16 @@ def test_a_million_simulated_steps() -> None:
     assert total + long_runs + five + varied >= 1_000_000
 
 
-def test_seed_46_without_the_up_to_date_check_elects_a_leader_missing_a_commit() -> None:
-    """Pinned: ts0 and ts2 commit 1.6; ts0 crashes before syncing 1.8 and restarts; ts1,
-    partitioned since 1.5, rejoins when the faults stop, gets ts0's vote without the
-    up-to-date check and leads term 2
-    without 1.6."""
+def test_seed_16_without_the_up_to_date_check_elects_a_leader_missing_a_commit() -> None:
+    """Pinned: ts2 leads term 1 and commits, with ts1, the removal of ts0 (1.4); ts0,
+    whose log ends at 1.3, restarts when the faults stop, gets ts2's vote without the
+    up-to-date check and leads term 2 without 1.4."""
     with pytest.raises(SimulationFailure) as failure:
-        Simulation(46, _unsafe(test_only_skip_up_to_date_check=True)).run()
-    assert failure.value.violation == "leader completeness: leader ts1 of term 2 lacks 1.6:w4"
-    Simulation(46, SMALL).run()
+        Simulation(16, _unsafe(test_only_skip_up_to_date_check=True)).run()
+    assert failure.value.violation == (
+        "leader completeness: leader ts0 of term 2 lacks 1.4:CONFIG[ts1,ts2]@4"
+    )
+    Simulation(16, SMALL).run()
 
 
 def test_seed_400312_a_deposed_leader_is_not_the_one_checked_at_quiescence() -> None:
@@ -115,3 +116,19 @@ def test_seed_400312_a_deposed_leader_is_not_the_one_checked_at_quiescence() -> 
     and the acknowledged-writes check asked ts0's config instead of ts1's."""
     stats = Simulation(400312, SimOptions(fault_steps=250)).run()
     assert stats.config_changes >= 2 and stats.writes_acknowledged > 0
+
+
+def test_the_checks_catch_a_leader_serving_reads_without_a_lease() -> None:
+    raft = RaftOptions(
+        follower_unavailable_considered_failed_ms=4_000,
+        max_clock_error_ms=SimOptions().raft.max_clock_error_ms,
+        test_only_skip_leader_lease=True,
+    )
+    failure = _first_failure(SimOptions(fault_steps=250, raft=raft), range(200))
+    assert failure is not None
+    assert failure.violation.startswith("safe time:")
+
+
+def test_replicas_claim_safe_times_the_checks_hold_them_to() -> None:
+    stats = run_seeds(range(30))
+    assert stats.safe_time_claims > 1_000

@@ -1,6 +1,7 @@
 """``python -m kudusql.cluster.tserver --dir D [--bind HOST:PORT] [--master HOST:PORT]
 [--secret-file F] [--tls-dir T] [--heartbeat-interval S] [--remember-clients-ttl S]
-[--remember-responses-ttl S] [--raft-heartbeat-ms MS]``: run a tablet server.
+[--remember-responses-ttl S] [--raft-heartbeat-ms MS]
+[--raft-max-clock-error-ms MS]``: run a tablet server.
 
 With ``--master`` it heartbeats to that master (``heartbeater.py``) from the moment it
 listens until it stops.
@@ -70,6 +71,13 @@ def main(argv: list[str] | None = None) -> int:
         help="replicated tablets' Raft heartbeat interval in ms; a leader is suspected"
         " after 3 missed (default %(default)s)",
     )
+    p.add_argument(
+        "--raft-max-clock-error-ms",
+        type=int,
+        default=None,
+        help="the clock error leader leases allow for, below the election timeout"
+        " (default: a third of it)",
+    )
     args = p.parse_args(argv)
     directory = os.path.abspath(args.dir)
     os.makedirs(directory, exist_ok=True)
@@ -92,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             remember_clients_ttl=args.remember_clients_ttl,
             remember_responses_ttl=args.remember_responses_ttl,
             lose_write_responses=LoseWriteResponses.parse(fault_spec) if fault_spec else None,
-            replica_options=replica_options(args.raft_heartbeat_ms),
+            replica_options=replica_options(args.raft_heartbeat_ms, args.raft_max_clock_error_ms),
         )
     except (Error, ValueError) as exc:
         logging.getLogger(__name__).error("tablet server did not start: %s", exc)

@@ -83,6 +83,8 @@ def encode_message(m: ConsensusMessage) -> dict[str, Any]:
             "preceding_id": _opid(m.preceding_id),
             "committed_index": m.committed_index,
             "ops": [_entry(e) for e in m.ops],
+            "safe_timestamp": m.safe_timestamp,
+            "sent_ms": m.sent_ms,
         }
     if isinstance(m, UpdateConsensusResponse):
         s = m.status
@@ -102,6 +104,7 @@ def encode_message(m: ConsensusMessage) -> dict[str, Any]:
                 "error": _code(s.error),
             },
             "tablet_not_found": m.tablet_not_found,
+            "echo_sent_ms": m.echo_sent_ms,
         }
     if isinstance(m, VoteRequest):
         return {
@@ -274,6 +277,8 @@ def decode_message(raw: Any, where: str = "consensus message") -> ConsensusMessa
             o.req("preceding_id", _read_opid),
             o.get_int("committed_index"),
             tuple(o.get_list("ops", _read_entry)),
+            o.get_int("safe_timestamp"),
+            o.get_int("sent_ms"),
         )
     elif kind == _UPDATE_RESPONSE:
         m = UpdateConsensusResponse(
@@ -282,6 +287,7 @@ def decode_message(raw: Any, where: str = "consensus message") -> ConsensusMessa
             o.get_str("dest_uuid"),
             o.req("status", _read_status),
             o.get_bool("tablet_not_found"),
+            o.get_int("echo_sent_ms"),
         )
     elif kind == _VOTE:
         m = VoteRequest(

@@ -18,6 +18,7 @@ back as the replica's own outgoing messages).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
@@ -96,13 +97,22 @@ LOSE_WRITE_RESPONSES_ENV = "KUDUSQL_TEST_LOSE_WRITE_RESPONSES"
 DEFAULT_RAFT_HEARTBEAT_MS = RaftOptions().heartbeat_interval_ms
 
 
-def replica_options(heartbeat_ms: int) -> ReplicaOptions:
+def replica_options(heartbeat_ms: int, max_clock_error_ms: int | None = None) -> ReplicaOptions:
     """Replicated tablets' timers for a Raft heartbeat interval: the replica's timer
-    ticks four times per heartbeat (at most every 50 ms)."""
+    ticks four times per heartbeat (at most every 50 ms). ``max_clock_error_ms`` (default
+    a third of the election timeout: 500 ms at Kudu's defaults) is what leader leases
+    leave for clock error; it must be below the election timeout."""
     if heartbeat_ms < 10:
         raise ValueError(f"a Raft heartbeat interval of {heartbeat_ms} ms is too short")
+    raft = RaftOptions(heartbeat_interval_ms=heartbeat_ms)
+    error = raft.election_timeout_ms // 3 if max_clock_error_ms is None else max_clock_error_ms
+    if not 0 <= error < raft.election_timeout_ms:
+        raise ValueError(
+            f"a clock error allowance of {error} ms leaves no leader lease: it must be below"
+            f" the election timeout ({raft.election_timeout_ms} ms)"
+        )
     return ReplicaOptions(
-        raft=RaftOptions(heartbeat_interval_ms=heartbeat_ms),
+        raft=dataclasses.replace(raft, max_clock_error_ms=error),
         tick_interval_s=min(0.05, heartbeat_ms / 4000),
     )
 

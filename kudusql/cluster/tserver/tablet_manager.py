@@ -520,6 +520,7 @@ class TabletManager:
         clock is refused, a nearer one moves the clock past it. At most ``limit`` rows,
         with encoded primary keys in ``key_range`` ``[lo, hi)``."""
         tablet = self.tablet(tablet_id)
+        self._await_safe_time(tablet_id, snapshot)
         # A hint (advisory) predicate is evaluated here as an exact one: the caller
         # filters again and accepts either, and a row that fails it is cheaper to drop
         # here than to send.
@@ -546,6 +547,7 @@ class TabletManager:
         scan (after the wait for safe time) with each key column's values as an IN
         list, its rows then matched to the keys."""
         tablet = self.tablet(tablet_id)
+        self._await_safe_time(tablet_id, snapshot)
         schema = tablet.schema
         names = list(schema.names if columns is None else columns)
         try:
@@ -590,11 +592,26 @@ class TabletManager:
     ) -> pa.RecordBatchReader:
         """Rows changed in ``[start, end)`` with ``is_deleted`` (``Tablet.diff_scan``,
         after the wait for safe time at ``end``)."""
-        return self.tablet(tablet_id).diff_scan(start, end, columns, _predicates(predicates))
+        tablet = self.tablet(tablet_id)
+        self._await_safe_time(tablet_id, end)
+        return tablet.diff_scan(start, end, columns, _predicates(predicates))
 
     def count_rows(self, tablet_id: str, snapshot: int | None) -> int:
         """Rows live at ``snapshot`` (after the wait for safe time)."""
-        return self.tablet(tablet_id).count_rows(snapshot)
+        tablet = self.tablet(tablet_id)
+        self._await_safe_time(tablet_id, snapshot)
+        return tablet.count_rows(snapshot)
+
+    def _await_safe_time(self, tablet_id: str, snapshot: int | None) -> None:
+        """A replicated tablet's read at ``snapshot`` first waits for the replica's safe
+        time (the storage tablet only knows the writes this replica applied so far);
+        a read of the latest (None) serves what the replica applied."""
+        if snapshot is None:
+            return
+        with self._lock:
+            replica = self._replicas.get(tablet_id)
+        if replica is not None:
+            replica.wait_for_safe_time(snapshot)
 
     def flush(self, tablet_id: str) -> None:
         """Flush the tablet's MemRowSet and DeltaMemStores now."""

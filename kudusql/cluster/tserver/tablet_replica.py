@@ -45,7 +45,12 @@ from kudusql.common.errors import (
     OperationalError,
     ProgrammingError,
 )
-from kudusql.common.hybrid_time import HybridClock
+from kudusql.common.hybrid_time import (
+    MAX_CLOCK_ERROR_MICROS,
+    HybridClock,
+    describe,
+    from_micros,
+)
 from kudusql.common.options import TabletOptions
 from kudusql.common.row_operations import WriteResult
 from kudusql.common.schema import Schema
@@ -72,6 +77,7 @@ from kudusql.storage.tablet.tablet import Tablet
 __all__ = [
     "NotLeaderError",
     "ReplicaOptions",
+    "SafeTimeTimeoutError",
     "TabletReplica",
     "Transport",
     "WriteLostError",
@@ -123,6 +129,12 @@ class WriteTimeoutError(OperationalError):
     """The write was not committed in time; it may still commit and apply later."""
 
 
+class SafeTimeTimeoutError(OperationalError):
+    """A snapshot read waited too long for the replica's safe time to reach its
+    snapshot (a follower cut off from its leader, a leader without its lease): another
+    replica, or the same one later, may serve it."""
+
+
 @dataclass(frozen=True)
 class ReplicaOptions:
     """Timers in seconds; ``raft`` carries the consensus flags (milliseconds)."""
@@ -132,6 +144,8 @@ class ReplicaOptions:
     tick_interval_s: float = 0.05
     #: How long ``write`` waits for its entry to commit and apply.
     write_timeout_s: float = 10.0
+    #: How long a snapshot read waits for the replica's safe time to reach it.
+    safe_time_timeout_s: float = 5.0
     tablet: TabletOptions = field(default_factory=TabletOptions)
 
 
@@ -202,6 +216,8 @@ class TabletReplica:
         self.clock = clock or HybridClock()
         self._transport = transport
         self._lock = threading.Lock()
+        #: Notified whenever the replica handled input (safe time may have moved).
+        self._progress = threading.Condition(self._lock)
         self._waiters: dict[int, _Waiter] = {}
         self._closed = False
         self._failed: str | None = None
@@ -456,6 +472,42 @@ class TabletReplica:
         assert waiter.result is not None
         return waiter.result
 
+    def safe_time(self) -> int:
+        """The highest timestamp a snapshot read may use here now (0: none yet):
+        everything that will ever commit at or below it is applied here."""
+        with self._lock:
+            if not self._usable():
+                return 0
+            return self._raft.safe_time(_now_ms(), self.clock.now())
+
+    def wait_for_safe_time(self, snapshot: int, timeout_s: float | None = None) -> None:
+        """Returns once a snapshot read at ``snapshot`` is repeatable and complete here
+        (Kudu's wait for safe time); raises SafeTimeTimeoutError after ``timeout_s``.
+        A snapshot within the clock error bound of this server's clock moves the clock
+        past it first (a farther one is left for the tablet to refuse), so a leader
+        serves a snapshot its clients saw elsewhere at once."""
+        if snapshot <= self.clock.peek() + from_micros(MAX_CLOCK_ERROR_MICROS):
+            self.clock.observe(snapshot)
+        timeout = self.options.safe_time_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                self._check_usable()
+                safe = self._raft.safe_time(_now_ms(), self.clock.now())
+                # A snapshot at T sees the writes before T.
+                if snapshot - 1 <= safe:
+                    return
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    role = self._raft.role.value.lower()
+                    raise SafeTimeTimeoutError(
+                        f"tablet {self.tablet_id}: replica {self.uuid} ({role}) cannot serve "
+                        f"a read at snapshot {describe(snapshot)} yet: its safe time is "
+                        f"{describe(safe) if safe else 'not known'} after {timeout:g}s "
+                        "(a follower without a live leader, or a leader without a majority)"
+                    )
+                self._progress.wait(min(left, self.options.tick_interval_s))
+
     # -- the contract ----------------------------------------------------------------------
 
     def _usable(self) -> bool:
@@ -476,6 +528,7 @@ class TabletReplica:
             while True:
                 ready = self._raft.take_ready()
                 if not _has_work(ready):
+                    self._progress.notify_all()
                     return
                 self._handle(ready)
         except BaseException as e:

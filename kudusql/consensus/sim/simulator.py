@@ -51,6 +51,10 @@ class SimulationFailure(AssertionError):
         self.violation = message
 
 
+#: Twice the largest clock skew (below), plus one: the error the leader lease allows for.
+_CLOCK_ERROR_MS = 2 * 300 + 1
+
+
 @dataclass(slots=True)
 class SimOptions:
     """The shape of one run. Defaults are the small per-seed run of the default suite."""
@@ -68,7 +72,10 @@ class SimOptions:
     max_sync_delay_ms: int = 30
     clock_skew_ms: int = 300
     raft: RaftOptions = field(
-        default_factory=lambda: RaftOptions(follower_unavailable_considered_failed_ms=4_000)
+        default_factory=lambda: RaftOptions(
+            follower_unavailable_considered_failed_ms=4_000,
+            max_clock_error_ms=_CLOCK_ERROR_MS,
+        )
     )
 
 
@@ -83,6 +90,7 @@ def varied_options(seed: int, max_fault_steps: int = 1500) -> SimOptions:
         evict_failed_followers=rng.random() < 0.8,
         follower_unavailable_considered_failed_ms=rng.choice([2_000, 4_000, 300_000]),
         max_batch_ops=rng.choice([1, 2, 16]),
+        max_clock_error_ms=_CLOCK_ERROR_MS,
     )
     return SimOptions(
         initial_voters=rng.choice([1, 2, 3, 3, 5]),
@@ -127,6 +135,8 @@ class SimStats:
     tablet_copies: int = 0
     writes_acknowledged: int = 0
     committed: int = 0
+    #: Safe-time claims above zero checked (a replica's ``safe_time`` at a tick).
+    safe_time_claims: int = 0
     sim_ms: int = 0
 
 
@@ -164,6 +174,10 @@ class Simulation:
         self._entries: dict[tuple[int, int], tuple[int, str, str | None, int]] = {}
         self._leaders: dict[int, str] = {}
         self._pending_writes: dict[tuple[str, OpId], str] = {}
+        #: The highest safe time claimed with each committed index: every entry that
+        #: ever commits with a timestamp at or below the claim is at or below the index.
+        self._claims: dict[int, int] = {}
+        self._max_committed = 0
         self._write_seq = 0
         for uuid in uuids:
             self._start(uuid)
@@ -322,6 +336,8 @@ class Simulation:
         if server.replica.has_output:
             self._trace.append((self.stats.steps, self.now, "tick", uuid))
         self._handle_ready(server)
+        if server.replica is not None:
+            self._check_safe_time(server)
         self._schedule(self.options.tick_ms, "tick", data)
 
     def _on_deliver(self, data: tuple[str, ConsensusMessage]) -> None:
@@ -598,6 +614,8 @@ class Simulation:
             self.commit_term[index] = term
         if known is None:
             self.committed[index] = entry
+            self._max_committed = max(self._max_committed, index)
+            self._check_claims(entry)
             before = self.committed.get(index - 1)
             after = self.committed.get(index + 1)
             if before is not None and before.timestamp >= entry.timestamp:
@@ -606,6 +624,36 @@ class Simulation:
                 self._fail(f"committed timestamps: {entry} ts {entry.timestamp} >= {after}")
         elif known != entry:
             self._fail(f"state-machine safety: {uuid} applies {entry}, another applied {known}")
+
+    def _check_safe_time(self, server: _Server) -> None:
+        """A replica's safe time covers every entry that will ever commit at or below it:
+        the ones it has applied, and no other (a snapshot read there is repeatable)."""
+        replica = server.replica
+        assert replica is not None
+        claim = replica.safe_time(self.now, self._hybrid_now(server))
+        if claim <= 0:
+            return
+        if replica.data_state is not DataState.READY:
+            return
+        self.stats.safe_time_claims += 1
+        applied = replica.committed_index
+        if claim > self._claims.get(applied, 0):
+            self._claims[applied] = claim
+        for index in range(applied + 1, self._max_committed + 1):
+            entry = self.committed.get(index)
+            if entry is not None and entry.timestamp <= claim:
+                self._fail(
+                    f"safe time: {server.uuid} claims {claim} with {applied} applied, but "
+                    f"{entry} committed with ts {entry.timestamp}"
+                )
+
+    def _check_claims(self, entry: ReplicateMsg) -> None:
+        for applied, claim in self._claims.items():
+            if entry.id.index > applied and entry.timestamp <= claim:
+                self._fail(
+                    f"safe time: a replica claimed {claim} with {applied} applied, and "
+                    f"{entry} committed later with ts {entry.timestamp}"
+                )
 
     def _check_leader(self, uuid: str, replica: RaftReplica) -> None:
         """One leader per term; a new leader holds every entry committed in an earlier term
