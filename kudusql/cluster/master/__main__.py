@@ -71,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
         help="the replicated catalog's Raft heartbeat interval in ms; a leader master is"
         " suspected after 3 missed (default %(default)s)",
     )
+    p.add_argument(
+        "--catalog-write-timeout",
+        type=float,
+        default=5.0,
+        help="seconds a replicated catalog write waits for a majority of the masters"
+        " (default %(default)s)",
+    )
     return p
 
 
@@ -102,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             tick_interval=args.tick_interval,
             masters=parse_master_addresses(args.masters) if args.masters else None,
             replica_options=replica_options(args.raft_heartbeat_ms),
+            catalog_write_timeout=args.catalog_write_timeout,
         )
     except (Error, ValueError) as exc:
         log.error("master did not start: %s", exc)
