@@ -231,6 +231,10 @@ class MiniCluster:
     # -- processes ------------------------------------------------------------------------
 
     def _spawn(self, kind: str, directory: Path, flags: list[str]) -> Daemon:
+        return self._await(kind, directory, self._launch(kind, directory, flags))
+
+    def _launch(self, kind: str, directory: Path, flags: list[str]) -> subprocess.Popen[bytes]:
+        """Start the daemon's process (``_await`` waits until it listens)."""
         address_file = directory / f"{kind}.address"
         directory.mkdir(parents=True, exist_ok=True)
         address_file.unlink(missing_ok=True)
@@ -252,6 +256,11 @@ class MiniCluster:
                 start_new_session=True,
             )
         self._children[process.pid] = process
+        return process
+
+    def _await(self, kind: str, directory: Path, process: subprocess.Popen[bytes]) -> Daemon:
+        """The daemon once it wrote its address file (or the clear error why not)."""
+        address_file = directory / f"{kind}.address"
         deadline = time.monotonic() + self.start_timeout
         while not address_file.exists():
             if process.poll() is not None or time.monotonic() > deadline:
@@ -276,17 +285,25 @@ class MiniCluster:
             Daemon("master", str(self.root / f"{MASTER_DIR}-{i}"), 0, a)
             for i, a in enumerate(addresses)
         ]
-        for i in range(self.num_masters):
-            self._start_master_at(i)
+        # Launched together, awaited in turn: each waits for its peers only to elect.
+        launched = [(i, self._launch_master_at(i)) for i in range(self.num_masters)]
+        for i, process in launched:
+            self._await_master_at(i, process)
 
-    def _start_master_at(self, index: int) -> Daemon:
+    def _launch_master_at(self, index: int) -> subprocess.Popen[bytes]:
         old = self.masters[index]
         flags = ["--bind", old.address, "--masters", ",".join(d.address for d in self.masters)]
-        daemon = self._spawn("master", Path(old.directory), [*flags, *self.master_flags])
+        return self._launch("master", Path(old.directory), [*flags, *self.master_flags])
+
+    def _await_master_at(self, index: int, process: subprocess.Popen[bytes]) -> Daemon:
+        daemon = self._await("master", Path(self.masters[index].directory), process)
         self.masters[index] = daemon
         self.master = self.masters[0]
         self._save()
         return daemon
+
+    def _start_master_at(self, index: int) -> Daemon:
+        return self._await_master_at(index, self._launch_master_at(index))
 
     def _start_tserver(self, index: int, port: int = 0) -> Daemon:
         master = self.master_address

@@ -87,7 +87,7 @@ def test_leader_master_killed_clients_carry_on(
 
     # The killed master restarts and catches up: with the third master down, a DDL
     # commits only with its acknowledgement.
-    cluster.restart_master(index=index)
+    cluster.restart_master(index=index, wait=False)
     leader = eventually(cluster.leader_master, "a leader master")
     third = next(m for m in cluster.masters if m not in (leader, cluster.masters[index]))
     cluster.kill(third)
