@@ -137,8 +137,10 @@ def test_catalog_writes_survive_a_leader_change_and_a_restart(masters: _Masters)
         # The stopped master restarts, catches up, and has the write it missed.
         restarted = masters.start(old)
         _eventually(
-            lambda: restarted._replica is not None  # noqa: SLF001
-            and any(k[1] == "doc3" for k, _ in restarted._replica.scan()),  # noqa: SLF001
+            lambda: (
+                restarted._replica is not None
+                and any(k[1] == "doc3" for k, _ in restarted._replica.scan())
+            ),
             "the restarted master to apply the write it missed",
         )
         assert client.document("doc3") == "body3"
