@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import kudusql.client as kudu
 import kudusql.dbapi
 from kudusql.cluster.commands import main as cluster_main
 from kudusql.cluster.launcher import MiniCluster
@@ -84,6 +85,12 @@ def test_leader_master_killed_clients_carry_on(
     cur.execute("SHOW TABLES")
     assert sorted(r[0] for r in cur.fetchall()) == ["a", "b"]
     assert eventually(cluster.leader_master, "a new leader master") != old_leader
+    # The Kudu-style client takes the masters as kudu-python does.
+    hosts = [m.address.rsplit(":", 1) for m in cluster.masters]
+    with kudu.connect(
+        [h for h, _ in hosts], [int(p) for _, p in hosts], secret_file=str(cluster.secret_file)
+    ) as kc:
+        assert kc.is_multimaster and sorted(kc.list_tables()) == ["a", "b"]
 
     # The killed master restarts and catches up: with the third master down, a DDL
     # commits only with its acknowledgement.

@@ -483,7 +483,12 @@ class MasterServer(RpcServer):
 
         deadline = time.monotonic() + seconds
         while True:
-            result = self._run(done)
+            try:
+                result = self._run(done)
+            except NotTheLeader:
+                # The DDL is committed; this master no longer serves. The answer says
+                # "not done" and the client polls the leader master.
+                return False
             if result is not False:
                 return bool(result)
             if time.monotonic() >= deadline:
