@@ -173,3 +173,17 @@ def test_masters_list_parses() -> None:
     assert parse_master_addresses(" a:1, b:2 ,c:3") == ["a:1", "b:2", "c:3"]
     with pytest.raises(ProgrammingError, match="listed twice"):
         parse_master_addresses("a:1,a:1")
+
+
+def test_a_single_masters_catalog_stays_single(tmp_path: Path) -> None:
+    """A single master's directory opens as before, and refuses to join replicated
+    masters (no migration)."""
+    directory = str(tmp_path / "m")
+    server = MasterServer(directory)
+    server.close()
+    server = MasterServer(directory)  # the existing single-master catalog opens
+    assert server.is_leader and server.role == "LEADER" and not server.replicated
+    server.close()
+    addresses = [f"127.0.0.1:{p}" for p in _free_ports(3)]
+    with pytest.raises(ProgrammingError, match="single master's catalog"):
+        MasterServer(directory, addresses[0], masters=addresses)
