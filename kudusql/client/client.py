@@ -202,8 +202,9 @@ class Client:
 
     @property
     def is_multimaster(self) -> bool:
-        """False: an embedded database is its own single master."""
-        return False
+        """True when connected to several (replicated) masters; an embedded database is
+        its own single master."""
+        return "," in (self._db.master_address or "")
 
     # -- time ----------------------------------------------------------------------------------
     def _observe(self, ts: int) -> None:
@@ -431,6 +432,19 @@ def _one(what: str, value: Any) -> Any:
     return value
 
 
+def _several_masters(path: Any, port: Any) -> str | None:
+    """kudu-python's ``connect([h1, h2, h3], [p1, p2, p3])`` (or one port for all): the
+    replicated masters' URL; None when ``path`` is not a list of several host names."""
+    if not isinstance(path, (list, tuple)) or len(path) < 2:
+        return None
+    if any(is_cluster_url(h) or _is_directory(str(h)) for h in path):
+        return None
+    ports = list(port) if isinstance(port, (list, tuple)) else [port] * len(path)
+    if len(ports) != len(path) or any(p is None for p in ports):
+        raise KuduValueError(f"give one port per master: {len(path)} masters, {len(ports)} ports")
+    return SCHEME + ",".join(f"{h}:{int(p)}" for h, p in zip(path, ports, strict=True))
+
+
 def _is_directory(path: str) -> bool:
     """A database directory, not a host name: a path with a separator, or ``:memory:``."""
     return "/" in path or os.sep in path or path == ":memory:"
@@ -451,9 +465,11 @@ def connect(
 
     A cluster, as kudu-python's ``connect(host, port)``: ``path`` is the master's host
     (or a list of one) with its ``port`` (or a list of one), or a ``kudusql://HOST:PORT``
-    URL. Credentials as every cluster connection takes them (``cluster/client/
-    target.py``): keyword ``secret``, ``secret_file``, ``tls_ca``, ``timeout``
-    (seconds), the URL's parameters, else ``KUDUSQL_SECRET_FILE``/``KUDUSQL_TLS_CA``.
+    URL; replicated masters: a list of hosts with a list of ports (or one port), or a
+    ``kudusql://H1:P1,H2:P2,H3:P3`` URL. Credentials as every cluster connection takes
+    them (``cluster/client/target.py``): keyword ``secret``, ``secret_file``,
+    ``tls_ca``, ``timeout`` (seconds), the URL's parameters, else
+    ``KUDUSQL_SECRET_FILE``/``KUDUSQL_TLS_CA``.
     kudu-python's ``trusted_certificates`` (PEM texts) are the TLS roots;
     ``admin_timeout_ms``/``rpc_timeout_ms`` set the call timeout when ``timeout`` is not
     given; ``require_authentication`` needs a cluster secret, an encryption policy other
@@ -465,6 +481,9 @@ def connect(
     ``read_only=True``, ``create=False``; a one-element list of paths is accepted, the
     timeouts are ignored (local calls do not time out) and every encryption policy is
     met (nothing goes over a network)."""
+    several = _several_masters(path, port)
+    if several is not None:
+        path, port = several, None
     address: str = _one("master address", path)
     port_number: int | None = _one("port", port)
     if encryption_policy not in (

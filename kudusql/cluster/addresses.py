@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kudusql.common.errors import ProgrammingError
 
-__all__ = ["HostPort", "parse_host_port"]
+__all__ = ["HostPort", "parse_host_port", "parse_master_addresses"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +44,15 @@ def parse_host_port(text: str) -> HostPort:
     if port > 65535:
         raise ProgrammingError(f"port {port} of {text!r} is out of range (0 to 65535)")
     return HostPort(host, port)
+
+
+def parse_master_addresses(text: str) -> list[str]:
+    """``"h1:p1,h2:p2,h3:p3"`` (Kudu's ``--master_addresses``) → the masters'
+    ``HOST:PORT`` strings, in order; at least one, none twice."""
+    parts = [p.strip() for p in text.split(",")]
+    if not any(parts):
+        raise ProgrammingError("a masters list is HOST:PORT[,HOST:PORT...], not empty")
+    addresses = [str(parse_host_port(p)) for p in parts if p]
+    if len(set(addresses)) != len(addresses):
+        raise ProgrammingError(f"a master is listed twice in {text!r}")
+    return addresses

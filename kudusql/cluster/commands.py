@@ -3,11 +3,12 @@ delegates here when the first argument is one of them):
 
 - ``kudusql master --dir D --bind H:P ...`` and ``kudusql tserver --dir D --master H:P
   --bind H:P ...``: run one daemon in the foreground (their ``__main__`` modules);
-- ``kudusql cluster start DIR [--tservers N]``: a master and N tablet servers as
-  detached processes under DIR (``launcher.MiniCluster``); prints the master's address;
+- ``kudusql cluster start DIR [--tservers N] [--masters M]``: a master (M > 1: M masters
+  replicating the catalog) and N tablet servers as detached processes under DIR
+  (``launcher.MiniCluster``); prints the master's address (several: comma-separated);
 - ``kudusql cluster stop DIR``: SIGTERM, wait, SIGKILL;
-- ``kudusql cluster status DIR``: the master and every tablet server, live or not, and
-  the tablets each hosts.
+- ``kudusql cluster status DIR``: every master with its role (LEADER, FOLLOWER, down)
+  and every tablet server, live or not, and the tablets each hosts.
 
 Exit codes: 0 on success, 1 when the command failed (one clear line on standard error),
 2 for bad arguments.
@@ -33,6 +34,12 @@ def _cluster_parser() -> argparse.ArgumentParser:
     start.add_argument("dir", metavar="DIR")
     start.add_argument("--tservers", type=int, default=3, help="tablet servers (default 3)")
     start.add_argument(
+        "--masters",
+        type=int,
+        default=1,
+        help="masters; more than one replicates the catalog with Raft (default 1; use 3)",
+    )
+    start.add_argument(
         "--tls",
         action="store_true",
         help="serve TLS with a certificate generated in DIR/tls "
@@ -56,11 +63,11 @@ def _cluster(argv: Sequence[str]) -> int:
 
     args = _cluster_parser().parse_args(argv)
     if args.action == "start":
-        if args.tservers < 1:
-            print("kudusql cluster: --tservers must be at least 1", file=sys.stderr)
+        if args.tservers < 1 or args.masters < 1:
+            print("kudusql cluster: --tservers and --masters are at least 1", file=sys.stderr)
             return 2
         flags = {"master_flags": args.master_flag, "tserver_flags": args.tserver_flag}
-        cluster = MiniCluster(args.dir, tls=args.tls, **flags)
+        cluster = MiniCluster(args.dir, tls=args.tls, masters=args.masters, **flags)
         cluster.start(args.tservers)
         print(cluster.master_address)
         tls = f" and tls_ca={cluster.tls_ca}" if cluster.tls_ca else ""
@@ -79,8 +86,19 @@ def _cluster(argv: Sequence[str]) -> int:
         print(f"stopped the cluster in {args.dir}")
         return 0
     running = {d.pid for d in cluster.running()}
-    master_state = "running" if cluster.master.pid in running else "down"
-    print(f"master {cluster.master.address} {master_state}")
+    if len(cluster.masters) > 1:
+        for d in cluster.masters:
+            status = cluster.master_status(d)
+            role = "down" if d.pid not in running else "running, not answering"
+            if status is not None:
+                role = f"{status.role} (term {status.term})"
+            print(f"master {d.address} {role}")
+        master_state = "running" if cluster.leader_master() is not None else "down"
+        if master_state == "down":
+            print("no leader master: a majority of the masters must be up")
+    else:
+        master_state = "running" if cluster.master.pid in running else "down"
+        print(f"master {cluster.master.address} {master_state}")
     if master_state == "down":
         for d in cluster.tservers:
             up = "running" if d.pid in running else "down"

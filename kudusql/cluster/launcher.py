@@ -1,12 +1,17 @@
-"""Start, stop and inspect a local cluster: a master and N tablet servers as separate
-processes on loopback ports (Kudu's ``ExternalMiniCluster``).
+"""Start, stop and inspect a local cluster: a master (or ``masters`` replicated masters)
+and N tablet servers as separate processes on loopback ports (Kudu's
+``ExternalMiniCluster``).
 
 ``MiniCluster(root)`` lays the cluster out under ``root``::
 
     root/secret            the cluster secret (owner-only), generated at the first start
     root/cluster.json      the processes: pid, directory and address of each
     root/master/           the master's directory (its log, address file, catalog)
+    root/master-0/ ...     with several masters: one directory per master
     root/ts-0/ ...         one directory per tablet server
+
+Several masters are given loopback ports chosen before they start (each one's
+``--masters`` lists all of them), and every tablet server heartbeats to all of them.
 
 Each daemon runs as ``python -m kudusql.cluster.master`` / ``...tserver`` in its own
 session (detached: it outlives the command that started it), binds ``127.0.0.1:0``
@@ -23,6 +28,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,8 +37,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kudusql.cluster.master.messages import (
+    GetMasterStatus,
     ListTabletServers,
     ListTabletServersResponse,
+    MasterStatus,
     TabletServerInfo,
 )
 from kudusql.cluster.retry import RetryPolicy
@@ -98,6 +106,8 @@ class MiniCluster:
     ``tserver_master_address(index, master_address)``, if given, is the master address
     tablet server ``index`` is started with (a fault test passes a loopback proxy's
     address there, to cut that server off from the master); by default the master's own.
+
+    ``masters`` > 1 starts that many masters replicating the catalog (``--masters``).
     """
 
     def __init__(
@@ -109,8 +119,14 @@ class MiniCluster:
         start_timeout: float = 60.0,
         tls: bool = False,
         tserver_master_address: Callable[[int, str], str] | None = None,
+        masters: int = 1,
     ) -> None:
+        if masters < 1:
+            raise OperationalError("a cluster has at least one master")
         self.root = Path(root).resolve()
+        self.num_masters = masters
+        #: Every master (one unless ``masters`` > 1); ``master`` is the first.
+        self.masters: list[Daemon] = []
         self.master_flags = list(master_flags)
         self.tserver_flags = list(tserver_flags)
         self.start_timeout = start_timeout
@@ -129,6 +145,10 @@ class MiniCluster:
         try:
             raw = json.loads(path.read_text())
             self.master = Daemon(**raw["master"]) if raw.get("master") else None
+            self.masters = [Daemon(**d) for d in raw.get("masters", [])] or (
+                [self.master] if self.master else []
+            )
+            self.num_masters = len(self.masters) or 1
             self.tservers = [Daemon(**d) for d in raw.get("tservers", [])]
             self.tls = bool(raw.get("tls", False))
         except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -137,6 +157,7 @@ class MiniCluster:
     def _save(self) -> None:
         state = {
             "master": asdict(self.master) if self.master else None,
+            "masters": [asdict(d) for d in self.masters],
             "tservers": [asdict(d) for d in self.tservers],
             "tls": self.tls,
         }
@@ -163,14 +184,23 @@ class MiniCluster:
 
     @property
     def master_address(self) -> str:
+        """The master's ``HOST:PORT``; several masters: all of them, comma-separated."""
         if self.master is None:
             raise OperationalError(f"no cluster was started in {self.root}")
-        return self.master.address
+        return ",".join(d.address for d in self.masters) if self.masters else self.master.address
 
     def master_client(self, *, timeout: float = 10.0) -> RpcClient:
-        """A client of the master with the cluster's secret (close it)."""
+        """A client of the master (several masters: of the leader master, or of the first
+        if none leads now) with the cluster's secret (close it)."""
+        address = self.master.address if self.master else self.master_address
+        if len(self.masters) > 1:
+            leader = self.leader_master()
+            address = leader.address if leader is not None else address
+        return self._client_of(address, timeout)
+
+    def _client_of(self, address: str, timeout: float) -> RpcClient:
         return RpcClient(
-            self.master_address,
+            address,
             secret=self.secret,
             tls_root=self.tls_ca,
             server_kind="master",
@@ -178,9 +208,33 @@ class MiniCluster:
             retry=RetryPolicy(deadline=timeout),
         )
 
+    def master_status(self, daemon: Daemon, *, timeout: float = 2.0) -> MasterStatus | None:
+        """What master ``daemon`` says of its role; None when it does not answer."""
+        if not self._running(daemon):
+            return None
+        try:
+            with self._client_of(daemon.address, timeout) as client:
+                status = client.call(GetMasterStatus(), idempotent=False)
+        except Error:
+            return None
+        assert isinstance(status, MasterStatus)
+        return status
+
+    def leader_master(self) -> Daemon | None:
+        """The master that serves now (its own status says LEADER), or None."""
+        for d in self.masters or ([self.master] if self.master else []):
+            status = self.master_status(d)
+            if status is not None and status.role == "LEADER":
+                return d
+        return None
+
     # -- processes ------------------------------------------------------------------------
 
     def _spawn(self, kind: str, directory: Path, flags: list[str]) -> Daemon:
+        return self._await(kind, directory, self._launch(kind, directory, flags))
+
+    def _launch(self, kind: str, directory: Path, flags: list[str]) -> subprocess.Popen[bytes]:
+        """Start the daemon's process (``_await`` waits until it listens)."""
         address_file = directory / f"{kind}.address"
         directory.mkdir(parents=True, exist_ok=True)
         address_file.unlink(missing_ok=True)
@@ -202,6 +256,11 @@ class MiniCluster:
                 start_new_session=True,
             )
         self._children[process.pid] = process
+        return process
+
+    def _await(self, kind: str, directory: Path, process: subprocess.Popen[bytes]) -> Daemon:
+        """The daemon once it wrote its address file (or the clear error why not)."""
+        address_file = directory / f"{kind}.address"
         deadline = time.monotonic() + self.start_timeout
         while not address_file.exists():
             if process.poll() is not None or time.monotonic() > deadline:
@@ -216,7 +275,35 @@ class MiniCluster:
     def _start_master(self, port: int = 0) -> None:
         flags = ["--bind", f"127.0.0.1:{port}", *self.master_flags]
         self.master = self._spawn("master", self.root / MASTER_DIR, flags)
+        self.masters = [self.master]
         self._save()
+
+    def _start_masters(self) -> None:
+        """Several masters on ports chosen first (each one's ``--masters`` lists all)."""
+        addresses = [f"127.0.0.1:{p}" for p in _free_ports(self.num_masters)]
+        self.masters = [
+            Daemon("master", str(self.root / f"{MASTER_DIR}-{i}"), 0, a)
+            for i, a in enumerate(addresses)
+        ]
+        # Launched together, awaited in turn: each waits for its peers only to elect.
+        launched = [(i, self._launch_master_at(i)) for i in range(self.num_masters)]
+        for i, process in launched:
+            self._await_master_at(i, process)
+
+    def _launch_master_at(self, index: int) -> subprocess.Popen[bytes]:
+        old = self.masters[index]
+        flags = ["--bind", old.address, "--masters", ",".join(d.address for d in self.masters)]
+        return self._launch("master", Path(old.directory), [*flags, *self.master_flags])
+
+    def _await_master_at(self, index: int, process: subprocess.Popen[bytes]) -> Daemon:
+        daemon = self._await("master", Path(self.masters[index].directory), process)
+        self.masters[index] = daemon
+        self.master = self.masters[0]
+        self._save()
+        return daemon
+
+    def _start_master_at(self, index: int) -> Daemon:
+        return self._await_master_at(index, self._launch_master_at(index))
 
     def _start_tserver(self, index: int, port: int = 0) -> Daemon:
         master = self.master_address
@@ -236,7 +323,10 @@ class MiniCluster:
             generate_self_signed(self.root / TLS_DIR)
         self.tservers = []
         try:
-            self._start_master()
+            if self.num_masters > 1:
+                self._start_masters()
+            else:
+                self._start_master()
             for i in range(tservers):
                 self.tservers.append(self._start_tserver(i))
                 self._save()
@@ -247,8 +337,11 @@ class MiniCluster:
 
     def running(self) -> list[Daemon]:
         """The daemons whose processes run."""
-        daemons = ([self.master] if self.master else []) + self.tservers
+        daemons = self._master_daemons() + self.tservers
         return [d for d in daemons if self._running(d)]
+
+    def _master_daemons(self) -> list[Daemon]:
+        return list(self.masters) or ([self.master] if self.master else [])
 
     def _running(self, daemon: Daemon) -> bool:
         child = self._children.get(daemon.pid)
@@ -271,7 +364,7 @@ class MiniCluster:
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM every daemon (tablet servers first), wait, then SIGKILL the rest."""
-        daemons = [*self.tservers, *([self.master] if self.master else [])]
+        daemons = [*self.tservers, *self._master_daemons()]
         for d in daemons:
             self._signal(d, signal.SIGTERM)
             self._signal(d, signal.SIGCONT)  # a paused daemon acts on the SIGTERM
@@ -295,15 +388,20 @@ class MiniCluster:
         """SIGCONT a paused daemon."""
         self._signal(daemon, signal.SIGCONT)
 
-    def restart_master(self, *, wait: bool = True) -> None:
-        """Start the master again on the same port (the tablet servers know it), SIGKILLing
-        it first if it runs; with ``wait``, return once every running tablet server has
-        registered with it again."""
+    def restart_master(self, *, wait: bool = True, index: int = 0) -> None:
+        """Start the master (several: master ``index``) again on the same port (the tablet
+        servers know it), SIGKILLing it first if it runs; with ``wait``, return once every
+        running tablet server has registered with the leader master."""
         assert self.master is not None
-        if self._running(self.master):
-            self.kill(self.master)
-        port = int(self.master.address.rsplit(":", 1)[1])
-        self._start_master(port)
+        if len(self.masters) > 1:
+            if self._running(self.masters[index]):
+                self.kill(self.masters[index])
+            self._start_master_at(index)
+        else:
+            if self._running(self.master):
+                self.kill(self.master)
+            port = int(self.master.address.rsplit(":", 1)[1])
+            self._start_master(port)
         if wait:
             self.wait_for_tservers(sum(1 for d in self.running() if d.kind == "tserver"))
 
@@ -340,7 +438,19 @@ class MiniCluster:
                 return
             if time.monotonic() > deadline:
                 raise OperationalError(
-                    f"only {live} of {count} tablet servers registered with the master"
-                    f" {self.master_address}"
+                    f"only {live} of {count} tablet servers registered with the (leader)"
+                    f" master {self.master_address}"
                 )
             time.sleep(0.1)
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` loopback ports free now (the system's picks, released at once)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()

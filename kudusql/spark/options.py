@@ -171,15 +171,11 @@ def _several_masters(master: str) -> bool:
 def cluster_target(
     master: str, *, secret_file: str | None = None, tls_ca: str | None = None
 ) -> ClusterTarget:
-    """The cluster ``kudu.master`` names (``HOST:PORT`` or ``kudusql://HOST:PORT``), with
-    its credentials: ``secret_file`` / ``tls_ca`` (the ``kudusql.*`` options), else the
-    URL's parameters, else this process's environment (``cluster/client/target.py``)."""
-    m = master.strip()
-    if _several_masters(m):
-        raise ProgrammingError(
-            f"kudu.master {master!r} names several masters: a kudusql cluster has one "
-            "master (multi-master needs Raft, not built yet); give that master's HOST:PORT"
-        )
+    """The cluster ``kudu.master`` names (``HOST:PORT``, several comma-separated, or
+    ``kudusql://HOST:PORT[,HOST:PORT...]``), with its credentials: ``secret_file`` /
+    ``tls_ca`` (the ``kudusql.*`` options), else the URL's parameters, else this
+    process's environment (``cluster/client/target.py``)."""
+    m = ",".join(p.strip() for p in master.strip().split(","))
     url = m if is_cluster_url(m) else SCHEME + m
     return ClusterTarget.parse(url, secret_file=secret_file, tls_ca=tls_ca)
 

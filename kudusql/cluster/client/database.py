@@ -35,7 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kudusql.cluster.addresses import parse_host_port
+from kudusql.cluster.addresses import parse_host_port, parse_master_addresses
 from kudusql.cluster.client.master_client import MasterClient
 from kudusql.cluster.client.meta_cache import MetaCache
 from kudusql.cluster.client.remote_table import RemoteTable
@@ -43,6 +43,7 @@ from kudusql.cluster.client.scan_token import RemoteScanToken
 from kudusql.cluster.client.target import ClusterTarget
 from kudusql.cluster.client.tserver_client import TabletServerPool
 from kudusql.cluster.master.messages import TableInfo
+from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import DEFAULT_TIMEOUT, ObservedTimestamps, RpcClient
 from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.common.errors import (
@@ -75,7 +76,8 @@ TABLE_TTL_S = 1.0
 
 
 class RemoteDatabase:
-    """The cluster whose master is at ``address`` ("host:port")."""
+    """The cluster whose master is at ``address`` ("host:port"), or whose masters are
+    at "host:port,host:port,..." (the leader is found and followed)."""
 
     def __init__(
         self,
@@ -87,23 +89,30 @@ class RemoteDatabase:
         timeout: float = DEFAULT_TIMEOUT,
         table_ttl: float = TABLE_TTL_S,
     ) -> None:
-        hp = parse_host_port(address)
-        self.master_address: str | None = str(hp)
-        self.path = f"kudusql://{hp}"
+        masters = parse_master_addresses(address)
+        self.master_address: str | None = ",".join(masters)
+        self.path = f"kudusql://{self.master_address}"
         self.options = options or TabletOptions()
         self.read_only = False
         self.table_ttl = table_ttl
         self.observed = ObservedTimestamps()
         self.clock = HybridClock()
+        # Several masters: one attempt per master and call, the master client moving
+        # on to the next master (the leader) itself.
+        once = RetryPolicy(max_attempts=1, deadline=timeout) if len(masters) > 1 else None
         self.master = MasterClient(
-            RpcClient(
-                hp,
-                secret=secret,
-                tls_root=tls_root,
-                server_kind="master",
-                timeout=timeout,
-                observed=self.observed,
-            )
+            [
+                RpcClient(
+                    parse_host_port(m),
+                    secret=secret,
+                    tls_root=tls_root,
+                    server_kind="master",
+                    timeout=timeout,
+                    observed=self.observed,
+                    retry=once,
+                )
+                for m in masters
+            ]
         )
         self.servers = TabletServerPool(
             secret=secret, tls_root=tls_root, timeout=timeout, observed=self.observed

@@ -3,8 +3,9 @@
 Every interface that opens a cluster (the DB-API, the shell, the Kudu-style client,
 Spark, SQLAlchemy) reads its target here, so each accepts the same forms:
 
-- the URL ``kudusql://HOST:PORT`` (the master's address), optionally with query
-  parameters ``secret_file=PATH``, ``tls_ca=PATH`` and ``timeout=SECONDS``;
+- the URL ``kudusql://HOST:PORT`` (the master's address; several masters:
+  ``kudusql://HOST:PORT,HOST:PORT,HOST:PORT``), optionally with query parameters
+  ``secret_file=PATH``, ``tls_ca=PATH`` and ``timeout=SECONDS``;
 - keyword options of the same names, and ``secret=TEXT``;
 - else the environment: ``KUDUSQL_SECRET_FILE`` (a file holding the cluster secret,
   as ``kudusql cluster start`` writes it) and ``KUDUSQL_TLS_CA``.
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kudusql.cluster.addresses import parse_host_port
+from kudusql.cluster.addresses import parse_master_addresses
 from kudusql.cluster.security import read_secret_file
 from kudusql.common.errors import OperationalError, ProgrammingError
 
@@ -60,7 +61,7 @@ class ClusterTarget:
         parts = urllib.parse.urlsplit(url)
         if parts.path not in ("", "/") or parts.fragment or parts.username:
             raise ProgrammingError(f"a cluster URL is kudusql://HOST:PORT[?options], not {url!r}")
-        address = str(parse_host_port(parts.netloc))
+        address = ",".join(parse_master_addresses(parts.netloc))
         params: dict[str, str] = {}
         for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
             if k not in CLUSTER_OPTIONS - {"secret"}:

@@ -1,6 +1,10 @@
 """``python -m kudusql.cluster.master --dir D [--bind HOST:PORT] [--secret-file F]
-[--tls-dir T] [--tserver-unresponsive-timeout S] [--tablet-creation-timeout S]``: run
-the master.
+[--tls-dir T] [--tserver-unresponsive-timeout S] [--tablet-creation-timeout S]
+[--masters HOST:PORT,HOST:PORT,HOST:PORT [--raft-heartbeat-ms MS]]``: run the master.
+
+With ``--masters`` (every master's address, this one's ``--bind`` among them; Kudu's
+``--master_addresses``) the catalog is replicated across the masters with Raft and only
+the leader master serves.
 
 It logs to ``D/master.log``, writes its bound address (``HOST:PORT``) to
 ``D/master.address`` once it listens (and prints it), and on SIGTERM or SIGINT stops
@@ -18,9 +22,11 @@ import sys
 import threading
 from pathlib import Path
 
+from kudusql.cluster.addresses import parse_master_addresses
 from kudusql.cluster.master.server import DEFAULT_TICK_INTERVAL, MasterServer
 from kudusql.cluster.master_state import MasterOptions
 from kudusql.cluster.security import TlsFiles, read_secret_file
+from kudusql.cluster.tserver.server import DEFAULT_RAFT_HEARTBEAT_MS, replica_options
 from kudusql.common.errors import Error
 from kudusql.storage.fs.files import write_file_atomic
 
@@ -53,6 +59,25 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_TICK_INTERVAL,
         help="seconds between the catalog's retries and timeouts (default %(default)s)",
     )
+    p.add_argument(
+        "--masters",
+        help="HOST:PORT,HOST:PORT,... of every master (this one's --bind among them):"
+        " the catalog is replicated across them; omitted: a single master",
+    )
+    p.add_argument(
+        "--raft-heartbeat-ms",
+        type=int,
+        default=DEFAULT_RAFT_HEARTBEAT_MS,
+        help="the replicated catalog's Raft heartbeat interval in ms; a leader master is"
+        " suspected after 3 missed (default %(default)s)",
+    )
+    p.add_argument(
+        "--catalog-write-timeout",
+        type=float,
+        default=5.0,
+        help="seconds a replicated catalog write waits for a majority of the masters"
+        " (default %(default)s)",
+    )
     return p
 
 
@@ -82,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
             tls=tls,
             options=options,
             tick_interval=args.tick_interval,
+            masters=parse_master_addresses(args.masters) if args.masters else None,
+            replica_options=replica_options(args.raft_heartbeat_ms),
+            catalog_write_timeout=args.catalog_write_timeout,
         )
-    except Error as exc:
+    except (Error, ValueError) as exc:
         log.error("master did not start: %s", exc)
         print(f"kudusql master: {exc}", file=sys.stderr)
         return 1

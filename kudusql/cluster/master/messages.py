@@ -17,12 +17,14 @@ __all__ = [
     "CreateTable",
     "DdlResponse",
     "DropTable",
+    "GetMasterStatus",
     "GetTable",
     "GetTableLocations",
     "ListTables",
     "ListTablesResponse",
     "ListTabletServers",
     "ListTabletServersResponse",
+    "MasterStatus",
     "ReplicaLocationInfo",
     "TableInfo",
     "TableLocationsResponse",
@@ -239,3 +241,30 @@ class PutMetadataDocument(Request):
     IDEMPOTENT: ClassVar[bool] = True
     name: str
     body: str
+
+
+# -- masters ------------------------------------------------------------------------------
+
+
+@message("master_status")
+@dataclass(frozen=True)
+class MasterStatus(Response):
+    """One master's view of the masters (Kudu's ListMasters entry): its address, its role
+    (``LEADER``; ``LEADER (loading)`` while it loads the catalog; ``FOLLOWER``), its
+    catalog replica's term, the leader master it knows (null: none), and every master
+    (empty: a single master)."""
+
+    address: str
+    role: str
+    term: int
+    leader: str | None
+    masters: list[str]
+
+
+@message("master_get_status")
+@dataclass(frozen=True)
+class GetMasterStatus(Request):
+    """This master's role; every master answers (a follower too)."""
+
+    RESPONSE: ClassVar[type[Response]] = MasterStatus
+    IDEMPOTENT: ClassVar[bool] = True

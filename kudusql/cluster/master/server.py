@@ -15,13 +15,27 @@ Threads:
   confirmed by the server's next tablet report). A request already in flight to a server
   is not sent again, so a server that is down ties up at most one sender per request.
 
+With several masters (``masters``, Kudu's ``--master_addresses``) the catalog is the
+Raft-replicated ``ReplicatedSysCatalog`` and only the leader master serves: the driver
+holds a ``MasterState`` only while the catalog replica is a ready leader (it leads and
+has applied every entry of its log, its own term's first one included), loading it from
+the applied catalog when it becomes one (``MasterState.master_restart``: soft state is
+rebuilt from the tablet servers' reports) and dropping it at once when it is not (it
+lost the leadership, or a catalog write's outcome is unknown). Without a
+``MasterState`` every master call is refused with ``NotTheLeader`` naming the leader
+master it knows. The masters exchange consensus messages as ``tserver_consensus``
+one-way calls (``PeerMessenger``). One master keeps the unreplicated
+``SysCatalogTable``.
+
 Invariants: the catalog is durable before a DDL call returns (``MasterState`` writes
-ahead to the ``SysCatalogTable``); no handler blocks the driver on the network.
+ahead to the ``SysCatalogTable``; replicated, to a majority of the masters' logs); no
+handler blocks the driver on the network.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import random
 import threading
@@ -30,15 +44,24 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from kudusql.cluster.addresses import parse_host_port
 from kudusql.cluster.catalog.records import TableRecord, TableState, TabletState
-from kudusql.cluster.errors import ServiceUnavailable
+from kudusql.cluster.catalog.store import CatalogStore
+from kudusql.cluster.errors import MalformedMessage, NotTheLeader, ServiceUnavailable
 from kudusql.cluster.heartbeat_messages import HeartbeatResponse, TSHeartbeat
-from kudusql.cluster.master.catalog_table import SysCatalogTable
+from kudusql.cluster.master.catalog_replica import (
+    SYS_CATALOG_TABLET_ID,
+    CatalogNotLeader,
+    CatalogWriteUncertain,
+    ReplicatedSysCatalog,
+)
+from kudusql.cluster.master.catalog_table import CATALOG_DIR, SysCatalogTable
 from kudusql.cluster.master.messages import (
     AlterTable,
     CreateTable,
     DdlResponse,
     DropTable,
+    GetMasterStatus,
     GetMetadataDocument,
     GetTable,
     GetTableLocations,
@@ -46,6 +69,7 @@ from kudusql.cluster.master.messages import (
     ListTablesResponse,
     ListTabletServers,
     ListTabletServersResponse,
+    MasterStatus,
     MetadataDocument,
     PutMetadataDocument,
     ReplicaLocationInfo,
@@ -73,7 +97,17 @@ from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
-from kudusql.cluster.tserver.messages import AlterTablet, CreateTablet, DeleteTablet, TabletChanged
+from kudusql.cluster.tserver.consensus_wire import decode_message
+from kudusql.cluster.tserver.messages import (
+    AlterTablet,
+    ConsensusAck,
+    ConsensusRequest,
+    CreateTablet,
+    DeleteTablet,
+    TabletChanged,
+)
+from kudusql.cluster.tserver.peer_messenger import PeerMessenger
+from kudusql.cluster.tserver.tablet_replica import ReplicaOptions
 from kudusql.common.errors import (
     Error,
     KuduAlreadyPresent,
@@ -97,6 +131,8 @@ DEFAULT_SEND_TIMEOUT = 5.0
 _WAIT_POLL = 0.05
 #: How long a handler waits for the driver before it calls the master stuck.
 _DRIVER_TIMEOUT = 60.0
+#: How often the driver of a replicated master looks at its catalog replica's role.
+_LEADERSHIP_POLL = 0.05
 
 _Task = tuple[Callable[[MasterState, float], Any], "Future[Any] | None"]
 
@@ -127,16 +163,59 @@ class MasterServer(RpcServer):
         options: MasterOptions | None = None,
         tick_interval: float = DEFAULT_TICK_INTERVAL,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        masters: list[str] | None = None,
+        replica_options: ReplicaOptions | None = None,
+        catalog_write_timeout: float = 5.0,
     ) -> None:
-        self.catalog = SysCatalogTable(directory)
-        try:
-            self._state = MasterState(self.catalog, random.Random(), options)
-            super().__init__(bind, kind="master", secret=secret, tls=tls)
-        except BaseException:
-            self.catalog.close()
-            raise
         self._secret = secret
         self._tls_root = str(tls.certificate) if tls is not None else None
+        self._options = options
+        self._rng = random.Random()
+        self.masters = [str(parse_host_port(m)) for m in masters or []]
+        self.replicated = len(self.masters) > 1
+        self._messenger: PeerMessenger | None = None
+        self._replica: ReplicatedSysCatalog | None = None
+        self._state: MasterState | None = None
+        self._state_term = 0
+        self.catalog: CatalogStore
+        if self.replicated:
+            me = str(parse_host_port(bind))
+            if me not in self.masters:
+                raise ProgrammingError(
+                    f"this master listens on {me}, which is not one of the masters "
+                    f"{','.join(self.masters)} (give --bind as it appears in --masters)"
+                )
+            if os.path.exists(os.path.join(directory, CATALOG_DIR)):
+                raise ProgrammingError(
+                    f"{directory} holds a single master's catalog; it cannot join "
+                    "replicated masters (moving to several masters is not supported)"
+                )
+            self._messenger = PeerMessenger(secret=secret, tls_root=self._tls_root)
+            for m in self.masters:
+                self._messenger.set_address(m, m)
+            messenger = self._messenger
+            try:
+                self._replica = ReplicatedSysCatalog(
+                    directory,
+                    me=me,
+                    masters=self.masters,
+                    transport=lambda msg: messenger.send(SYS_CATALOG_TABLET_ID, msg),
+                    options=replica_options,
+                    write_timeout_s=catalog_write_timeout,
+                )
+            except BaseException:
+                messenger.close()
+                raise
+            self.catalog = self._replica
+        else:
+            self.catalog = SysCatalogTable(directory)
+        try:
+            if not self.replicated:
+                self._state = MasterState(self.catalog, self._rng, options)
+            super().__init__(bind, kind="master", secret=secret, tls=tls)
+        except BaseException:
+            self._close_catalog()
+            raise
         self._tick_interval = tick_interval
         self._send_timeout = send_timeout
         self._inbox: queue.Queue[_Task | None] = queue.Queue()
@@ -157,6 +236,29 @@ class MasterServer(RpcServer):
         self.register_action(TSHeartbeat, self._heartbeat)
         self.register_action(GetMetadataDocument, self._get_document)
         self.register_action(PutMetadataDocument, self._put_document)
+        self.register_action(ConsensusRequest, self._consensus)
+        self.register_action(GetMasterStatus, self._master_status)
+
+    def _close_catalog(self) -> None:
+        if self._replica is not None:
+            self._replica.close()
+        else:
+            assert isinstance(self.catalog, SysCatalogTable)
+            self.catalog.close()
+        if self._messenger is not None:
+            self._messenger.close()
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this master serves now (a single master always does)."""
+        return self._state is not None
+
+    @property
+    def role(self) -> str:
+        """``LEADER`` or the catalog replica's Raft role (a single master: ``LEADER``)."""
+        if self._replica is None:
+            return "LEADER"
+        return self._replica.role
 
     def close(self) -> None:
         """Stop the driver and the senders, and close the catalog."""
@@ -169,39 +271,91 @@ class MasterServer(RpcServer):
                 clients, self._clients = list(self._clients.values()), {}
             for client in clients:
                 client.close()
-            self.catalog.close()
+            self._close_catalog()
 
     # -- the driver -----------------------------------------------------------------------
 
     def _drive(self) -> None:
         next_tick = time.monotonic()
         while True:
+            wait = max(0.0, next_tick - time.monotonic())
+            if self.replicated:
+                wait = min(wait, _LEADERSHIP_POLL)
             try:
-                task = self._inbox.get(timeout=max(0.0, next_tick - time.monotonic()))
+                task = self._inbox.get(timeout=wait)
             except queue.Empty:
                 task = ()  # type: ignore[assignment]
             if task is None:
                 self._fail_pending()
                 return
+            self._follow_leadership()
             if task:
                 fn, future = task
                 try:
+                    if self._state is None:
+                        raise self._not_leader()
                     result = fn(self._state, time.monotonic())
                 except BaseException as exc:
+                    exc = self._catalog_failure(exc)
                     if future is not None:
                         future.set_exception(exc)
-                    else:
+                    elif not isinstance(exc, NotTheLeader | OperationalError):
                         log.exception("master task failed")
                 else:
                     if future is not None:
                         future.set_result(result)
             now = time.monotonic()
             if now >= next_tick:
-                try:
-                    self._send(self._state, self._state.tick(now))
-                except Exception:
-                    log.exception("master tick failed")
+                if self._state is not None:
+                    try:
+                        self._send(self._state, self._state.tick(now))
+                    except Exception as exc:
+                        if not isinstance(self._catalog_failure(exc), OperationalError):
+                            log.exception("master tick failed")
                 next_tick = now + self._tick_interval
+
+    def _follow_leadership(self) -> None:
+        """Load the catalog when the replica became a ready leader; drop it when the
+        replica is not the leader of the term it was loaded in (driver thread)."""
+        replica = self._replica
+        if replica is None:
+            return
+        if self._state is not None and (
+            not replica.replica.is_leader or replica.term != self._state_term
+        ):
+            self._state = None
+            log.info("master %s lost the leadership (term %d)", replica.me, replica.term)
+        if self._state is None and replica.ready_leader():
+            term = replica.term
+            self._state = MasterState(replica, self._rng, self._options)
+            self._state_term = term
+            log.info("master %s is the leader master (term %d): catalog loaded", replica.me, term)
+
+    def _catalog_failure(self, exc: BaseException) -> BaseException:
+        """A catalog write that failed leaves the in-memory catalog unsure: stop serving
+        until the replica is a ready leader again. The error the caller sees."""
+        if isinstance(exc, CatalogNotLeader):
+            self._state = None
+            return self._not_leader()
+        if isinstance(exc, CatalogWriteUncertain):
+            self._state = None
+            log.warning("catalog write failed: %s", exc)
+            return OperationalError(str(exc))
+        return exc
+
+    def _not_leader(self) -> NotTheLeader:
+        replica = self._replica
+        assert replica is not None
+        leader = replica.leader
+        if leader == replica.me:
+            why = (
+                f"master {replica.me} was just elected leader master and is loading the "
+                "catalog; try again"
+            )
+        else:
+            known = leader or "not known yet (an election may be under way)"
+            why = f"master {replica.me} is not the leader master; the leader is {known}"
+        return NotTheLeader.naming(why, leader, leader)
 
     def _fail_pending(self) -> None:
         """Answer every task still queued: the master is stopping."""
@@ -329,7 +483,12 @@ class MasterServer(RpcServer):
 
         deadline = time.monotonic() + seconds
         while True:
-            result = self._run(done)
+            try:
+                result = self._run(done)
+            except NotTheLeader:
+                # The DDL is committed; this master no longer serves. The answer says
+                # "not done" and the client polls the leader master.
+                return False
             if result is not False:
                 return bool(result)
             if time.monotonic() >= deadline:
@@ -450,6 +609,38 @@ class MasterServer(RpcServer):
             return ListTabletServersResponse(servers)
 
         return self._run(task)
+
+    def _consensus(self, r: ConsensusRequest) -> ConsensusAck:
+        replica = self._replica
+        if replica is None or r.tablet_id != SYS_CATALOG_TABLET_ID:
+            raise MalformedMessage(
+                f"master {self.address} hosts no replica of tablet {r.tablet_id!r}"
+            )
+        messages = [
+            decode_message(m, f"tserver_consensus.messages[{i}]") for i, m in enumerate(r.messages)
+        ]
+        for m in messages:
+            if m.dest_uuid != replica.me:
+                raise MalformedMessage(
+                    f"a consensus message for master {m.dest_uuid} reached {replica.me}"
+                )
+        for m in messages:
+            replica.receive(m)
+        return ConsensusAck(r.tablet_id, len(messages))
+
+    def _master_status(self, r: GetMasterStatus) -> MasterStatus:
+        replica = self._replica
+        if replica is None:
+            return MasterStatus(str(self.address), "LEADER", 0, str(self.address), [])
+        return MasterStatus(
+            replica.me,
+            "LEADER"
+            if self._state is not None
+            else ("LEADER (loading)" if replica.replica.is_leader else replica.role),
+            replica.term,
+            replica.leader,
+            list(self.masters),
+        )
 
     def _heartbeat(self, r: TSHeartbeat) -> HeartbeatResponse:
         def task(state: MasterState, now: float) -> HeartbeatResponse:

@@ -4,7 +4,9 @@
 [--raft-max-clock-error-ms MS]``: run a tablet server.
 
 With ``--master`` it heartbeats to that master (``heartbeater.py``) from the moment it
-listens until it stops.
+listens until it stops. ``--masters HOST:PORT,HOST:PORT,...`` (or a list in
+``--master``) names replicated masters: it heartbeats to every one of them, each with
+its own heartbeater (Kudu's); the followers refuse, the leader master processes.
 
 It logs to ``D/tserver.log``, writes its bound address (``HOST:PORT``) to
 ``D/tserver.address`` once it listens (and prints it), and on SIGTERM or SIGINT stops
@@ -22,6 +24,7 @@ import sys
 import threading
 from pathlib import Path
 
+from kudusql.cluster.addresses import parse_master_addresses
 from kudusql.cluster.security import TlsFiles, read_secret_file
 from kudusql.cluster.tserver.heartbeater import DEFAULT_HEARTBEAT_INTERVAL, Heartbeater
 from kudusql.cluster.tserver.result_tracker import DEFAULT_CLIENTS_TTL, DEFAULT_RESPONSES_TTL
@@ -43,7 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kudusql tserver", description="Run a kudusql tablet server.")
     p.add_argument("--dir", required=True, help="the tablet server's directory")
     p.add_argument("--bind", default="127.0.0.1:0", help="HOST:PORT to listen on (port 0: any)")
-    p.add_argument("--master", help="HOST:PORT of the master to heartbeat to")
+    p.add_argument(
+        "--master",
+        "--masters",
+        dest="master",
+        help="HOST:PORT of the master to heartbeat to (several masters: a comma-separated list)",
+    )
     p.add_argument("--secret-file", help="the cluster secret, required on every call")
     p.add_argument("--tls-dir", help="a directory with server.crt and server.key")
     p.add_argument(
@@ -91,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         tls = None
         if args.tls_dir:
             tls = TlsFiles(Path(args.tls_dir) / "server.crt", Path(args.tls_dir) / "server.key")
+        masters = parse_master_addresses(args.master) if args.master else []
         fault_spec = os.environ.get(LOSE_WRITE_RESPONSES_ENV)
         server = TabletServer(
             directory,
@@ -125,24 +134,31 @@ def main(argv: list[str] | None = None) -> int:
         server.tablets.incarnation,
     )
     print(address, flush=True)
-    heartbeater = None
-    if args.master:
-        heartbeater = Heartbeater(
+    heartbeaters = [
+        Heartbeater(
             server.tablets,
             uuid=server.uuid,
             address=address,
-            master_address=args.master,
+            master_address=master,
             secret=secret,
             tls_root=str(tls.certificate) if tls is not None else None,
             interval=args.heartbeat_interval,
         )
-        server.on_tablets_changed = heartbeater.trigger  # type: ignore[method-assign]
-        heartbeater.start()
+        for master in masters
+    ]
+
+    def trigger() -> None:
+        for h in heartbeaters:
+            h.trigger()
+
+    server.on_tablets_changed = trigger  # type: ignore[method-assign]
+    for h in heartbeaters:
+        h.start()
     try:
         server.serve()
     finally:
-        if heartbeater is not None:
-            heartbeater.stop()
+        for h in heartbeaters:
+            h.stop()
         server.close()
         log.info("tablet server stopped")
     return 0

@@ -17,6 +17,11 @@ Sequence numbers start at 1 in each process (the master orders reports by
 (incarnation, sequence number), and the incarnation goes up at each start). A failed
 heartbeat is logged and retried at the next interval; the master's unresponsive timeout
 is what tells it that this server is gone.
+
+With replicated masters the server runs one heartbeater per master (Kudu's): a follower
+master refuses with ``NotTheLeader`` (quietly ignored here), the leader processes; a
+master that becomes leader asks for a full report, as any master that does not know
+this incarnation.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from kudusql.cluster.errors import NotTheLeader
 from kudusql.cluster.heartbeat_messages import HeartbeatResponse, ReportedTabletInfo, TSHeartbeat
 from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
@@ -148,6 +154,8 @@ class Heartbeater:
                 if self._logged_failure:
                     log.info("heartbeats to the master at %s succeed again", self._master.address)
                     self._logged_failure = False
+            except NotTheLeader:
+                pass  # a follower of replicated masters: the leader's heartbeater reports
             except Error as exc:
                 if not self._logged_failure:
                     log.warning("heartbeat to the master failed: %s", exc)
