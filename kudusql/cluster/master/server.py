@@ -56,6 +56,7 @@ from kudusql.cluster.master.messages import (
 )
 from kudusql.cluster.master_protocol import (
     AlterTabletRequest,
+    ChangeConfigRequest,
     CreateTabletRequest,
     DeleteTabletRequest,
     TabletServerRequest,
@@ -73,7 +74,13 @@ from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
-from kudusql.cluster.tserver.messages import AlterTablet, CreateTablet, DeleteTablet, TabletChanged
+from kudusql.cluster.tserver.messages import (
+    AlterTablet,
+    ChangeConfig,
+    CreateTablet,
+    DeleteTablet,
+    TabletChanged,
+)
 from kudusql.common.errors import (
     Error,
     KuduAlreadyPresent,
@@ -283,6 +290,17 @@ class MasterServer(RpcServer):
                 client.call(DeleteTablet(request.tablet_id, request.reason))
                 uuid, tablet_id = request.tserver_uuid, request.tablet_id
                 self._post(lambda st, now: st.delete_tablet_response(uuid, tablet_id, now))
+            elif isinstance(request, ChangeConfigRequest):
+                client.call(
+                    ChangeConfig(
+                        request.tablet_id,
+                        "ADD_PEER",
+                        request.peer_uuid,
+                        request.peer_address,
+                        request.cas_config_opid_index,
+                    )
+                )
+                # Confirmed by the leader's next tablet report (its config moves).
         except Error as exc:
             log.info(
                 "%s for tablet %s on %s failed: %s",
@@ -379,6 +397,7 @@ class MasterServer(RpcServer):
                 table.metadata,
                 table.state.value,
                 table.state is TableState.RUNNING,
+                table.num_replicas,
             )
 
         return self._run(task)

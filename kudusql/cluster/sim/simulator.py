@@ -36,6 +36,7 @@ from kudusql.cluster.catalog.records import (
 from kudusql.cluster.catalog.store import InMemoryCatalogStore
 from kudusql.cluster.master_protocol import (
     AlterTabletRequest,
+    ChangeConfigRequest,
     CreateTabletRequest,
     DeleteTabletRequest,
     HeartbeatResponse,
@@ -606,6 +607,11 @@ def describe(request: TabletServerRequest) -> str:
     if isinstance(request, AlterTabletRequest):
         version, where = request.schema_version, request.tserver_uuid
         return f"alter {short(request.tablet_id)} to v{version} on {where}"
+    if isinstance(request, ChangeConfigRequest):
+        return (
+            f"add {request.peer_uuid} to {short(request.tablet_id)} on leader "
+            f"{request.tserver_uuid} (cas @{request.cas_config_opid_index})"
+        )
     return f"delete {short(request.tablet_id)} on {request.tserver_uuid} ({request.reason})"
 
 
