@@ -88,6 +88,10 @@ class DeleteTabletRequest:
     tserver_uuid: str
     tablet_id: str
     reason: str
+    #: For an evicted replica: delete it only if its committed config's opid index is
+    #: at most this (the one it reported), so a delayed delete never destroys a newer
+    #: replica copied there since (Kudu's cas_config_opid_index_less_or_equal).
+    cas_config_index: int | None = None
 
 
 @dataclass(frozen=True)

@@ -243,6 +243,11 @@ class MasterState:
         self._config: dict[str, ReportedConfig] = {}
         #: Tablet id -> (config opid index, server) of the ADD the master asks for.
         self._pending_add: dict[str, tuple[int, str]] = {}
+        #: (tablet id, server) -> the config opid index of a replica reported on a
+        #: server that is not a member, until it is deleted or becomes a member.
+        self._outside: dict[tuple[str, str], int] = {}
+        #: (tablet id, server) -> the config opid index that server's replica reported.
+        self._replica_config: dict[tuple[str, str], int] = {}
         self._recent = RecentPicks(self.options.recent_picks_half_life)
 
     # -- queries --------------------------------------------------------------------------
@@ -533,6 +538,7 @@ class MasterState:
     ) -> list[TabletServerRequest]:
         """A server's answer to a delete: it no longer hosts ``tablet_id`` (deleted or absent)."""
         batch = _Batch()
+        self._outside.pop((tablet_id, tserver_uuid), None)
         self._confirm_deleted(tserver_uuid, tablet_id, batch)
         self._commit(batch)
         return []
@@ -571,6 +577,27 @@ class MasterState:
         for table_id in list(self._tables):
             requests.extend(self._table_requests(table_id, now, only_due=True))
         requests.extend(self._rereplication_requests(now))
+        requests.extend(self._evicted_deletes(now))
+        return requests
+
+    def _evicted_deletes(self, now: float) -> list[TabletServerRequest]:
+        """A delete, due every ``request_retry_interval``, of each replica reported on a
+        non-member whose committed config is older than the tablet's (compare-and-set
+        on that config, so it never deletes a newer replica copied there since)."""
+        requests: list[TabletServerRequest] = []
+        for (tablet_id, uuid), index in list(self._outside.items()):
+            tablet = self._tablets.get(tablet_id)
+            if tablet is None or uuid in tablet.replica_uuids or tablet.state in _BEING_DELETED:
+                del self._outside[(tablet_id, uuid)]
+                continue
+            if index < self._known_config_index(tablet) and self._due(
+                "delete", tablet_id, uuid, now, only_due=True
+            ):
+                requests.append(
+                    DeleteTabletRequest(
+                        uuid, tablet_id, "evicted: not in the tablet's Raft config", index
+                    )
+                )
         return requests
 
     def _rereplication_requests(self, now: float) -> list[TabletServerRequest]:
@@ -594,6 +621,8 @@ class MasterState:
             if len(config.voters) >= table.num_replicas or config.non_voters:
                 self._pending_add.pop(tablet_id, None)
                 continue
+            if set(config.members) != set(tablet.replica_uuids):
+                continue  # the record has not followed this config yet
             leader = self.leader_of(tablet_id)
             if leader is None or leader not in config.voters or not self.is_live(leader, now):
                 continue
@@ -712,6 +741,10 @@ class MasterState:
         self._deleted_on.pop(tablet_id, None)
         self._config.pop(tablet_id, None)
         self._pending_add.pop(tablet_id, None)
+        for pair in [k for k in self._outside if k[0] == tablet_id]:
+            del self._outside[pair]
+        for pair in [k for k in self._replica_config if k[0] == tablet_id]:
+            del self._replica_config[pair]
         for key in [k for k in self._last_sent if k[1] == tablet_id]:
             del self._last_sent[key]
 
@@ -802,23 +835,27 @@ class MasterState:
         if info.config_index is None or not info.voters:
             return
         known = self._config.get(tablet.tablet_id)
-        if known is not None and info.config_index <= known.index:
-            return
-        config = ReportedConfig(info.config_index, info.voters, info.non_voters)
-        self._config[tablet.tablet_id] = config
-        if tablet.state is not TabletState.RUNNING or info.config_index <= tablet.config_index:
+        if known is None or info.config_index > known.index:
+            known = ReportedConfig(info.config_index, info.voters, info.non_voters)
+            self._config[tablet.tablet_id] = known
+        config = known
+        if tablet.state is not TabletState.RUNNING or config.index <= tablet.config_index:
             return
         members = config.members
         if len(members) < 2:
             return  # the record keeps a replicated tablet's shape
         ordered = [u for u in tablet.replica_uuids if u in members]
         ordered += [u for u in members if u not in ordered]
+        for gone in tablet.replica_uuids:
+            reported = self._replica_config.get((tablet.tablet_id, gone))
+            if gone not in members and reported is not None:
+                self._outside[(tablet.tablet_id, gone)] = reported
         batch.put(
             replace(
                 tablet,
                 tserver_uuid=ordered[0],
                 other_replicas=tuple(ordered[1:]),
-                config_index=info.config_index,
+                config_index=config.index,
             )
         )
 
@@ -851,6 +888,8 @@ class MasterState:
     def _confirm_deleted(self, tserver_uuid: str, tablet_id: str, batch: _Batch) -> None:
         """The server no longer hosts the tablet: a tablet being deleted is gone for good
         once every replica's server has said so."""
+        self._outside.pop((tablet_id, tserver_uuid), None)
+        self._replica_config.pop((tablet_id, tserver_uuid), None)
         tablet = self._view(tablet_id, batch)
         if tablet is None or tserver_uuid not in tablet.replica_uuids:
             return
@@ -885,6 +924,8 @@ class MasterState:
         for tablet_id, info in reported.items():
             tablet = self._tablets.get(tablet_id)
             if tablet is not None and tablet.replicated:
+                if info.config_index is not None:
+                    self._replica_config[(tablet_id, tserver_uuid)] = info.config_index
                 self._note_config(tablet, info, batch)
                 tablet = self._view(tablet_id, batch)
             if tablet is None:
@@ -896,16 +937,10 @@ class MasterState:
                 and tserver_uuid not in tablet.replica_uuids
                 and tablet.state not in _BEING_DELETED
             ):
-                # Evicted (its committed config is older than the tablet's): delete it; a
-                # replica as new as the master's config may be a member it has not seen.
-                if info.config_index is not None and info.config_index < self._known_config_index(
-                    tablet
-                ):
-                    requests.append(
-                        DeleteTabletRequest(
-                            tserver_uuid, tablet_id, "evicted: not in the tablet's Raft config"
-                        )
-                    )
+                # Not a member: deleted once its committed config is older than the
+                # tablet's (evicted); one as new may be a member the master has not seen.
+                if info.config_index is not None:
+                    self._outside[(tablet_id, tserver_uuid)] = info.config_index
             elif tserver_uuid not in tablet.replica_uuids:
                 requests.append(
                     DeleteTabletRequest(tserver_uuid, tablet_id, "not assigned to this server")
@@ -924,6 +959,11 @@ class MasterState:
                     not tablet.replicated or self.leader_of(tablet_id) is not None
                 ):
                     batch.put(replace(tablet, state=TabletState.RUNNING))
+                    if tablet.replicated:
+                        # A config that moved while it was creating: the record follows.
+                        running = self._view(tablet_id, batch)
+                        assert running is not None
+                        self._note_config(running, info, batch)
                 touched.add(tablet.table_id)
         for table_id in touched:
             self._maybe_finish_table(table_id, batch)
@@ -932,4 +972,5 @@ class MasterState:
             if table_id in self._tables:
                 requests.extend(self._table_requests(table_id, now, only_due=True))
         requests.extend(self._rereplication_requests(now))
+        requests.extend(self._evicted_deletes(now))
         return requests

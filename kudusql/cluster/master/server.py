@@ -287,7 +287,9 @@ class MasterServer(RpcServer):
                 )
                 self._post(lambda st, now: st.alter_tablet_response(uuid, tablet_id, version, now))
             elif isinstance(request, DeleteTabletRequest):
-                client.call(DeleteTablet(request.tablet_id, request.reason))
+                client.call(
+                    DeleteTablet(request.tablet_id, request.reason, request.cas_config_index)
+                )
                 uuid, tablet_id = request.tserver_uuid, request.tablet_id
                 self._post(lambda st, now: st.delete_tablet_response(uuid, tablet_id, now))
             elif isinstance(request, ChangeConfigRequest):

@@ -126,6 +126,10 @@ class DeleteTablet(Request):
     IDEMPOTENT: ClassVar[bool] = True
     tablet_id: str
     reason: str = ""
+    #: Optional: refuse (``IllegalState``-like error) when the replicated tablet's
+    #: committed config opid index is above this (a replica newer than the one the
+    #: master saw evicted).
+    cas_config_opid_index_less_or_equal: int | None = None
 
 
 @message("tserver_tablet_report")

@@ -340,7 +340,9 @@ class TabletServer(RpcServer):
         return _changed(entry)
 
     def _delete(self, r: DeleteTablet) -> TabletChanged:
-        entry = self.tablets.delete_tablet(r.tablet_id)
+        entry = self.tablets.delete_tablet(
+            r.tablet_id, cas_config_index=r.cas_config_opid_index_less_or_equal
+        )
         self.on_tablets_changed()
         if entry is None:
             return TabletChanged(r.tablet_id, "ABSENT", 0)

@@ -398,8 +398,13 @@ class TabletManager:
             log.info("altered tablet %s to schema version %d", tablet_id, schema_version)
             return altered
 
-    def delete_tablet(self, tablet_id: str) -> TabletEntry | None:
-        """Delete a tablet, leaving a tombstone; None when it was never here."""
+    def delete_tablet(
+        self, tablet_id: str, *, cas_config_index: int | None = None
+    ) -> TabletEntry | None:
+        """Delete a tablet, leaving a tombstone; None when it was never here. With
+        ``cas_config_index``, a replicated tablet whose committed config's opid index is
+        above it is kept (``KuduAlreadyPresent``): it is newer than the replica the
+        master meant."""
         with self._lock:
             self._check_open()
             entry = self.superblock.entry(tablet_id)
@@ -407,6 +412,16 @@ class TabletManager:
                 return entry
             tombstone = entry.with_state(TOMBSTONED)
             replica = self._replicas.get(tablet_id)
+            config = None if replica is None else replica.committed_config
+            if (
+                cas_config_index is not None
+                and config is not None
+                and config.opid_index > cas_config_index
+            ):
+                raise KuduAlreadyPresent(
+                    f"tablet {tablet_id}: not deleted, its replica's config (opid index"
+                    f" {config.opid_index}) is newer than {cas_config_index}"
+                )
             if replica is not None:
                 last = replica.last_logged_opid
                 if last is not None:
