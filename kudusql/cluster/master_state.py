@@ -581,7 +581,7 @@ class MasterState:
         return requests
 
     def _evicted_deletes(self, now: float) -> list[TabletServerRequest]:
-        """A delete, due every ``request_retry_interval``, of each replica reported on a
+        """A delete, due every ``request_retry_interval``, of each replica on a live
         non-member whose committed config is older than the tablet's (compare-and-set
         on that config, so it never deletes a newer replica copied there since)."""
         requests: list[TabletServerRequest] = []
@@ -590,8 +590,10 @@ class MasterState:
             if tablet is None or uuid in tablet.replica_uuids or tablet.state in _BEING_DELETED:
                 del self._outside[(tablet_id, uuid)]
                 continue
-            if index < self._known_config_index(tablet) and self._due(
-                "delete", tablet_id, uuid, now, only_due=True
+            if (
+                index < self._known_config_index(tablet)
+                and self.is_live(uuid, now)
+                and self._due("delete", tablet_id, uuid, now, only_due=True)
             ):
                 requests.append(
                     DeleteTabletRequest(

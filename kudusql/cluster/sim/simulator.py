@@ -294,6 +294,13 @@ class Simulation:
             if leader is None:
                 continue
             h = leader.tablets[tablet_id]
+            for uuid in h.voters:
+                # A voter without the tablet (its create was lost) answers
+                # TABLET_NOT_FOUND: the leader copies the tablet to it.
+                peer = self.tservers[uuid]
+                if peer.up and tablet_id not in peer.tablets:
+                    peer.install_copy(tablet_id, h)
+                    self.log(f"{leader.uuid} copies {short(tablet_id)} to voter {uuid}")
             if h.non_voters:
                 learner = self.tservers[h.non_voters[0]]
                 if not learner.up:
