@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import kudusql
 from kudusql.cluster.ksck import ksck
 from kudusql.cluster.launcher import MiniCluster
 from kudusql.cluster.master.messages import CreateTable, DdlResponse, TabletLocationInfo
@@ -100,6 +101,22 @@ def scanned_ids(cluster: MiniCluster, address: str, tablet_id: str) -> list[int]
     return sorted(table.column("id").to_pylist())
 
 
+def check_sql_views(cluster: MiniCluster, spare: str) -> None:
+    """sys.tablet_replicas lists the replicated table's replicas with roles and health;
+    SHOW PARTITIONS of a cluster table adds each tablet's replicas."""
+    with kudusql.connect(cluster.url, timeout=5) as conn:
+        rows = conn.execute(
+            "SELECT address, role, health FROM sys.tablet_replicas WHERE table_name = 't'"
+        ).fetchall()
+        assert sorted(r[1] for r in rows) == ["FOLLOWER", "FOLLOWER", "LEADER"]
+        assert {r[2] for r in rows} == {"RUNNING"} and spare in {r[0] for r in rows}
+        conn.execute("CREATE TABLE s (id BIGINT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2")
+        shown = conn.execute("SHOW PARTITIONS s").fetchall()
+        assert len(shown) == 2
+        for _start, _stop, leader, count, replicas in shown:
+            assert count == 1 and replicas == f"{leader} LEADER RUNNING"
+
+
 def index_of(cluster: MiniCluster, address: str) -> int:
     return next(i for i, d in enumerate(cluster.tservers) if d.address == address)
 
@@ -141,6 +158,7 @@ def test_dead_server_is_re_replicated(cluster: MiniCluster) -> None:
             lambda: ksck(cluster.master_address, secret_file=str(cluster.secret_file)).healthy,
             "ksck healthy",
         )
+        check_sql_views(cluster, spare)
 
         # The dead server comes back: its stale replica is deleted (tombstoned).
         back = cluster.restart_tserver(dead_index)
