@@ -142,8 +142,11 @@ class TabletManager:
         #: Called after a replica appears, changes config or goes (the heartbeater's
         #: trigger); set by the server.
         self.on_changed: Callable[[], None] | None = None
-        #: Tablets a copy is running for (one at a time per tablet).
+        #: Tablets a copy is running for (one at a time per tablet), under its own lock:
+        #: a replica asks for a copy with its lock held, while ``_lock`` may be held by
+        #: a thread waiting for that replica (a delete), so ``_lock`` is not taken there.
         self._copying: set[str] = set()
+        self._copy_lock = threading.Lock()
         self._copy_pause = float(os.environ.get(COPY_PAUSE_ENV, "0") or 0)
         try:
             previous = Superblock.load(self.directory)
@@ -543,7 +546,7 @@ class TabletManager:
                 request.caller_uuid,
             )
             return
-        with self._lock:
+        with self._copy_lock:
             if self._closed or tablet_id in self._copying:
                 return
             self._copying.add(tablet_id)
@@ -597,7 +600,7 @@ class TabletManager:
                 except Exception:
                     log.exception("tablet %s: tombstoning a failed copy failed", tablet_id)
         finally:
-            with self._lock:
+            with self._copy_lock:
                 self._copying.discard(tablet_id)
         if self.on_changed is not None:
             self.on_changed()
