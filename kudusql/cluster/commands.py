@@ -8,7 +8,10 @@ delegates here when the first argument is one of them):
   (``launcher.MiniCluster``); prints the master's address (several: comma-separated);
 - ``kudusql cluster stop DIR``: SIGTERM, wait, SIGKILL;
 - ``kudusql cluster status DIR``: every master with its role (LEADER, FOLLOWER, down)
-  and every tablet server, live or not, and the tablets each hosts.
+  and every tablet server, live or not, and the tablets each hosts;
+- ``kudusql cluster ksck DIR`` (or ``--master HOST:PORT [--secret-file F]``): every
+  tablet's replicas, roles, terms and health (``ksck.py``); exit 1 when any is not
+  healthy.
 
 Exit codes: 0 on success, 1 when the command failed (one clear line on standard error),
 2 for bad arguments.
@@ -55,13 +58,44 @@ def _cluster_parser() -> argparse.ArgumentParser:
     stop.add_argument("dir", metavar="DIR")
     status = sub.add_parser("status", help="the servers of the cluster under DIR")
     status.add_argument("dir", metavar="DIR")
+    check = sub.add_parser("ksck", help="check every tablet's replicas (Kudu's ksck)")
+    check.add_argument("dir", metavar="DIR", nargs="?", help="the cluster's directory")
+    check.add_argument("--master", help="HOST:PORT of the master (instead of DIR)")
+    check.add_argument("--secret-file", help="the cluster secret (with --master)")
+    check.add_argument("--tls-ca", help="the CA certificate of a TLS cluster (with --master)")
     return p
+
+
+def _ksck(args: argparse.Namespace) -> int:
+    from kudusql.cluster.ksck import ksck
+    from kudusql.cluster.launcher import STATE_FILE, MiniCluster
+
+    if args.master:
+        report = ksck(args.master, secret_file=args.secret_file, tls_root=args.tls_ca)
+    elif args.dir:
+        cluster = MiniCluster(args.dir)
+        if cluster.master is None:
+            print(f"kudusql cluster: no cluster in {args.dir} (no {STATE_FILE})", file=sys.stderr)
+            return 1
+        ca = cluster.tls_ca
+        report = ksck(
+            cluster.master_address,
+            secret_file=str(cluster.secret_file),
+            tls_root=None if ca is None else str(ca),
+        )
+    else:
+        print("kudusql cluster ksck: give DIR or --master HOST:PORT", file=sys.stderr)
+        return 2
+    print(report.text)
+    return 0 if report.healthy else 1
 
 
 def _cluster(argv: Sequence[str]) -> int:
     from kudusql.cluster.launcher import STATE_FILE, MiniCluster
 
     args = _cluster_parser().parse_args(argv)
+    if args.action == "ksck":
+        return _ksck(args)
     if args.action == "start":
         if args.tservers < 1 or args.masters < 1:
             print("kudusql cluster: --tservers and --masters are at least 1", file=sys.stderr)

@@ -28,6 +28,25 @@ class ReportedTabletInfo:
     schema_version: int
     role: str | None = None
     term: int | None = None
+    #: The replica's committed Raft config (optional): its opid index, voters and
+    #: non-voters (learners), by tablet server uuid.
+    config_index: int | None = None
+    voters: list[str] | None = None
+    non_voters: list[str] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        tablet_id: str,
+        schema_version: int,
+        role: str | None,
+        term: int | None,
+        config: tuple[int, tuple[str, ...], tuple[str, ...]] | None,
+    ) -> ReportedTabletInfo:
+        if config is None:
+            return cls(tablet_id, schema_version, role, term)
+        index, voters, non_voters = config
+        return cls(tablet_id, schema_version, role, term, index, list(voters), list(non_voters))
 
 
 @message("master_heartbeat_response")
@@ -80,7 +99,15 @@ def tablet_report(wire: _WireReport) -> master_protocol.TabletReport:
         sequence_number=wire.sequence_number,
         is_incremental=wire.is_incremental,
         updated_tablets=tuple(
-            master_protocol.ReportedTablet(t.tablet_id, t.schema_version, t.role, t.term)
+            master_protocol.ReportedTablet(
+                t.tablet_id,
+                t.schema_version,
+                t.role,
+                t.term,
+                t.config_index,
+                tuple(t.voters or ()),
+                tuple(t.non_voters or ()),
+            )
             for t in wire.updated_tablets
         ),
         removed_tablet_ids=tuple(wire.removed_tablet_ids),

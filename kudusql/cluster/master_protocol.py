@@ -21,6 +21,11 @@ class ReportedTablet:
     schema_version: int
     role: str | None = None
     term: int | None = None
+    #: The replica's committed Raft config: its opid index (None: not reported) and its
+    #: voters and non-voters (learners being copied and promoted).
+    config_index: int | None = None
+    voters: tuple[str, ...] = ()
+    non_voters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,25 @@ class DeleteTabletRequest:
     tserver_uuid: str
     tablet_id: str
     reason: str
+    #: For an evicted replica: delete it only if its committed config's opid index is
+    #: at most this (the one it reported), so a delayed delete never destroys a newer
+    #: replica copied there since (Kudu's cas_config_opid_index_less_or_equal).
+    cas_config_index: int | None = None
 
 
-TabletServerRequest = CreateTabletRequest | AlterTabletRequest | DeleteTabletRequest
+@dataclass(frozen=True)
+class ChangeConfigRequest:
+    """Ask the tablet's leader (on ``tserver_uuid``) to add a replica on ``peer_uuid``
+    (at ``peer_address``) as a learner, if its committed config's opid index is still
+    ``cas_config_opid_index`` (Kudu's re-replication: sent until a report shows it)."""
+
+    tserver_uuid: str
+    tablet_id: str
+    peer_uuid: str
+    peer_address: str
+    cas_config_opid_index: int
+
+
+TabletServerRequest = (
+    CreateTabletRequest | AlterTabletRequest | DeleteTabletRequest | ChangeConfigRequest
+)

@@ -28,6 +28,16 @@ Invariants:
   once every replica's server confirms the delete.
 * The registry of tablet servers is soft state: after a restart the master knows no
   server until it sends a full tablet report.
+* Re-replication (Kudu's, the paper's §3.4.2): a replicated tablet's replicas follow the
+  newest committed Raft config any replica reports (its opid index only grows, kept in
+  the record). While that config has fewer voters than the table's replication factor
+  and no learner, the master asks the leader to ADD one live server that is not a member
+  (``ChangeConfigRequest``, compare-and-set on the config's opid index), the same server
+  until the config moves, re-sent every ``request_retry_interval``: at most one change
+  per tablet is pending. The master never removes a member (the leader evicts failed
+  ones); it deletes a reported replica only when its server is not a member and that
+  replica's own committed config is older than the master's (an evicted replica), never
+  one that may be a new member whose config the master has not seen yet.
 """
 
 from __future__ import annotations
@@ -54,9 +64,11 @@ from kudusql.cluster.catalog.records import (
 from kudusql.cluster.catalog.store import CatalogStore, RecordWrite
 from kudusql.cluster.master_protocol import (
     AlterTabletRequest,
+    ChangeConfigRequest,
     CreateTabletRequest,
     DeleteTabletRequest,
     HeartbeatResponse,
+    ReportedTablet,
     TabletReport,
     TabletServerRequest,
 )
@@ -103,6 +115,20 @@ class ReplicationNotSupported(CatalogError):
 #: A replica's role in tablet locations (Kudu's ``RaftPeerPB.Role`` names).
 LEADER = "LEADER"
 FOLLOWER = "FOLLOWER"
+LEARNER = "LEARNER"
+
+
+@dataclass(frozen=True)
+class ReportedConfig:
+    """A replicated tablet's committed Raft config as a replica reported it."""
+
+    index: int
+    voters: tuple[str, ...]
+    non_voters: tuple[str, ...]
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return (*self.voters, *self.non_voters)
 
 
 @dataclass(frozen=True)
@@ -213,6 +239,15 @@ class MasterState:
         self._deleted_on: dict[str, set[str]] = {}
         self._create_deadline: dict[str, float] = {}
         self._last_sent: dict[tuple[str, str, str], float] = {}
+        #: Tablet id -> the newest committed Raft config reported for it.
+        self._config: dict[str, ReportedConfig] = {}
+        #: Tablet id -> (config opid index, server) of the ADD the master asks for.
+        self._pending_add: dict[str, tuple[int, str]] = {}
+        #: (tablet id, server) -> the config opid index of a replica reported on a
+        #: server that is not a member, until it is deleted or becomes a member.
+        self._outside: dict[tuple[str, str], int] = {}
+        #: (tablet id, server) -> the config opid index that server's replica reported.
+        self._replica_config: dict[tuple[str, str], int] = {}
         self._recent = RecentPicks(self.options.recent_picks_half_life)
 
     # -- queries --------------------------------------------------------------------------
@@ -246,6 +281,15 @@ class MasterState:
     def reported_schema_version(self, tablet_id: str) -> int | None:
         return self._reported_version.get(tablet_id)
 
+    def config_of(self, tablet_id: str) -> ReportedConfig | None:
+        """The newest committed Raft config reported for the tablet, or None."""
+        return self._config.get(tablet_id)
+
+    def pending_add(self, tablet_id: str) -> tuple[int, str] | None:
+        """The (config opid index, server) of the replica the master asks the tablet's
+        leader to add, or None."""
+        return self._pending_add.get(tablet_id)
+
     def leader_of(self, tablet_id: str) -> str | None:
         """The server of the tablet's leader as reported in the highest term, or None."""
         known = self._leader.get(tablet_id)
@@ -273,8 +317,14 @@ class MasterState:
                 if not tablet.replicated:
                     leader = tablet.tserver_uuid
                 ordered = sorted(tablet.replica_uuids, key=lambda u: u != leader)
+                config = self._config.get(tablet.tablet_id)
+                learners = () if config is None else config.non_voters
                 replicas = tuple(
-                    ReplicaLocation(u, self._address(u), LEADER if u == leader else FOLLOWER)
+                    ReplicaLocation(
+                        u,
+                        self._address(u),
+                        LEADER if u == leader else LEARNER if u in learners else FOLLOWER,
+                    )
                     for u in ordered
                 )
                 first = replicas[0]
@@ -488,6 +538,7 @@ class MasterState:
     ) -> list[TabletServerRequest]:
         """A server's answer to a delete: it no longer hosts ``tablet_id`` (deleted or absent)."""
         batch = _Batch()
+        self._outside.pop((tablet_id, tserver_uuid), None)
         self._confirm_deleted(tserver_uuid, tablet_id, batch)
         self._commit(batch)
         return []
@@ -525,6 +576,84 @@ class MasterState:
             self._commit(batch)
         for table_id in list(self._tables):
             requests.extend(self._table_requests(table_id, now, only_due=True))
+        requests.extend(self._rereplication_requests(now))
+        requests.extend(self._evicted_deletes(now))
+        return requests
+
+    def _evicted_deletes(self, now: float) -> list[TabletServerRequest]:
+        """A delete, due every ``request_retry_interval``, of each replica on a live
+        non-member whose committed config is older than the tablet's (compare-and-set
+        on that config, so it never deletes a newer replica copied there since)."""
+        requests: list[TabletServerRequest] = []
+        for (tablet_id, uuid), index in list(self._outside.items()):
+            tablet = self._tablets.get(tablet_id)
+            if tablet is None or uuid in tablet.replica_uuids or tablet.state in _BEING_DELETED:
+                del self._outside[(tablet_id, uuid)]
+                continue
+            if (
+                index < self._known_config_index(tablet)
+                and self.is_live(uuid, now)
+                and self._due("delete", tablet_id, uuid, now, only_due=True)
+            ):
+                requests.append(
+                    DeleteTabletRequest(
+                        uuid, tablet_id, "evicted: not in the tablet's Raft config", index
+                    )
+                )
+        return requests
+
+    def _rereplication_requests(self, now: float) -> list[TabletServerRequest]:
+        """An ADD for each RUNNING replicated tablet whose committed config has fewer
+        voters than its table's replication factor and no learner (see the module's
+        invariants), due every ``request_retry_interval``."""
+        requests: list[TabletServerRequest] = []
+        live: list[str] | None = None
+        hosted: dict[str, int] | None = None
+        for tablet in self._tablets.values():
+            tablet_id = tablet.tablet_id
+            config = self._config.get(tablet_id)
+            table = self._tables.get(tablet.table_id)
+            if (
+                tablet.state is not TabletState.RUNNING
+                or not tablet.replicated
+                or config is None
+                or table is None
+            ):
+                continue
+            if len(config.voters) >= table.num_replicas or config.non_voters:
+                self._pending_add.pop(tablet_id, None)
+                continue
+            if set(config.members) != set(tablet.replica_uuids):
+                continue  # the record has not followed this config yet
+            leader = self.leader_of(tablet_id)
+            if leader is None or leader not in config.voters or not self.is_live(leader, now):
+                continue
+            pending = self._pending_add.get(tablet_id)
+            if (
+                pending is None
+                or pending[0] != config.index
+                or pending[1] in config.members
+                or not self.is_live(pending[1], now)
+            ):
+                if live is None:
+                    live, hosted = self.live_tservers(now), self._hosted()
+                assert hosted is not None
+                chosen = self._place(
+                    [u for u in live if u not in config.members], 1, dict(hosted), now
+                )
+                if chosen is None:
+                    self._pending_add.pop(tablet_id, None)
+                    continue  # no live server to add: the tablet stays under-replicated
+                pending = (config.index, chosen[0])
+                self._pending_add[tablet_id] = pending
+                self._last_sent.pop(("change_config", tablet_id, pending[1]), None)
+            target = pending[1]
+            if self._due("change_config", tablet_id, target, now, only_due=True):
+                requests.append(
+                    ChangeConfigRequest(
+                        leader, tablet_id, target, self._address(target), config.index
+                    )
+                )
         return requests
 
     # -- internals ----------------------------------------------------------------------------
@@ -612,6 +741,12 @@ class MasterState:
         self._reported_on.pop(tablet_id, None)
         self._leader.pop(tablet_id, None)
         self._deleted_on.pop(tablet_id, None)
+        self._config.pop(tablet_id, None)
+        self._pending_add.pop(tablet_id, None)
+        for pair in [k for k in self._outside if k[0] == tablet_id]:
+            del self._outside[pair]
+        for pair in [k for k in self._replica_config if k[0] == tablet_id]:
+            del self._replica_config[pair]
         for key in [k for k in self._last_sent if k[1] == tablet_id]:
             del self._last_sent[key]
 
@@ -640,10 +775,14 @@ class MasterState:
                     ):
                         yield DeleteTabletRequest(uuid, tablet_id, reason)
             elif tablet.state is TabletState.CREATING or (
-                tablet.state is TabletState.RUNNING and tablet.replicated
+                tablet.state is TabletState.RUNNING
+                and tablet.replicated
+                and tablet.config_index == 0
+                and self._known_config_index(tablet) == 0
             ):
-                # A replicated tablet runs once its leader reports; a replica whose create
-                # was lost is asked again until its server reports it (no tablet copy yet).
+                # A replicated tablet runs once its leader reports; a replica of its first
+                # config whose create was lost is asked again until its server reports it
+                # (a replica added later arrives by tablet copy, never by a create).
                 if tablet.state is TabletState.CREATING:
                     self._create_deadline.setdefault(
                         tablet_id, now + self.options.tablet_creation_timeout
@@ -688,6 +827,40 @@ class MasterState:
         elif term == known_term and role == LEADER:
             self._leader[tablet_id] = (term, uuid)
 
+    def _known_config_index(self, tablet: TabletRecord) -> int:
+        config = self._config.get(tablet.tablet_id)
+        return max(tablet.config_index, -1 if config is None else config.index)
+
+    def _note_config(self, tablet: TabletRecord, info: ReportedTablet, batch: _Batch) -> None:
+        """A replica reported its committed config: a newer one than known becomes the
+        tablet's, and its members the record's replicas (kept in their order)."""
+        if info.config_index is None or not info.voters:
+            return
+        known = self._config.get(tablet.tablet_id)
+        if known is None or info.config_index > known.index:
+            known = ReportedConfig(info.config_index, info.voters, info.non_voters)
+            self._config[tablet.tablet_id] = known
+        config = known
+        if tablet.state is not TabletState.RUNNING or config.index <= tablet.config_index:
+            return
+        members = config.members
+        if len(members) < 2:
+            return  # the record keeps a replicated tablet's shape
+        ordered = [u for u in tablet.replica_uuids if u in members]
+        ordered += [u for u in members if u not in ordered]
+        for gone in tablet.replica_uuids:
+            reported = self._replica_config.get((tablet.tablet_id, gone))
+            if gone not in members and reported is not None:
+                self._outside[(tablet.tablet_id, gone)] = reported
+        batch.put(
+            replace(
+                tablet,
+                tserver_uuid=ordered[0],
+                other_replicas=tuple(ordered[1:]),
+                config_index=config.index,
+            )
+        )
+
     def _note_version(self, tablet_id: str, version: int) -> None:
         self._reported_version[tablet_id] = max(version, self._reported_version.get(tablet_id, -1))
 
@@ -717,6 +890,8 @@ class MasterState:
     def _confirm_deleted(self, tserver_uuid: str, tablet_id: str, batch: _Batch) -> None:
         """The server no longer hosts the tablet: a tablet being deleted is gone for good
         once every replica's server has said so."""
+        self._outside.pop((tablet_id, tserver_uuid), None)
+        self._replica_config.pop((tablet_id, tserver_uuid), None)
         tablet = self._view(tablet_id, batch)
         if tablet is None or tserver_uuid not in tablet.replica_uuids:
             return
@@ -750,10 +925,24 @@ class MasterState:
         touched: set[str] = set()
         for tablet_id, info in reported.items():
             tablet = self._tablets.get(tablet_id)
+            if tablet is not None and tablet.replicated:
+                if info.config_index is not None:
+                    self._replica_config[(tablet_id, tserver_uuid)] = info.config_index
+                self._note_config(tablet, info, batch)
+                tablet = self._view(tablet_id, batch)
             if tablet is None:
                 requests.append(
                     DeleteTabletRequest(tserver_uuid, tablet_id, "orphan: not in the catalog")
                 )
+            elif (
+                tablet.replicated
+                and tserver_uuid not in tablet.replica_uuids
+                and tablet.state not in _BEING_DELETED
+            ):
+                # Not a member: deleted once its committed config is older than the
+                # tablet's (evicted); one as new may be a member the master has not seen.
+                if info.config_index is not None:
+                    self._outside[(tablet_id, tserver_uuid)] = info.config_index
             elif tserver_uuid not in tablet.replica_uuids:
                 requests.append(
                     DeleteTabletRequest(tserver_uuid, tablet_id, "not assigned to this server")
@@ -772,6 +961,11 @@ class MasterState:
                     not tablet.replicated or self.leader_of(tablet_id) is not None
                 ):
                     batch.put(replace(tablet, state=TabletState.RUNNING))
+                    if tablet.replicated:
+                        # A config that moved while it was creating: the record follows.
+                        running = self._view(tablet_id, batch)
+                        assert running is not None
+                        self._note_config(running, info, batch)
                 touched.add(tablet.table_id)
         for table_id in touched:
             self._maybe_finish_table(table_id, batch)
@@ -779,4 +973,6 @@ class MasterState:
         for table_id in touched:
             if table_id in self._tables:
                 requests.extend(self._table_requests(table_id, now, only_due=True))
+        requests.extend(self._rereplication_requests(now))
+        requests.extend(self._evicted_deletes(now))
         return requests

@@ -304,11 +304,34 @@ def show_partitions(session: Session, s: st.ShowPartitions) -> Result:
         return _rows([header], [(r,) for r in range_texts(t) or [""]])
     names = ["Start Key", "Stop Key", "Leader Replica", "#Replicas"]
     types: list[pa.DataType] = [pa.string(), pa.string(), pa.string(), pa.int32()]
+    if session.db.master_address is not None:
+        return _cluster_partitions(session, t, names, types)
     rows: list[tuple[Any, ...]] = [
         (p.partition_key_start.hex().upper(), p.partition_key_end.hex().upper(), where, 1)
         for p, where in zip(t.partitions, t.replica_addresses(), strict=True)
     ]
     return _rows(names, rows or [("N/A", "N/A", "N/A", -1)], types)
+
+
+def _cluster_partitions(
+    session: Session, t: Any, names: list[str], types: list[pa.DataType]
+) -> Result:
+    """SHOW PARTITIONS of a cluster table: the leader's address, the replica count and
+    a last column ``Replicas``: each replica as ``address ROLE HEALTH``, the leader
+    first (``sys.tablet_replicas``)."""
+    replicas: dict[str, list[dict[str, Any]]] = {}
+    for r in session.db.system_table("tablet_replicas").to_pylist():
+        if r["table_name"] == t.name:
+            replicas.setdefault(r["start_key"], []).append(r)
+    rows: list[tuple[Any, ...]] = []
+    for p in t.partitions:
+        start = p.partition_key_start.hex().upper()
+        mine = sorted(replicas.get(start, []), key=lambda r: r["role"] != "LEADER")
+        leader = next((r["address"] for r in mine if r["role"] == "LEADER"), "-")
+        shown = ", ".join(f"{r['address']} {r['role']} {r['health']}" for r in mine)
+        rows.append((start, p.partition_key_end.hex().upper(), leader, len(mine), shown))
+    empty = ("N/A", "N/A", "N/A", -1, "")
+    return _rows([*names, "Replicas"], rows or [empty], [*types, pa.string()])
 
 
 def show_tablet_servers(session: Session, s: st.ShowTabletServers) -> Result:

@@ -39,6 +39,9 @@ def test_cluster_start_status_stop(tmp_path: Path) -> None:
         lines = status.stdout.splitlines()
         assert lines[0] == f"master {address} running"
         assert sum(" yes " in line for line in lines[2:]) == 1
+        check = kudusql("cluster", "ksck", str(directory))
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert check.stdout.strip().endswith("OK: 0 tablets, 0 not healthy, 0 other problems")
         again = kudusql("cluster", "start", str(directory))
         assert again.returncode == 1 and "already running" in again.stderr
         stopped = kudusql("cluster", "stop", str(directory))
@@ -64,3 +67,7 @@ def test_daemons_refuse_a_public_bind_without_a_secret(tmp_path: Path) -> None:
 def test_cluster_commands_without_a_cluster(tmp_path: Path) -> None:
     result = kudusql("cluster", "status", str(tmp_path))
     assert result.returncode == 1 and "no cluster" in result.stderr
+    check = kudusql("cluster", "ksck", str(tmp_path))
+    assert check.returncode == 1 and "no cluster" in check.stderr
+    bare = kudusql("cluster", "ksck")
+    assert bare.returncode == 2 and "DIR or --master" in bare.stderr

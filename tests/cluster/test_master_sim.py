@@ -24,6 +24,16 @@ def test_replicated_tables_keep_every_invariant(seed: int) -> None:
     run_seed(seed, tservers=4, replication=True)
 
 
+@pytest.mark.parametrize("seed", [2, 3, 20, 22, 32, 154])
+def test_re_replication_seeds_that_found_bugs(seed: int) -> None:
+    """Seeds that failed while re-replication was built (an evicted replica never
+    deleted, an ADD applied by a deposed leader or to a server the record still
+    listed, a voter whose create was lost), and seeds that fail when the tablet
+    server's delete ignores its compare-and-set (a delayed delete destroying a replica
+    copied back to its server since): 2 and 3."""
+    run_seed(seed, tservers=4, replication=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(1000, 1100))
 def test_long_replicated_runs_with_heavy_faults(seed: int) -> None:

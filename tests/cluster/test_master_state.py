@@ -20,6 +20,7 @@ from kudusql.cluster.catalog.records import (
 from kudusql.cluster.catalog.store import InMemoryCatalogStore
 from kudusql.cluster.master_protocol import (
     AlterTabletRequest,
+    ChangeConfigRequest,
     CreateTabletRequest,
     DeleteTabletRequest,
     ReportedTablet,
@@ -451,3 +452,60 @@ def test_a_lost_create_is_resent_to_the_replica_that_never_reported() -> None:
     assert c.master.is_ddl_done("t")  # the leader reported: RUNNING without the third
     c.settle()
     assert tablet.tablet_id in c.ts[missing].tablets
+
+
+def test_a_dead_replica_is_evicted_re_replicated_and_deleted_when_it_returns() -> None:
+    # Kudu's re-replication: the leader evicts a dead follower (3-2-3); the master asks it
+    # to add a live server (compare-and-set on the config), stubbornly, one at a time;
+    # the learner is copied and promoted; the evicted replica is deleted on return.
+    c = started(tservers=4)
+    c.deliver(list(c.master.create_table("t", "s", ["p0"], c.now, num_replicas=3).requests))
+    (tablet,) = c.master.tablets()
+    tid = tablet.tablet_id
+    leader, follower = tablet.replica_uuids[0], tablet.replica_uuids[1]
+    spare = next(u for u in c.ts if u not in tablet.replica_uuids)
+    elect(c, tid, leader, 1)
+    c.heartbeat_all()
+    assert c.master.is_ddl_done("t")
+    assert c.master.tick(c.now) == []  # three voters: nothing to do
+    c.ts[follower].crash()
+    c.now += OPTIONS.tserver_unresponsive_timeout  # the master stops counting it live
+    voters = tuple(u for u in tablet.replica_uuids if u != follower)
+    for u in voters:
+        c.ts[u].learn_config(tid, 1, voters, ())
+    requests = c.heartbeat_all()
+    (add,) = [r for r in requests if isinstance(r, ChangeConfigRequest)]
+    assert (add.tserver_uuid, add.peer_uuid, add.cas_config_opid_index) == (leader, spare, 1)
+    assert c.master.tablets()[0].replica_uuids == voters  # the record follows the config
+    assert c.master.tick(c.now) == []  # not due again yet
+    c.now += OPTIONS.request_retry_interval
+    assert c.master.tick(c.now) == [add]  # stubborn: the same server, the same index
+    assert c.ts[leader].change_config(add)
+    assert not c.ts[leader].change_config(add)  # idempotent: the compare-and-set fails
+    c.heartbeat(leader)
+    (loc,) = c.master.tablet_locations("t")
+    assert {(r.tserver_uuid, r.role) for r in loc.replicas} == {
+        (leader, "LEADER"),
+        (voters[1], "FOLLOWER"),
+        (spare, "LEARNER"),
+    }
+    c.now += OPTIONS.request_retry_interval
+    assert c.master.tick(c.now) == []  # a learner is on its way: no second change
+    c.ts[spare].install_copy(tid, c.ts[leader].tablets[tid])
+    for u in (*voters, spare):
+        c.ts[u].learn_config(tid, 3, (*voters, spare), ())
+    c.heartbeat_all()
+    assert set(c.master.tablets()[0].replica_uuids) == {*voters, spare}
+    assert c.master.tablets()[0].config_index == 3
+    c.now += OPTIONS.request_retry_interval
+    assert c.master.tick(c.now) == []
+    # The dead server returns with its stale replica (config 0): deleted, compare-and-set.
+    c.ts[follower].start()
+    (delete,) = c.heartbeat(follower)
+    assert isinstance(delete, DeleteTabletRequest)
+    assert (delete.tserver_uuid, delete.cas_config_index) == (follower, 0)
+    c.deliver([delete])
+    assert tid not in c.ts[follower].tablets
+    # A delayed delete never removes a newer replica copied there since.
+    c.ts[follower].install_copy(tid, c.ts[leader].tablets[tid])
+    assert not c.ts[follower].delete_tablet(delete)

@@ -76,6 +76,10 @@ class TabletRecord:
     tserver_uuid: str
     state: TabletState
     other_replicas: tuple[str, ...] = ()
+    #: The opid index of the committed Raft config the replicas are (0: the tablet's
+    #: first config, the replicas it was created on); a tablet server's report of a
+    #: newer one moves the replicas (re-replication).
+    config_index: int = 0
 
     @property
     def key(self) -> RecordKey:
@@ -134,6 +138,8 @@ def encode_record(record: CatalogRecord) -> bytes:
         }
         if record.other_replicas:
             body["tserver_uuids"] = list(record.replica_uuids)
+        if record.config_index:
+            body["config_index"] = record.config_index
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -196,6 +202,7 @@ def decode_record(key: RecordKey, value: bytes) -> CatalogRecord:
                 tserver_uuid=_field(body, "tserver_uuid", str),
                 state=TabletState(_field(body, "state", str)),
                 other_replicas=_other_replicas(body, entry_id),
+                config_index=_field(body, "config_index", int) if "config_index" in body else 0,
             )
             record = tablet
             ident = tablet.tablet_id

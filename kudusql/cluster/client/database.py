@@ -48,6 +48,7 @@ from kudusql.cluster.rpc_client import DEFAULT_TIMEOUT, ObservedTimestamps, RpcC
 from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.common.errors import (
     CorruptionError,
+    Error,
     KuduNotFound,
     KuduNotSupported,
     OperationalError,
@@ -471,6 +472,8 @@ class RemoteDatabase:
                         "tablets": s.tablet_count,
                     }
                 )
+        elif name == "tablet_replicas":
+            rows = self._replica_rows()
         elif name == "tables":
             for n in self.table_names():
                 found = self._cached(n)
@@ -493,6 +496,36 @@ class RemoteDatabase:
                         for st in found[2].tablet_statistics()
                     )
         return pa.Table.from_pylist(rows, schema=schema)
+
+    def _replica_rows(self) -> list[dict[str, Any]]:
+        """Every running tablet's replicas with their Raft role (LEADER, FOLLOWER,
+        LEARNER) and health (RUNNING while the server heartbeats, else UNAVAILABLE), as
+        the master's locations and registry have them."""
+        live = {s.uuid: s.live for s in self.master.tablet_servers()}
+        rows: list[dict[str, Any]] = []
+        for n in self.master.table_names():
+            try:
+                located = self.master.locations(n)
+            except Error:
+                continue  # not running yet (being created or altered)
+            for loc in located:
+                start = TabletPartition.from_json(loc.partition).partition_key_start
+                replicas = [(r.tserver_uuid, r.address, r.role) for r in loc.replicas] or [
+                    (loc.tserver_uuid, loc.address, "LEADER")
+                ]
+                rows.extend(
+                    {
+                        "table_name": n,
+                        "tablet_id": loc.tablet_id,
+                        "start_key": start.hex().upper(),
+                        "tserver_uuid": uuid,
+                        "address": address,
+                        "role": role,
+                        "health": "RUNNING" if live.get(uuid) else "UNAVAILABLE",
+                    }
+                    for uuid, address, role in replicas
+                )
+        return rows
 
     # -- the SQL layers' metadata files ---------------------------------------------------
 

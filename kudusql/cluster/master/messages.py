@@ -108,6 +108,8 @@ class TableInfo(Response):
     metadata: str
     state: str
     ddl_done: bool
+    #: The table's replication factor (optional: 1 from masters that predate it).
+    num_replicas: int = 1
 
 
 @message("master_get_table")

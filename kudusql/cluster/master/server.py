@@ -80,6 +80,7 @@ from kudusql.cluster.master.messages import (
 )
 from kudusql.cluster.master_protocol import (
     AlterTabletRequest,
+    ChangeConfigRequest,
     CreateTabletRequest,
     DeleteTabletRequest,
     TabletServerRequest,
@@ -100,6 +101,7 @@ from kudusql.cluster.security import TlsFiles
 from kudusql.cluster.tserver.consensus_wire import decode_message
 from kudusql.cluster.tserver.messages import (
     AlterTablet,
+    ChangeConfig,
     ConsensusAck,
     ConsensusRequest,
     CreateTablet,
@@ -434,9 +436,22 @@ class MasterServer(RpcServer):
                 )
                 self._post(lambda st, now: st.alter_tablet_response(uuid, tablet_id, version, now))
             elif isinstance(request, DeleteTabletRequest):
-                client.call(DeleteTablet(request.tablet_id, request.reason))
+                client.call(
+                    DeleteTablet(request.tablet_id, request.reason, request.cas_config_index)
+                )
                 uuid, tablet_id = request.tserver_uuid, request.tablet_id
                 self._post(lambda st, now: st.delete_tablet_response(uuid, tablet_id, now))
+            elif isinstance(request, ChangeConfigRequest):
+                client.call(
+                    ChangeConfig(
+                        request.tablet_id,
+                        "ADD_PEER",
+                        request.peer_uuid,
+                        request.peer_address,
+                        request.cas_config_opid_index,
+                    )
+                )
+                # Confirmed by the leader's next tablet report (its config moves).
         except Error as exc:
             log.info(
                 "%s for tablet %s on %s failed: %s",
@@ -538,6 +553,7 @@ class MasterServer(RpcServer):
                 table.metadata,
                 table.state.value,
                 table.state is TableState.RUNNING,
+                table.num_replicas,
             )
 
         return self._run(task)

@@ -36,6 +36,7 @@ from kudusql.cluster.catalog.records import (
 from kudusql.cluster.catalog.store import InMemoryCatalogStore
 from kudusql.cluster.master_protocol import (
     AlterTabletRequest,
+    ChangeConfigRequest,
     CreateTabletRequest,
     DeleteTabletRequest,
     HeartbeatResponse,
@@ -82,6 +83,9 @@ class FaultRates:
     tserver_restart: float = 0.15
     ddl: float = 0.15
     election: float = 0.1  # a replicated tablet's replica wins a new term
+    #: A leader makes Raft config progress: copies and promotes its learner, or evicts
+    #: a member whose server is down (when that leaves a majority up).
+    raft_config: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,8 @@ class Simulation:
                 self.start_tserver(self.rng.choice(down))
         if self.replication and self.rng.random() < f.election:
             self.election()
+        if self.replication and self.rng.random() < f.raft_config:
+            self.raft_progress(evict=True)
         self.heartbeats()
         if self.master_up:
             self.master_input("tick", lambda: self.master.tick(self.now))
@@ -202,6 +208,7 @@ class Simulation:
         for _ in range(rounds):
             if self.replication:
                 self.elect_where_leaderless()
+                self.raft_progress(evict=False)
             self.now = round(self.now + HEARTBEAT_INTERVAL, 6)
             for uuid in self.tservers:
                 self.next_heartbeat[uuid] = self.now
@@ -248,7 +255,16 @@ class Simulation:
         if not hosts:
             return
         chosen = tablet_id if tablet_id is not None else self.rng.choice(sorted(hosts))
-        up = [ts for ts in hosts[chosen] if ts.up]
+        # Only a voter of the newest config an up replica has can win (Raft: the others'
+        # logs are behind, or they are not members any more).
+        newest = max((ts.tablets[chosen].config_index for ts in hosts[chosen] if ts.up), default=0)
+        up = [
+            ts
+            for ts in hosts[chosen]
+            if ts.up
+            and ts.tablets[chosen].config_index == newest
+            and ts.uuid in ts.tablets[chosen].voters
+        ]
         if not up:
             return
         winner = self.rng.choice(sorted(up, key=lambda ts: ts.uuid))
@@ -256,6 +272,59 @@ class Simulation:
         for ts in up:
             ts.learn_term(chosen, term, leader=ts is winner)
         self.log(f"{winner.uuid} wins the election of {short(chosen)} in term {term}")
+
+    def leader_replica(self, tablet_id: str) -> TabletServerModel | None:
+        """The up server whose replica leads ``tablet_id`` in the highest term."""
+        leaders = [
+            ts
+            for ts in self.tservers.values()
+            if ts.up and (h := ts.tablets.get(tablet_id)) is not None and h.role == "LEADER"
+        ]
+        return max(leaders, key=lambda ts: ts.tablets[tablet_id].term or 0, default=None)
+
+    def raft_progress(self, *, evict: bool) -> None:
+        """One config step per replicated tablet's leader: copy its learner (to an up
+        server) and promote it; or, with ``evict``, remove a voter on a down server when
+        a majority of the rest is up (3-2-3). The new config reaches the up members."""
+        tablet_ids = sorted(
+            {t for ts in self.tservers.values() for t, h in ts.tablets.items() if h.raft_peers}
+        )
+        for tablet_id in tablet_ids:
+            leader = self.leader_replica(tablet_id)
+            if leader is None:
+                continue
+            h = leader.tablets[tablet_id]
+            for uuid in h.voters:
+                # A voter without the tablet (its create was lost) answers
+                # TABLET_NOT_FOUND: the leader copies the tablet to it.
+                peer = self.tservers[uuid]
+                if peer.up and tablet_id not in peer.tablets:
+                    peer.install_copy(tablet_id, h)
+                    self.log(f"{leader.uuid} copies {short(tablet_id)} to voter {uuid}")
+            if h.non_voters:
+                learner = self.tservers[h.non_voters[0]]
+                if not learner.up:
+                    continue
+                learner.install_copy(tablet_id, h)
+                self.log(f"{leader.uuid} copies {short(tablet_id)} to {learner.uuid}")
+                new = (h.config_index + 1, (*h.voters, learner.uuid), ())
+            elif evict:
+                down = [v for v in h.voters if not self.tservers[v].up]
+                if not down:
+                    continue
+                rest = tuple(v for v in h.voters if v != down[0])
+                up_rest = sum(1 for v in rest if self.tservers[v].up)
+                if len(rest) < 2 or up_rest < len(rest) // 2 + 1:
+                    continue
+                self.log(f"{leader.uuid} evicts {down[0]} from {short(tablet_id)}")
+                new = (h.config_index + 1, rest, ())
+            else:
+                continue
+            old_members = h.members
+            for uuid in sorted({*old_members, *new[1]}):
+                ts = self.tservers[uuid]
+                if ts.up:
+                    ts.learn_config(tablet_id, *new)
 
     def elect_where_leaderless(self) -> None:
         """Quiescence: every replicated tablet some server hosts without a leader gets one."""
@@ -410,10 +479,25 @@ class Simulation:
                 self.network.send(
                     MASTER, _AlterAnswer(ts.uuid, payload.tablet_id, version), self.now
                 )
+        elif isinstance(payload, ChangeConfigRequest):
+            # Only the leader of the highest term commits a change (a deposed leader that
+            # has not heard of its successor cannot reach a majority); the new config
+            # then reaches the up members.
+            accepted = self.leader_replica(payload.tablet_id) is ts and ts.change_config(payload)
+            self.log(f"{ts.uuid} {'applies' if accepted else 'refuses'} {describe(payload)}")
+            if accepted:
+                h = ts.tablets[payload.tablet_id]
+                for uuid in sorted(h.members):
+                    peer = self.tservers[uuid]
+                    if peer.up and peer is not ts:
+                        peer.learn_config(payload.tablet_id, h.config_index, h.voters, h.non_voters)
         elif isinstance(payload, DeleteTabletRequest):
-            self.check_delete_safe(ts.uuid, payload.tablet_id)
-            ts.delete_tablet(payload)
-            self.log(f"{ts.uuid} applies {describe(payload)}")
+            hosted = ts.tablets.get(payload.tablet_id)
+            cas = payload.cas_config_index
+            if hosted is None or cas is None or hosted.config_index <= cas:
+                self.check_delete_safe(ts.uuid, payload.tablet_id)
+            applied = ts.delete_tablet(payload)
+            self.log(f"{ts.uuid} {'applies' if applied else 'refuses'} {describe(payload)}")
             self.network.send(MASTER, _DeleteAnswer(ts.uuid, payload.tablet_id), self.now)
         self.check_safety()
 
@@ -455,12 +539,15 @@ class Simulation:
             replicas = tablet.replica_uuids
             if len(set(replicas)) != len(replicas):
                 self.fail(f"tablet {short(tablet.tablet_id)} has two replicas on one server")
-            if len(replicas) != tables[tablet.table_id].num_replicas:
+            rf = tables[tablet.table_id].num_replicas
+            # Re-replication moves a replicated tablet's replicas between a majority of
+            # its factor (after an eviction) and one more (a learner being added).
+            if not (rf // 2 + 1 <= len(replicas) <= (rf + 1 if rf > 1 else 1)):
                 self.fail(
-                    f"tablet {short(tablet.tablet_id)} has {len(replicas)} replicas, its table"
-                    f" {tables[tablet.table_id].num_replicas}"
+                    f"tablet {short(tablet.tablet_id)} has {len(replicas)} replicas, its table {rf}"
                 )
         self.check_leaders(tablets)
+        self.check_configs(tables)
         for table_id, table in tables.items():
             own = by_table[table_id]
             if table.state is TableState.REMOVED:
@@ -527,6 +614,22 @@ class Simulation:
                     self.fail(f"replicated tablet {short(tablet_id)} is RUNNING without a leader")
         self._running_replicated = running
 
+    def check_configs(self, tables: dict[str, TableRecord]) -> None:
+        """No replica's config has more than one learner (one pending change per
+        tablet) or more voters than its table's factor; no eviction left fewer voters
+        than a majority of the factor."""
+        for ts in self.tservers.values():
+            for tablet_id, h in ts.tablets.items():
+                if not h.raft_peers:
+                    continue
+                table = tables.get(h.table_id)
+                rf = len(h.raft_peers) if table is None else table.num_replicas
+                if len(h.non_voters) > 1 or len(h.voters) > rf or len(h.voters) < rf // 2 + 1:
+                    self.fail(
+                        f"{ts.uuid}'s replica of {short(tablet_id)} has config @{h.config_index}"
+                        f" voters {h.voters} learners {h.non_voters} (factor {rf})"
+                    )
+
     def check_request_backed(self, request: TabletServerRequest) -> None:
         """Write-ahead: every request the master sends follows from a persisted record."""
         stored = self.stored()
@@ -553,6 +656,20 @@ class Simulation:
             )
             if not isinstance(table, TableRecord) or table.schema_version < request.schema_version:
                 self.fail(f"alter sent ahead of the persisted schema: {describe(request)}")
+        elif isinstance(request, ChangeConfigRequest):
+            config = self.master.config_of(request.tablet_id)
+            if (
+                not isinstance(record, TabletRecord)
+                or record.state is not RUNNING
+                or request.peer_uuid in record.replica_uuids
+                or config is None
+                or request.cas_config_opid_index != config.index
+                or self.master.pending_add(request.tablet_id)
+                != (request.cas_config_opid_index, request.peer_uuid)
+            ):
+                self.fail(
+                    f"an ADD that is not the tablet's one pending change: {describe(request)}"
+                )
         else:
             self.check_delete_safe(request.tserver_uuid, request.tablet_id)
 
@@ -577,6 +694,9 @@ class Simulation:
         versions = {
             r.table_id: r.schema_version for r in stored.values() if isinstance(r, TableRecord)
         }
+        versions_rf = {
+            r.table_id: r.num_replicas for r in stored.values() if isinstance(r, TableRecord)
+        }
         for uuid, ts in self.tservers.items():
             assigned = {
                 r.tablet_id: versions[r.table_id]
@@ -584,6 +704,20 @@ class Simulation:
                 if isinstance(r, TabletRecord) and uuid in r.replica_uuids
             }
             hosted = {t: h.schema_version for t, h in ts.tablets.items()}
+            for t, h in ts.tablets.items():
+                mine = stored.get((TABLETS_ENTRY, t))
+                if h.role == "LEADER" and isinstance(mine, TabletRecord):
+                    rf = versions_rf[mine.table_id]
+                    if rf > 1 and (
+                        len(h.voters) != rf
+                        or h.non_voters
+                        or set(h.voters) != set(mine.replica_uuids)
+                    ):
+                        self.fail(
+                            f"after quiescence {short(t)}'s leader has voters {h.voters},"
+                            f" learners {h.non_voters}; the master assigns"
+                            f" {mine.replica_uuids} (factor {rf})"
+                        )
             if hosted != assigned:
                 orphans = sorted(short(t) for t in set(hosted) - set(assigned))
                 missing = sorted(short(t) for t in set(assigned) - set(hosted))
@@ -606,6 +740,11 @@ def describe(request: TabletServerRequest) -> str:
     if isinstance(request, AlterTabletRequest):
         version, where = request.schema_version, request.tserver_uuid
         return f"alter {short(request.tablet_id)} to v{version} on {where}"
+    if isinstance(request, ChangeConfigRequest):
+        return (
+            f"add {request.peer_uuid} to {short(request.tablet_id)} on leader "
+            f"{request.tserver_uuid} (cas @{request.cas_config_opid_index})"
+        )
     return f"delete {short(request.tablet_id)} on {request.tserver_uuid} ({request.reason})"
 
 

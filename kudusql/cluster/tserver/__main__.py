@@ -29,6 +29,7 @@ from kudusql.cluster.security import TlsFiles, read_secret_file
 from kudusql.cluster.tserver.heartbeater import DEFAULT_HEARTBEAT_INTERVAL, Heartbeater
 from kudusql.cluster.tserver.result_tracker import DEFAULT_CLIENTS_TTL, DEFAULT_RESPONSES_TTL
 from kudusql.cluster.tserver.server import (
+    DEFAULT_FOLLOWER_FAILED_S,
     DEFAULT_RAFT_HEARTBEAT_MS,
     LOSE_WRITE_RESPONSES_ENV,
     LoseWriteResponses,
@@ -86,6 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the clock error leader leases allow for, below the election timeout"
         " (default: a third of it)",
     )
+    p.add_argument(
+        "--follower-unavailable-considered-failed-sec",
+        type=float,
+        default=DEFAULT_FOLLOWER_FAILED_S,
+        help="seconds a replicated tablet's leader waits for a silent follower before it"
+        " evicts it and the master re-replicates (default %(default)s)",
+    )
     args = p.parse_args(argv)
     directory = os.path.abspath(args.dir)
     os.makedirs(directory, exist_ok=True)
@@ -109,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             remember_clients_ttl=args.remember_clients_ttl,
             remember_responses_ttl=args.remember_responses_ttl,
             lose_write_responses=LoseWriteResponses.parse(fault_spec) if fault_spec else None,
-            replica_options=replica_options(args.raft_heartbeat_ms, args.raft_max_clock_error_ms),
+            replica_options=replica_options(
+                args.raft_heartbeat_ms,
+                args.follower_unavailable_considered_failed_sec,
+                args.raft_max_clock_error_ms,
+            ),
         )
     except (Error, ValueError) as exc:
         logging.getLogger(__name__).error("tablet server did not start: %s", exc)

@@ -30,7 +30,14 @@ from kudusql.consensus.messages import (
 from kudusql.consensus.opid import OpId
 from kudusql.consensus.raft_config import MemberType, RaftConfig, RaftPeer
 
-__all__ = ["decode_message", "encode_message"]
+__all__ = [
+    "decode_config",
+    "decode_entry",
+    "decode_message",
+    "encode_config",
+    "encode_entry",
+    "encode_message",
+]
 
 E = TypeVar("E")
 
@@ -316,3 +323,20 @@ def decode_message(raw: Any, where: str = "consensus message") -> ConsensusMessa
         raise MalformedMessage(f"{where}: unknown consensus message kind {kind!r}")
     o.done()
     return m
+
+
+def encode_entry(e: ReplicateMsg) -> dict[str, Any]:
+    """A log entry in the form UpdateConsensus carries it (a tablet copy ships these)."""
+    return _entry(e)
+
+
+def decode_entry(raw: Any, where: str = "log entry") -> ReplicateMsg:
+    return _read_entry(raw, where)
+
+
+def encode_config(c: RaftConfig) -> dict[str, Any]:
+    return _config(c)
+
+
+def decode_config(raw: Any, where: str = "raft config") -> RaftConfig:
+    return _read_config(raw, where)

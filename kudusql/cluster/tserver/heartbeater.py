@@ -46,7 +46,7 @@ DEFAULT_HEARTBEAT_INTERVAL = 0.5
 
 
 #: A tablet as reported: schema version, Raft role and term (None, None: unreplicated).
-_Reported = tuple[int, str | None, int | None]
+_Reported = tuple[int, str | None, int | None, tuple[int, tuple[str, ...], tuple[str, ...]] | None]
 
 
 class Heartbeater:
@@ -109,9 +109,9 @@ class Heartbeater:
         role and term (a change of either is reported, as a new version is)."""
         roles = self._tablets.replica_roles()
         return {
-            e.tablet_id: (e.schema_version, *roles.get(e.tablet_id, (None, None)))
+            e.tablet_id: (e.schema_version, *roles.get(e.tablet_id, (None, None, None)))
             for e in self._tablets.superblock.tablets
-            if e.state == RUNNING
+            if e.state == RUNNING and (not e.replicated or e.tablet_id in roles)
         }
 
     def heartbeat(self) -> HeartbeatResponse:
@@ -132,8 +132,8 @@ class Heartbeater:
             sequence_number=self._sequence,
             is_incremental=acked is not None,
             updated_tablets=[
-                ReportedTabletInfo(t, v, role, term)
-                for t, (v, role, term) in sorted(updated.items())
+                ReportedTabletInfo.of(t, v, role, term, config)
+                for t, (v, role, term, config) in sorted(updated.items())
             ],
             removed_tablet_ids=removed,
         )

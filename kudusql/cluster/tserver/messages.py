@@ -21,6 +21,8 @@ from kudusql.cluster.tserver.result_tracker import RequestId
 __all__ = [
     "KEY_INDEX_COLUMN",
     "AlterTablet",
+    "ChangeConfig",
+    "ChangeConfigResponse",
     "ConsensusAck",
     "ConsensusRequest",
     "CountRowsRequest",
@@ -124,6 +126,10 @@ class DeleteTablet(Request):
     IDEMPOTENT: ClassVar[bool] = True
     tablet_id: str
     reason: str = ""
+    #: Optional: refuse (``IllegalState``-like error) when the replicated tablet's
+    #: committed config opid index is above this (a replica newer than the one the
+    #: master saw evicted).
+    cas_config_opid_index_less_or_equal: int | None = None
 
 
 @message("tserver_tablet_report")
@@ -362,3 +368,35 @@ class ConsensusRequest(Request):
     RESPONSE: ClassVar[type[Response]] = ConsensusAck
     tablet_id: str
     messages: list[dict[str, Any]]
+    #: The sending tablet server's uuid and ``HOST:PORT`` (optional): a server that does
+    #: not host the tablet answers it there (TABLET_NOT_FOUND, then a tablet copy).
+    sender_uuid: str | None = None
+    sender_address: str | None = None
+
+
+@message("tserver_change_config_response")
+@dataclass(frozen=True)
+class ChangeConfigResponse(Response):
+    """The leader appended the config change at log index ``config_index`` (it takes
+    effect there and is committed later; the tablet report shows it)."""
+
+    tablet_id: str
+    config_index: int
+
+
+@message("tserver_change_config")
+@dataclass(frozen=True)
+class ChangeConfig(Request):
+    """Ask a replicated tablet's leader to add ``peer_uuid`` (listening at
+    ``peer_address``) as a learner that is copied and promoted to voter once caught up
+    (``change_type`` ``ADD_PEER``, the only one), if the committed config's opid index is
+    still ``cas_config_opid_index`` (compare-and-set: a repeat after it applied fails,
+    so the call is idempotent). A follower refuses it with NotTheLeader."""
+
+    RESPONSE: ClassVar[type[Response]] = ChangeConfigResponse
+    IDEMPOTENT: ClassVar[bool] = True
+    tablet_id: str
+    change_type: str
+    peer_uuid: str
+    peer_address: str
+    cas_config_opid_index: int

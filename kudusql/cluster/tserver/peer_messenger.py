@@ -94,7 +94,13 @@ class _Destination:
         self.client.close()
 
     def _call(self, client: RpcClient, tablet_id: str, messages: list[ConsensusMessage]) -> None:
-        request = ConsensusRequest(tablet_id, [encode_message(m) for m in messages])
+        sender = self.messenger.sender
+        request = ConsensusRequest(
+            tablet_id,
+            [encode_message(m) for m in messages],
+            None if sender is None else sender[0],
+            None if sender is None else sender[1],
+        )
         try:
             client.call(request, idempotent=False, timeout=self.messenger.timeout)
         except Exception as exc:
@@ -147,16 +153,24 @@ class PeerMessenger:
         self._addresses: dict[str, str] = {}
         self._destinations: dict[str, _Destination] = {}
         self._closed = False
+        self.sender: tuple[str, str] | None = None
 
-    def client_for(self, address: str) -> RpcClient:
+    def client_for(self, address: str, *, timeout: float | None = None) -> RpcClient:
+        """A client of the peer at ``address`` (one attempt per call)."""
+        seconds = self.timeout if timeout is None else timeout
         return RpcClient(
             address,
             secret=self.secret,
             tls_root=self.tls_root,
             server_kind="tablet server",
-            timeout=self.timeout,
-            retry=RetryPolicy(max_attempts=1, deadline=self.timeout),
+            timeout=seconds,
+            retry=RetryPolicy(max_attempts=1, deadline=seconds),
         )
+
+    def identify(self, uuid: str, address: str) -> None:
+        """This server's uuid and address, sent with every call so a peer that does not
+        know this server yet (a tablet copy's destination) can answer it."""
+        self.sender = (uuid, address)
 
     def set_address(self, uuid: str, address: str) -> None:
         """Where tablet server ``uuid`` listens (from a replicated tablet's peers)."""

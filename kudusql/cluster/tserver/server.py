@@ -24,16 +24,24 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
-from kudusql.cluster.errors import MalformedMessage, RequestStale, ServiceUnavailable
+from kudusql.cluster.errors import (
+    MalformedMessage,
+    RequestStale,
+    ServiceUnavailable,
+    TabletNotFound,
+)
 from kudusql.cluster.messages import decode_arrow, encode_arrow
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
 from kudusql.cluster.tserver.consensus_wire import decode_message
 from kudusql.cluster.tserver.messages import (
     AlterTablet,
+    ChangeConfig,
+    ChangeConfigResponse,
     ConsensusAck,
     ConsensusRequest,
     CountRowsRequest,
@@ -65,14 +73,24 @@ from kudusql.cluster.tserver.result_tracker import (
     RpcState,
 )
 from kudusql.cluster.tserver.superblock import TabletEntry
+from kudusql.cluster.tserver.tablet_copy import TabletCopyRequest, copy_stream
 from kudusql.cluster.tserver.tablet_manager import TabletManager, parse_schema
 from kudusql.cluster.tserver.tablet_replica import ReplicaOptions
 from kudusql.common.hybrid_time import HybridClock
 from kudusql.common.options import TabletOptions
 from kudusql.common.types import display_value
+from kudusql.consensus.messages import (
+    ConsensusErrorCode,
+    ConsensusStatus,
+    StartTabletCopyRequest,
+    UpdateConsensusRequest,
+    UpdateConsensusResponse,
+)
+from kudusql.consensus.opid import MINIMUM_OPID
 from kudusql.consensus.raft_consensus import RaftOptions
 
 __all__ = [
+    "DEFAULT_FOLLOWER_FAILED_S",
     "DEFAULT_RAFT_HEARTBEAT_MS",
     "LOSE_WRITE_RESPONSES_ENV",
     "LoseWriteResponses",
@@ -97,14 +115,28 @@ LOSE_WRITE_RESPONSES_ENV = "KUDUSQL_TEST_LOSE_WRITE_RESPONSES"
 DEFAULT_RAFT_HEARTBEAT_MS = RaftOptions().heartbeat_interval_ms
 
 
-def replica_options(heartbeat_ms: int, max_clock_error_ms: int | None = None) -> ReplicaOptions:
+#: Kudu's --follower_unavailable_considered_failed_sec.
+DEFAULT_FOLLOWER_FAILED_S = RaftOptions().follower_unavailable_considered_failed_ms / 1000
+
+
+def replica_options(
+    heartbeat_ms: int,
+    follower_failed_s: float = DEFAULT_FOLLOWER_FAILED_S,
+    max_clock_error_ms: int | None = None,
+) -> ReplicaOptions:
     """Replicated tablets' timers for a Raft heartbeat interval: the replica's timer
-    ticks four times per heartbeat (at most every 50 ms). ``max_clock_error_ms`` (default
-    a third of the election timeout: 500 ms at Kudu's defaults) is what leader leases
-    leave for clock error; it must be below the election timeout."""
+    ticks four times per heartbeat (at most every 50 ms); a leader evicts a follower it
+    has not heard from for ``follower_failed_s`` seconds. ``max_clock_error_ms``
+    (default a third of the election timeout: 500 ms at Kudu's defaults) is what leader
+    leases leave for clock error; it must be below the election timeout."""
     if heartbeat_ms < 10:
         raise ValueError(f"a Raft heartbeat interval of {heartbeat_ms} ms is too short")
-    raft = RaftOptions(heartbeat_interval_ms=heartbeat_ms)
+    if follower_failed_s <= 0:
+        raise ValueError(f"a failed-follower timeout of {follower_failed_s} s is not positive")
+    raft = RaftOptions(
+        heartbeat_interval_ms=heartbeat_ms,
+        follower_unavailable_considered_failed_ms=int(follower_failed_s * 1000),
+    )
     error = raft.election_timeout_ms // 3 if max_clock_error_ms is None else max_clock_error_ms
     if not 0 <= error < raft.election_timeout_ms:
         raise ValueError(
@@ -223,6 +255,13 @@ class TabletServer(RpcServer):
         self.register_action(TabletStatsRequest, self._stats)
         self.register_action(FlushTablet, self._flush)
         self.register_action(ConsensusRequest, self._consensus)
+        self.register_action(ChangeConfig, self._change_config)
+        self.register_get(TabletCopyRequest, self._tablet_copy)
+        self.messenger.identify(self.uuid, str(self.address))
+        self.tablets.on_changed = self._changed
+
+    def _changed(self) -> None:
+        self.on_tablets_changed()
 
     def on_tablets_changed(self) -> None:
         """Called after a tablet is created, altered or deleted (the heartbeater sets it
@@ -255,15 +294,57 @@ class TabletServer(RpcServer):
         messages = [
             decode_message(m, f"tserver_consensus.messages[{i}]") for i, m in enumerate(r.messages)
         ]
-        replica = self.tablets.replica(r.tablet_id)
         for m in messages:
             if m.dest_uuid != self.uuid:
                 raise MalformedMessage(
                     f"a consensus message for tablet server {m.dest_uuid} reached {self.uuid}"
                 )
+        if r.sender_uuid and r.sender_address:
+            self.messenger.set_address(r.sender_uuid, r.sender_address)
+        try:
+            replica = self.tablets.replica(r.tablet_id)
+        except TabletNotFound:
+            self._not_hosted(r, messages)
+            return ConsensusAck(r.tablet_id, len(messages))
         for m in messages:
             replica.receive(m)
         return ConsensusAck(r.tablet_id, len(messages))
+
+    def _not_hosted(self, r: ConsensusRequest, messages: list[Any]) -> None:
+        """A peer's messages for a tablet this server has no replica of: a leader's
+        update is answered TABLET_NOT_FOUND (the leader then asks for a tablet copy),
+        its StartTabletCopy starts one; anything else is dropped."""
+        for m in messages:
+            if isinstance(m, StartTabletCopyRequest):
+                self.tablets.copy_requested(r.tablet_id, m, r.sender_address)
+            elif isinstance(m, UpdateConsensusRequest):
+                status = ConsensusStatus(MINIMUM_OPID, None, 0, ConsensusErrorCode.TABLET_NOT_FOUND)
+                self.messenger.send(
+                    r.tablet_id,
+                    UpdateConsensusResponse(
+                        self.uuid, 0, m.caller_uuid, status, tablet_not_found=True
+                    ),
+                )
+
+    def _change_config(self, r: ChangeConfig) -> ChangeConfigResponse:
+        if r.change_type != "ADD_PEER":
+            raise MalformedMessage(
+                f"tserver_change_config: change type {r.change_type!r} is not ADD_PEER"
+            )
+        index = self.tablets.add_peer(
+            r.tablet_id, r.peer_uuid, r.peer_address, r.cas_config_opid_index
+        )
+        return ChangeConfigResponse(r.tablet_id, index)
+
+    def _tablet_copy(self, r: TabletCopyRequest) -> pa.RecordBatchReader:
+        copy = self.tablets.copy_source(r.tablet_id)
+        log.info(
+            "tablet %s: serving a tablet copy (%d log entries) to %s",
+            r.tablet_id,
+            len(copy.log),
+            r.requester_uuid,
+        )
+        return copy_stream(copy)
 
     def _alter(self, r: AlterTablet) -> TabletChanged:
         entry = self.tablets.alter_tablet(r.tablet_id, parse_schema(r.schema), r.schema_version)
@@ -271,7 +352,9 @@ class TabletServer(RpcServer):
         return _changed(entry)
 
     def _delete(self, r: DeleteTablet) -> TabletChanged:
-        entry = self.tablets.delete_tablet(r.tablet_id)
+        entry = self.tablets.delete_tablet(
+            r.tablet_id, cas_config_index=r.cas_config_opid_index_less_or_equal
+        )
         self.on_tablets_changed()
         if entry is None:
             return TabletChanged(r.tablet_id, "ABSENT", 0)
@@ -284,7 +367,7 @@ class TabletServer(RpcServer):
             incarnation=incarnation,
             sequence_number=seq,
             is_incremental=False,
-            updated_tablets=[ReportedTabletInfo(t, v, role, term) for t, v, role, term in tablets],
+            updated_tablets=[ReportedTabletInfo.of(*t) for t in tablets],
             removed_tablet_ids=[],
         )
 

@@ -55,6 +55,10 @@ class TabletEntry:
     schema_version: int
     state: str
     raft_peers: tuple[tuple[str, str], ...] | None = None
+    #: A replicated tablet's tombstone: the last OpId (term, index) its replica logged,
+    #: so a later tablet copy from a leader of an older term is refused (the rogue-leader
+    #: rule). Written only when set.
+    last_logged_opid: tuple[int, int] | None = None
 
     @property
     def replicated(self) -> bool:
@@ -67,6 +71,10 @@ class TabletEntry:
             del d["raft_peers"]
         else:
             d["raft_peers"] = [{"uuid": u, "address": a} for u, a in self.raft_peers]
+        if self.last_logged_opid is None:
+            del d["last_logged_opid"]
+        else:
+            d["last_logged_opid"] = list(self.last_logged_opid)
         return d
 
     def with_state(self, state: str, schema: Schema | None = None, version: int = 0) -> TabletEntry:
@@ -89,6 +97,11 @@ class TabletEntry:
                 None
                 if d.get("raft_peers") is None
                 else tuple((str(p["uuid"]), str(p["address"])) for p in d["raft_peers"])
+            ),
+            last_logged_opid=(
+                None
+                if d.get("last_logged_opid") is None
+                else (int(d["last_logged_opid"][0]), int(d["last_logged_opid"][1]))
             ),
         )
         if entry.state not in _STATES:

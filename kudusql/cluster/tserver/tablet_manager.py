@@ -19,7 +19,11 @@ Invariants:
 - a replicated tablet (its entry has ``raft_peers``) is a ``TabletReplica`` in its
   directory: writes go through its leader's ``write`` (a follower refuses them with
   ``NotTheLeader``); reads serve its local storage tablet, which holds the entries this
-  replica has applied; its consensus messages leave through the ``PeerMessenger``.
+  replica has applied; its consensus messages leave through the ``PeerMessenger``;
+- a replica that holds no data (a tombstone, or a tablet copy in progress) serves no
+  read and is not reported; a tablet copy (``tablet_copy.py``) of a tablet this server
+  does not host first lists it RUNNING as such an empty replica, then fills it, so an
+  interrupted copy leaves a tombstone that a later copy replaces, never half a replica.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -42,6 +47,7 @@ from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.cluster.tserver.messages import KEY_INDEX_COLUMN
 from kudusql.cluster.tserver.peer_messenger import PeerMessenger
 from kudusql.cluster.tserver.superblock import RUNNING, TOMBSTONED, Superblock, TabletEntry
+from kudusql.cluster.tserver.tablet_copy import CopiedTablet, fetch_copy
 from kudusql.cluster.tserver.tablet_replica import NotLeaderError, ReplicaOptions, TabletReplica
 from kudusql.common.errors import (
     DataError,
@@ -56,18 +62,35 @@ from kudusql.common.options import TabletOptions
 from kudusql.common.predicates import ColumnPredicate
 from kudusql.common.row_operations import RowError, WriteOp, WriteResult, operations
 from kudusql.common.schema import Schema
-from kudusql.consensus.messages import ConsensusMessage
-from kudusql.consensus.raft_config import RaftConfig
+from kudusql.consensus.messages import ConsensusMessage, StartTabletCopyRequest
+from kudusql.consensus.opid import OpId
+from kudusql.consensus.raft_config import MemberType, RaftConfig
+from kudusql.consensus.raft_consensus import ChangeType, ConfigChange, ConsensusError
 from kudusql.storage.cfile.block_cache import BlockCache
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
 
-__all__ = ["NOT_IN_PARTITION_MESSAGE", "TABLETS_DIR", "TabletManager", "parse_schema"]
+__all__ = [
+    "COPY_PAUSE_ENV",
+    "NOT_IN_PARTITION_MESSAGE",
+    "TABLETS_DIR",
+    "TabletManager",
+    "parse_schema",
+]
 
 log = logging.getLogger(__name__)
 
 TABLETS_DIR = "tablets"
+
+#: A replica's committed config as reported: (opid index, voters, non-voters).
+ReportedConfig = tuple[int, tuple[str, ...], tuple[str, ...]]
+
+#: Test-only fault point: seconds a tablet copy waits once its destination is COPYING
+#: (durably) and before it installs the copied log, so a test can kill it midway.
+COPY_PAUSE_ENV = "KUDUSQL_TEST_TABLET_COPY_PAUSE"
+#: Seconds a tablet copy's fetch may take.
+COPY_TIMEOUT = 120.0
 
 #: The per-row error of a written row that belongs to another tablet (Kudu's
 #: ``Tablet::CheckRowInTablet``: NotFound).
@@ -116,6 +139,15 @@ class TabletManager:
         self.replica_options = replica_options or ReplicaOptions()
         self._report_seq = 0
         self._closed = False
+        #: Called after a replica appears, changes config or goes (the heartbeater's
+        #: trigger); set by the server.
+        self.on_changed: Callable[[], None] | None = None
+        #: Tablets a copy is running for (one at a time per tablet), under its own lock:
+        #: a replica asks for a copy with its lock held, while ``_lock`` may be held by
+        #: a thread waiting for that replica (a delete), so ``_lock`` is not taken there.
+        self._copying: set[str] = set()
+        self._copy_lock = threading.Lock()
+        self._copy_pause = float(os.environ.get(COPY_PAUSE_ENV, "0") or 0)
         try:
             previous = Superblock.load(self.directory)
             self.superblock = Superblock(
@@ -162,6 +194,7 @@ class TabletManager:
                 options=self._replica_options(),
                 clock=self.clock,
             )
+            self._hook(entry.tablet_id, replica)
             self._replicas[entry.tablet_id] = replica
             return replica.tablet
         tablet = Tablet.open(
@@ -175,6 +208,12 @@ class TabletManager:
             raise
         self._attach(tablet)
         return tablet
+
+    def _hook(self, tablet_id: str, replica: TabletReplica) -> None:
+        def on_copy_request(request: StartTabletCopyRequest) -> None:
+            self.copy_requested(tablet_id, request, None)
+
+        replica.on_copy_request = on_copy_request
 
     def _replica_options(self) -> ReplicaOptions:
         return dataclasses.replace(self.replica_options, tablet=self.options)
@@ -293,6 +332,7 @@ class TabletManager:
                     clock=self.clock,
                 )
                 tablet = replica.tablet
+                self._hook(tablet_id, replica)
             else:
                 tablet = Tablet.create(
                     path, schema, self.options, clock=self.clock, cache=self.cache
@@ -361,14 +401,36 @@ class TabletManager:
             log.info("altered tablet %s to schema version %d", tablet_id, schema_version)
             return altered
 
-    def delete_tablet(self, tablet_id: str) -> TabletEntry | None:
-        """Delete a tablet, leaving a tombstone; None when it was never here."""
+    def delete_tablet(
+        self, tablet_id: str, *, cas_config_index: int | None = None
+    ) -> TabletEntry | None:
+        """Delete a tablet, leaving a tombstone; None when it was never here. With
+        ``cas_config_index``, a replicated tablet whose committed config's opid index is
+        above it is kept (``KuduAlreadyPresent``): it is newer than the replica the
+        master meant."""
         with self._lock:
             self._check_open()
             entry = self.superblock.entry(tablet_id)
             if entry is None or entry.state == TOMBSTONED:
                 return entry
             tombstone = entry.with_state(TOMBSTONED)
+            replica = self._replicas.get(tablet_id)
+            config = None if replica is None else replica.committed_config
+            if (
+                cas_config_index is not None
+                and config is not None
+                and config.opid_index > cas_config_index
+            ):
+                raise KuduAlreadyPresent(
+                    f"tablet {tablet_id}: not deleted, its replica's config (opid index"
+                    f" {config.opid_index}) is newer than {cas_config_index}"
+                )
+            if replica is not None:
+                last = replica.last_logged_opid
+                if last is not None:
+                    tombstone = dataclasses.replace(
+                        tombstone, last_logged_opid=(last.term, last.index)
+                    )
             self._save(self.superblock.with_entry(tombstone))
             tablet = self._tablets.pop(tablet_id)
             self._partitions.pop(tablet_id, None)
@@ -398,6 +460,14 @@ class TabletManager:
         with self._lock:
             self._check_open()
             tablet = self._tablets.get(tablet_id)
+            replica = self._replicas.get(tablet_id)
+            if replica is not None:
+                if not replica.data_ready:
+                    raise TabletNotFound(
+                        f"tablet {tablet_id} has no data on this tablet server (a tombstone"
+                        " or a tablet copy in progress)"
+                    )
+                tablet = replica.tablet
             if tablet is None:
                 raise TabletNotFound(f"tablet {tablet_id} is not hosted by this tablet server")
             return tablet
@@ -415,11 +485,221 @@ class TabletManager:
                 )
             return replica
 
-    def replica_roles(self) -> dict[str, tuple[str, int]]:
-        """Each replicated tablet's replica role and term now (for the tablet report)."""
+    def replica_roles(self) -> dict[str, tuple[str, int, ReportedConfig | None]]:
+        """Each replicated tablet's replica role, term and committed config (opid index,
+        voters, non-voters) now, for the tablet report, of the replicas that hold data."""
         with self._lock:
             replicas = dict(self._replicas)
-        return {t: (r.role, r.term) for t, r in replicas.items()}
+        out: dict[str, tuple[str, int, ReportedConfig | None]] = {}
+        for t, r in replicas.items():
+            config = r.committed_config
+            if not r.data_ready:
+                continue
+            reported = None
+            if config is not None:
+                non_voters = tuple(u for u in config.uuids if not config.is_voter(u))
+                reported = (config.opid_index, config.voters, non_voters)
+            out[t] = (r.role, r.term, reported)
+        return out
+
+    # -- tablet copy and config changes -------------------------------------------------
+
+    def copy_source(self, tablet_id: str) -> CopiedTablet:
+        """The source side of a tablet copy: this replica's consistent state."""
+        with self._lock:
+            entry = self._running_entry(tablet_id)
+        replica = self.replica(tablet_id)
+        term, config, committed, entries = replica.copy_snapshot()
+        peers = dict(entry.raft_peers or ())
+        if self.messenger is not None:
+            for u in config.uuids:
+                address = self.messenger.address_of(u)
+                if address is not None and u not in peers:
+                    peers[u] = address
+        return CopiedTablet(
+            tablet_id=tablet_id,
+            source_uuid=self.server_uuid,
+            table_id=entry.table_id,
+            table_name=entry.table_name,
+            partition=entry.partition,
+            schema=entry.schema,
+            schema_version=entry.schema_version,
+            raft_peers=tuple(peers.items()),
+            current_term=term,
+            committed_config=config,
+            committed_index=committed,
+            log=tuple(entries),
+        )
+
+    def copy_requested(
+        self, tablet_id: str, request: StartTabletCopyRequest, source_address: str | None
+    ) -> None:
+        """A leader asks this server to copy the tablet from it: the copy runs on its
+        own thread (this is called with a replica's lock held, or from an RPC handler);
+        a request while a copy of the tablet runs is dropped (the leader asks again)."""
+        if source_address is None and self.messenger is not None:
+            source_address = self.messenger.address_of(request.caller_uuid)
+        if source_address is None:
+            log.warning(
+                "tablet %s: a tablet copy from %s, whose address is unknown, is dropped",
+                tablet_id,
+                request.caller_uuid,
+            )
+            return
+        with self._copy_lock:
+            if self._closed or tablet_id in self._copying:
+                return
+            self._copying.add(tablet_id)
+        thread = threading.Thread(
+            target=self._run_copy,
+            args=(tablet_id, request, source_address),
+            name=f"tablet-copy-{tablet_id}",
+            daemon=True,
+        )
+        thread.start()
+
+    def _run_copy(
+        self, tablet_id: str, request: StartTabletCopyRequest, source_address: str
+    ) -> None:
+        started = time.monotonic()
+        replica: TabletReplica | None = None
+        began = False
+        try:
+            assert self.messenger is not None
+            with self.messenger.client_for(source_address, timeout=COPY_TIMEOUT) as client:
+                copy = fetch_copy(client, tablet_id, self.server_uuid, timeout=COPY_TIMEOUT)
+            replica = self._copy_target(copy, request)
+            began = True
+            replica.install_copy(
+                request,
+                copy.current_term,
+                copy.committed_config,
+                copy.committed_index,
+                list(copy.log),
+                pause_s=self._copy_pause,
+            )
+            log.info(
+                "tablet %s: copied %d log entries (committed index %d) from %s in %.2f s",
+                tablet_id,
+                len(copy.log),
+                copy.committed_index,
+                request.caller_uuid,
+                time.monotonic() - started,
+            )
+        except ConsensusError as exc:
+            log.warning(
+                "tablet %s: tablet copy from %s refused: %s", tablet_id, request.caller_uuid, exc
+            )
+        except Exception as exc:
+            log.warning(
+                "tablet %s: tablet copy from %s failed: %s", tablet_id, request.caller_uuid, exc
+            )
+            if began and replica is not None:
+                try:
+                    replica.copy_failed()
+                except Exception:
+                    log.exception("tablet %s: tombstoning a failed copy failed", tablet_id)
+        finally:
+            with self._copy_lock:
+                self._copying.discard(tablet_id)
+        if self.on_changed is not None:
+            self.on_changed()
+
+    def _copy_target(self, copy: CopiedTablet, request: StartTabletCopyRequest) -> TabletReplica:
+        """The replica a copy fills: the hosted one, or a new empty one (listed RUNNING
+        before it exists, created as a tombstone) for a tablet this server does not host
+        or deleted (a deleted one keeps its last-logged OpId for the rogue-leader rule)."""
+        tablet_id = copy.tablet_id
+        with self._lock:
+            self._check_open()
+            existing = self._replicas.get(tablet_id)
+            if existing is not None:
+                return existing
+            entry = self.superblock.entry(tablet_id)
+            if entry is not None and entry.state == RUNNING:
+                raise TabletNotFound(f"tablet {tablet_id} is hosted unreplicated here")
+            last = None
+            if entry is not None and entry.last_logged_opid is not None:
+                last = OpId(*entry.last_logged_opid)
+            new = TabletEntry(
+                tablet_id,
+                copy.table_id,
+                copy.table_name,
+                copy.partition,
+                copy.schema,
+                copy.schema_version,
+                RUNNING,
+                copy.raft_peers,
+                entry.last_logged_opid if entry is not None else None,
+            )
+            partition = TabletPartition.from_json(copy.partition)
+            path = self._tablet_path(tablet_id)
+            shutil.rmtree(path, ignore_errors=True)
+            self._save(self.superblock.with_entry(new))
+            replica = TabletReplica.create_tombstoned(
+                path,
+                uuid=self.server_uuid,
+                tablet_id=tablet_id,
+                schema=copy.schema,
+                last_logged_opid=last,
+                transport=self._transport(new),
+                options=self._replica_options(),
+                clock=self.clock,
+            )
+            self._hook(tablet_id, replica)
+            self._replicas[tablet_id] = replica
+            self._tablets[tablet_id] = replica.tablet
+            self._partitions[tablet_id] = partition
+            log.info(
+                "tablet %s: hosting an empty replica for a copy from %s",
+                tablet_id,
+                request.caller_uuid,
+            )
+            return replica
+
+    def add_peer(
+        self, tablet_id: str, peer_uuid: str, peer_address: str, cas_config_opid_index: int
+    ) -> int:
+        """As the tablet's leader, add ``peer_uuid`` (at ``peer_address``) as a
+        NON_VOTER to be promoted once caught up, if the committed config's opid index is
+        still ``cas_config_opid_index``; returns the index of the config entry."""
+        with self._lock:
+            self._check_open()
+            entry = self._running_entry(tablet_id)
+            replica = self._replicas.get(tablet_id)
+            if replica is None:
+                raise TabletNotFound(f"tablet {tablet_id} is not replicated on this server")
+            peers = dict(entry.raft_peers or ())
+            if peers.get(peer_uuid) != peer_address:
+                peers[peer_uuid] = peer_address
+                self._save(
+                    self.superblock.with_entry(
+                        dataclasses.replace(entry, raft_peers=tuple(peers.items()))
+                    )
+                )
+        if self.messenger is not None:
+            self.messenger.set_address(peer_uuid, peer_address)
+        change = ConfigChange(
+            ChangeType.ADD_PEER,
+            peer_uuid,
+            MemberType.NON_VOTER,
+            promote=True,
+            cas_config_opid_index=cas_config_opid_index,
+        )
+        try:
+            opid = replica.change_config(change)
+        except ConsensusError as exc:
+            if exc.code in ("NOT_LEADER", "LEADER_NOT_READY") or not replica.is_leader:
+                leader = replica.leader_uuid
+                address = None
+                if leader is not None and self.messenger is not None:
+                    address = self.messenger.address_of(leader)
+                raise NotTheLeader.naming(
+                    f"tablet {tablet_id}: cannot change its config here: {exc}", leader, address
+                ) from None
+            raise OperationalError(f"tablet {tablet_id}: config change refused: {exc}") from None
+        log.info("tablet %s: adding %s as a learner (config entry %s)", tablet_id, peer_uuid, opid)
+        return opid.index
 
     def _replicate(
         self, tablet_id: str, data: pa.Table, operation: str | None, op_column: str | None
@@ -632,17 +912,19 @@ class TabletManager:
             "wal_bytes": int(st["wal_bytes"]),
         }
 
-    def report(self) -> tuple[int, int, list[tuple[str, int, str | None, int | None]]]:
+    def report(
+        self,
+    ) -> tuple[int, int, list[tuple[str, int, str | None, int | None, ReportedConfig | None]]]:
         """A full tablet report: (incarnation, sequence number, [(tablet id, schema
-        version, Raft role, term)] of every RUNNING tablet; role and term are None for an
-        unreplicated tablet)."""
+        version, Raft role, term, committed config)] of every RUNNING tablet that holds
+        data; role, term and config are None for an unreplicated tablet)."""
         roles = self.replica_roles()
         with self._lock:
             self._report_seq += 1
             tablets = [
-                (e.tablet_id, e.schema_version, *roles.get(e.tablet_id, (None, None)))
+                (e.tablet_id, e.schema_version, *roles.get(e.tablet_id, (None, None, None)))
                 for e in self.superblock.tablets
-                if e.state == RUNNING
+                if e.state == RUNNING and (not e.replicated or e.tablet_id in roles)
             ]
             return self.incarnation, self._report_seq, tablets
 

@@ -63,8 +63,10 @@ from kudusql.consensus.messages import (
 from kudusql.consensus.opid import OpId
 from kudusql.consensus.raft_config import RaftConfig
 from kudusql.consensus.raft_consensus import (
+    ConfigChange,
     ConsensusError,
     ConsensusMetadata,
+    DataState,
     RaftOptions,
     RaftReplica,
     Ready,
@@ -222,6 +224,9 @@ class TabletReplica:
         self._closed = False
         self._failed: str | None = None
         self._stop = threading.Event()
+        #: The host's handler of a leader's StartTabletCopy (called with the lock held:
+        #: it must start the copy elsewhere and return); None refuses copies.
+        self.on_copy_request: Callable[[StartTabletCopyRequest], None] | None = None
         self._dir_lock = DirLock(self.directory)
         self._dir_lock.acquire()
         try:
@@ -253,6 +258,16 @@ class TabletReplica:
                 rng or random.Random(),
                 _now_ms(),
             )
+            if self._raft.data_state is DataState.COPYING:
+                # A copy interrupted by a crash: its data is no replica, only a tombstone.
+                log.info(
+                    "tablet %s replica %s: tombstoned an interrupted tablet copy",
+                    self.tablet_id,
+                    self.uuid,
+                )
+                self._raft.tablet_copy_failed(_now_ms())
+                with self._lock:
+                    self._drain()
         except BaseException:
             tablet = getattr(self, "tablet", None)
             if tablet is not None:
@@ -295,6 +310,32 @@ class TabletReplica:
         body = {"uuid": uuid, "tablet_id": tablet_id, "schema": schema.to_dict()}
         save_json(path, _MAGIC, _VERSION, body)
         return cls.open(directory, transport=transport, options=options, clock=clock, rng=rng)
+
+    @classmethod
+    def create_tombstoned(
+        cls,
+        directory: str,
+        *,
+        uuid: str,
+        tablet_id: str,
+        schema: Schema,
+        last_logged_opid: OpId | None,
+        transport: Transport,
+        options: ReplicaOptions | None = None,
+        clock: HybridClock | None = None,
+    ) -> TabletReplica:
+        """A replica with no data (a tombstone keeping ``last_logged_opid``), ready to
+        receive a tablet copy. As ``create``, the metadata file is written last."""
+        path = os.path.join(directory, REPLICA_META_FILE)
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        ConsensusLog.open(os.path.join(directory, LOG_DIR), create=True).close()
+        ConsensusMetadataFile(os.path.join(directory, CMETA_FILE)).store(
+            ConsensusMetadata(0, None, None, DataState.TOMBSTONED, last_logged_opid)
+        )
+        body = {"uuid": uuid, "tablet_id": tablet_id, "schema": schema.to_dict()}
+        save_json(path, _MAGIC, _VERSION, body)
+        return cls.open(directory, transport=transport, options=options, clock=clock)
 
     @classmethod
     def open(
@@ -396,6 +437,23 @@ class TabletReplica:
         return self._raft.last_opid
 
     @property
+    def data_ready(self) -> bool:
+        """Whether the replica holds the tablet's data (not a tombstone, not copying)."""
+        return self._raft.data_state is DataState.READY
+
+    @property
+    def last_logged_opid(self) -> OpId | None:
+        """The last OpId this replica logged (a tombstone's is the one it kept)."""
+        with self._lock:
+            if self._raft.data_state is DataState.READY:
+                return self._raft.last_opid
+            return self._raft.tombstone_last_logged_opid
+
+    @property
+    def committed_config(self) -> RaftConfig | None:
+        return self._raft.committed_config
+
+    @property
     def failed(self) -> str | None:
         """Why the replica stopped (a log or tablet failure), None while healthy."""
         return self._failed
@@ -415,15 +473,83 @@ class TabletReplica:
             if not self._usable():
                 return
             if isinstance(message, StartTabletCopyRequest):
-                log.warning(
-                    "tablet %s replica %s: tablet copy from %s is not supported yet",
-                    self.tablet_id,
-                    self.uuid,
-                    message.caller_uuid,
-                )
+                if self.on_copy_request is None:
+                    log.warning(
+                        "tablet %s replica %s: no host handles a tablet copy from %s",
+                        self.tablet_id,
+                        self.uuid,
+                        message.caller_uuid,
+                    )
+                else:
+                    self.on_copy_request(message)
                 return
             self._raft.step(message, _now_ms(), self.clock.now())
             self._drain()
+
+    # -- tablet copy and config changes ----------------------------------------------------
+
+    def copy_snapshot(self) -> tuple[int, RaftConfig, int, list[ReplicateMsg]]:
+        """The source side of a tablet copy: the current term, committed config,
+        committed index and whole log, one consistent snapshot."""
+        with self._lock:
+            self._check_usable()
+            config = self._raft.committed_config
+            if self._raft.data_state is not DataState.READY or config is None:
+                raise OperationalError(
+                    f"tablet {self.tablet_id} replica {self.uuid} has no data to copy"
+                )
+            return (
+                self._raft.current_term,
+                config,
+                self._raft.committed_index,
+                list(self._raft.log),
+            )
+
+    def install_copy(
+        self,
+        request: StartTabletCopyRequest,
+        current_term: int,
+        committed_config: RaftConfig,
+        committed_index: int,
+        entries: list[ReplicateMsg],
+        *,
+        pause_s: float = 0.0,
+    ) -> None:
+        """The destination side: become COPYING (the core refuses a rogue leader with
+        ConsensusError), then take the copied log, committed index and config; the tablet
+        is rebuilt from the log. ``pause_s`` (tests only) waits between the two steps."""
+        with self._lock:
+            self._check_usable()
+            self._raft.start_tablet_copy(request, _now_ms())
+            self._drain()
+        if pause_s:
+            time.sleep(pause_s)
+        with self._lock:
+            self._check_usable()
+            meta = ConsensusMetadata(current_term, None, committed_config, DataState.READY)
+            try:
+                self._raft.tablet_copy_complete(meta, entries, committed_index, _now_ms())
+            except BaseException:
+                self._raft.tablet_copy_failed(_now_ms())
+                self._drain()
+                raise
+            self._drain()
+
+    def copy_failed(self) -> None:
+        """A copy that began here did not finish: the replica stays a tombstone."""
+        with self._lock:
+            if self._usable():
+                self._raft.tablet_copy_failed(_now_ms())
+                self._drain()
+
+    def change_config(self, change: ConfigChange) -> OpId:
+        """Propose one server's config change as the leader (ConsensusError when the
+        core refuses it: not the leader, a change pending, the compare-and-set failed)."""
+        with self._lock:
+            self._check_usable()
+            opid = self._raft.change_config(change, _now_ms(), self.clock.now())
+            self._drain()
+            return opid
 
     def write(
         self,
@@ -562,13 +688,23 @@ class TabletReplica:
             if not ready.sync_before_send:
                 self._log.sync()
             self._raft.log_synced(ready.appends[-1].id, _now_ms())
-        # 4. Apply, in index order, each at its entry's HybridTime.
-        for entry in ready.committed:
-            self._apply(entry)
         if ready.clock_update is not None:
             self.clock.observe(ready.clock_update)
+        # After a tablet copy: the tablet is what the copied log's committed prefix makes.
         if ready.reset_applied_to is not None:
-            raise NotSupportedError("tablet copy is not supported by this host yet")
+            self._rebuild_tablet(ready.reset_applied_to)
+        # 4. Apply, in index order, each at its entry's HybridTime.
+        for entry in ready.committed:
+            if entry.id.index > self.applied_index:
+                self._apply(entry)
+
+    def _rebuild_tablet(self, applied_to: int) -> None:
+        self.tablet.close(flush=False)
+        self.tablet = self._empty_tablet()
+        self.applied_index = 0
+        self._fail_all_waiters("was replaced by a tablet copy")
+        for entry in self._raft.log[:applied_to]:
+            self._apply(entry)
 
     def _apply(self, entry: ReplicateMsg) -> None:
         index = entry.id.index

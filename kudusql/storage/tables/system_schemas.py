@@ -77,6 +77,19 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("max_key", "str"),
         ]
     ),
+    # A cluster's tablet replicas: each tablet's replicas, their Raft roles and their
+    # servers' health as the master knows them (an embedded database has none).
+    "tablet_replicas": _schema(
+        [
+            ("table_name", "str"),
+            ("tablet_id", "str"),
+            ("start_key", "str"),
+            ("tserver_uuid", "str"),
+            ("address", "str"),
+            ("role", "str"),
+            ("health", "str"),
+        ]
+    ),
     # A cluster's tablet servers as the master knows them (an embedded database has none).
     "tablet_servers": _schema(
         [

@@ -130,6 +130,7 @@ _BUILDERS: dict[str, Callable[[Database], list[dict[str, Any]]]] = {
     "rowsets": _rowsets,
     "maintenance": _maintenance,
     "tablet_servers": lambda db: [],
+    "tablet_replicas": lambda db: [],
 }
 
 
