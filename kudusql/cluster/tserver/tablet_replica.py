@@ -281,12 +281,13 @@ class TabletReplica:
             self.applied_index = self._tablet_applied_index(base, entries)
             # Entries this replica knows committed apply now; Raft brings the others.
             known = max(self.applied_index, min(committed or 0, self._log.last_opid().index))
-            #: What the last open replayed: consensus log entries applied again, and
-            #: the storage tablet's own WAL records.
+            #: What the last open replayed: the index the reopened tablet held, the
+            #: consensus log entries applied again up to the saved committed index,
+            #: and the rows the tablet replayed from its own WAL (its unflushed stores).
             self.bootstrap_stats = {
                 "applied_index": self.applied_index,
                 "entries_replayed": known - self.applied_index,
-                "tablet_wal_records": self.tablet.replay_stats.records,
+                "tablet_wal_rows": self.tablet.replay_stats.rows_replayed,
             }
             for entry in entries:
                 if self.applied_index < entry.id.index <= known:
