@@ -647,6 +647,7 @@ class TabletReplica:
         result: WriteResult | None = None
         error: Exception | None = None
         if entry.op_type is OpType.WRITE:
+            self._check_not_applied(entry)
             assert entry.payload is not None
             data, operation, op_column = decode_write(entry.payload)
             try:
@@ -663,6 +664,16 @@ class TabletReplica:
             waiter.finish(None, self._lost(waiter, f"entry {entry.id} committed there"))
         else:
             waiter.finish(result, error)
+
+    def _check_not_applied(self, entry: ReplicateMsg) -> None:
+        """An entry's timestamp is above every one the tablet holds (timestamps increase
+        with the index): one at or below would apply a second time."""
+        if entry.timestamp <= self.tablet.meta.max_ts:
+            raise AssertionError(
+                f"tablet {self.tablet_id} replica {self.uuid}: entry {entry.id} at "
+                f"{entry.timestamp} is not above the tablet's latest timestamp "
+                f"{self.tablet.meta.max_ts}: it would apply twice"
+            )
 
     def _lost(self, waiter: _Waiter, why: str) -> WriteLostError:
         return WriteLostError(
