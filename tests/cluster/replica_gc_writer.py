@@ -67,9 +67,8 @@ def model(upto: int) -> dict[int, str]:
     for n in range(1, upto + 1):
         op, keys = batch(n)
         for k in keys:
-            if op == "upsert" or (op == "insert" and k not in rows):
-                rows[k] = f"v{n}"
-            elif op == "update" and k in rows:
+            present = k in rows
+            if op == "upsert" or (op, present) in (("insert", False), ("update", True)):
                 rows[k] = f"v{n}"
             elif op == "delete":
                 rows.pop(k, None)
