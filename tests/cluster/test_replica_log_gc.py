@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +24,10 @@ import pytest
 import tests.cluster.test_tablet_replica as trep
 from kudusql.cluster.tserver.tablet_replica import ReplicaOptions, TabletReplica
 from kudusql.common.options import TabletOptions
+from kudusql.consensus.opid import OpId
 from kudusql.consensus.raft_config import RaftConfig
 from kudusql.consensus.raft_consensus import RaftOptions
+from kudusql.storage.consensus import write_copied_log
 from tests.cluster.replica_gc_writer import (
     OPTIONS as WRITER_OPTIONS,
 )
@@ -261,3 +265,45 @@ def test_a_follower_within_the_retained_log_catches_up_after_gc(group: Group) ->
     group.reopen(behind)
     rows = group.converged()
     group.check_acked(rows)
+
+
+def test_a_copy_of_copy_source_opens_as_the_same_replica(solo: str, tmp_path: Path) -> None:
+    """What ``copy_source`` lists, copied with the consensus log from its first index,
+    opens as a replica holding the same rows (what a tablet copy will do over Flight)."""
+    replica = _open(solo)
+    _write(replica, range(1, 31))
+    replica.flush_and_gc(flush=True)
+    _write(replica, range(31, 36))  # in the tablet's WAL only
+    dest = tmp_path / "copy"
+    try:
+        with replica.copy_source() as src:
+            before = replica.log_first_index
+            _write(replica, range(36, 38))  # writes go on
+            # A flush waits for the end of the copy; nothing is GCed meanwhile.
+            gc = threading.Thread(target=replica.flush_and_gc, kwargs={"flush": True})
+            gc.start()
+            assert replica.log_first_index == before == src.log_first_index > 1
+            assert src.applied_index >= src.log_first_index - 1
+            (dest / "tablet").mkdir(parents=True)
+            for rel in src.tablet_files:
+                target = dest / "tablet" / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(os.path.join(src.tablet_dir, rel), target)
+            lg = replica._log
+            first = src.log_first_index
+            entries = lg.entries(first, lg.last_opid().index, 1 << 40)
+            preceding = OpId(lg.term_at(first - 1) or 0, first - 1)
+            write_copied_log(str(dest / "wal"), entries, preceding, segment_size=4096)
+            for name in ("replica.meta", "cmeta", "replica.committed"):
+                shutil.copyfile(os.path.join(solo, name), dest / name)
+            assert gc.is_alive() and replica.log_first_index == before
+        gc.join()
+        _write(replica, range(38, 40))
+    finally:
+        replica.close()
+    copy = _open(str(dest))
+    try:
+        last, rows = settled(copy, scaled(20))
+        assert last == 37 and rows == model(37)
+    finally:
+        copy.close()

@@ -781,7 +781,8 @@ class TabletReplica:
 
         While held, the log GC deletes no consensus log segment and the tablet runs no
         flush or compaction, so the listed files stay as they are; writes go on (a
-        bulk-loaded write waits for the end of the copy). The tablet files are any
+        bulk-loaded write waits for the end of the copy; the holding thread itself must
+        not flush: the maintenance lock is reentrant). The tablet files are any
         state a crash could leave: a destination opens them as a reopened replica
         does (its applied index from the tablet's latest timestamp), then takes the
         consensus log entries from ``log_first_index`` on, every one the tablet does
