@@ -307,3 +307,22 @@ def test_a_copy_of_copy_source_opens_as_the_same_replica(solo: str, tmp_path: Pa
         assert last == 37 and rows == model(37)
     finally:
         copy.close()
+
+
+def test_a_replica_from_before_replica_committed_rebuilds_its_tablet_once(solo: str) -> None:
+    replica = _open(solo)
+    _write(replica, range(1, 11))
+    replica.close()
+    os.unlink(os.path.join(solo, "replica.committed"))  # as such a replica was
+    replica = _open(solo)
+    try:
+        assert replica.bootstrap_stats["applied_index"] == 0  # rebuilt from the log
+        last, rows = settled(replica, scaled(20))
+        assert last == 10 and rows == model(10)
+    finally:
+        replica.close()
+    replica = _open(solo)  # from now on its tablet is durable state
+    try:
+        assert replica.bootstrap_stats["applied_index"] > 10
+    finally:
+        replica.close()
