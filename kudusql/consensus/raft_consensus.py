@@ -194,6 +194,7 @@ class RaftReplica:
         options: RaftOptions,
         rng: random.Random,
         now_ms: int,
+        log_base: OpId = MINIMUM_OPID,
     ) -> None:
         self.uuid = uuid
         self.options = options
@@ -204,10 +205,14 @@ class RaftReplica:
         self.data_state = meta.data_state
         self.tombstone_last_logged_opid = meta.tombstone_last_logged_opid
         self._base_config = meta.committed_config
-        self._log: list[ReplicateMsg] = list(log) if meta.data_state is DataState.READY else []
-        self.committed_index = min(committed_index, len(self._log))
+        ready = meta.data_state is DataState.READY
+        #: The OpId just before the first entry held: the host garbage-collected the
+        #: entries up to it (their effects are durable in the tablet; all committed).
+        self._base = log_base if ready else MINIMUM_OPID
+        self._log: list[ReplicateMsg] = list(log) if ready else []
+        self.committed_index = max(self._base.index, min(committed_index, self.last_index))
         # Every log entry given at start is durable.
-        self.durable_index = len(self._log)
+        self.durable_index = self.last_index
         self.ht_floor = max((e.timestamp for e in self._log), default=0)
         self._configs: list[RaftConfig] = []
         self._rebuild_configs()
@@ -254,16 +259,40 @@ class RaftReplica:
 
     @property
     def log(self) -> list[ReplicateMsg]:
-        """The replica's log (entry i is at position i - 1); do not modify."""
+        """The entries the replica holds (entry i is at position i - ``first_index``;
+        those before were garbage-collected); do not modify."""
         return self._log
 
     @property
+    def first_index(self) -> int:
+        """The index of the first entry held (1 unless the log was garbage-collected)."""
+        return self._base.index + 1
+
+    @property
     def last_index(self) -> int:
-        return len(self._log)
+        return self._base.index + len(self._log)
 
     @property
     def last_opid(self) -> OpId:
-        return self._log[-1].id if self._log else MINIMUM_OPID
+        return self._log[-1].id if self._log else self._base
+
+    def peer_match_indexes(self) -> dict[str, int]:
+        """A leader's view of how far each peer's log matches its own (empty when not
+        the leader): the host keeps the log entries they still need, within bounds."""
+        if not self._is_leader:
+            return {}
+        return {uuid: peer.match_index for uuid, peer in self._peers.items()}
+
+    def peers_needing_copy(self) -> list[str]:
+        """The peers a leader can no longer catch up from its log (the entries they need
+        were garbage-collected) or that lack the tablet: they need a tablet copy."""
+        if not self._is_leader:
+            return []
+        return sorted(
+            uuid
+            for uuid, peer in self._peers.items()
+            if peer.needs_copy or peer.next_index <= self._base.index
+        )
 
     @property
     def active_config(self) -> RaftConfig | None:
@@ -498,9 +527,10 @@ class RaftReplica:
         self.data_state = DataState.READY
         self.tombstone_last_logged_opid = None
         self._base_config = source_meta.committed_config
+        self._base = MINIMUM_OPID
         self._log = list(source_log)
-        self.committed_index = min(source_committed_index, len(self._log))
-        self.durable_index = len(self._log)
+        self.committed_index = min(source_committed_index, self.last_index)
+        self.durable_index = self.last_index
         self._rebuild_configs()
         for entry in self._log:
             self.ht_floor = max(self.ht_floor, entry.timestamp)
@@ -530,6 +560,21 @@ class RaftReplica:
         self.data_state = DataState.TOMBSTONED
         self._clear_log()
         self._persist()
+
+    def log_gc(self, index: int) -> None:
+        """The host deleted the log's entries up to ``index`` (all committed and
+        applied, their effects durable in the tablet): forget them. A peer that still
+        needs one then needs a tablet copy (``peers_needing_copy``)."""
+        if index <= self._base.index:
+            return
+        if index > min(self.committed_index, self.durable_index):
+            raise AssertionError(
+                f"{self.uuid} asked to forget entries up to {index}, beyond its committed "
+                f"index {self.committed_index} or durable index {self.durable_index}"
+            )
+        base = self._opid_at(index)
+        del self._log[: index - self._base.index]
+        self._base = base
 
     # ----------------------------------------------------------------- elections
 
@@ -730,8 +775,16 @@ class RaftReplica:
                 )
             return
         next_index = min(max(peer.next_index, 1), self.last_index + 1)
+        if next_index <= self._base.index:
+            # The entries it needs were garbage-collected: only a tablet copy helps.
+            if heartbeat:
+                self._ready.messages.append(
+                    StartTabletCopyRequest(self.uuid, self.current_term, uuid)
+                )
+            return
         preceding = self._opid_at(next_index - 1)
-        ops = tuple(self._log[next_index - 1 : next_index - 1 + self.options.max_batch_ops])
+        start = next_index - 1 - self._base.index
+        ops = tuple(self._log[start : start + self.options.max_batch_ops])
         if not ops and not heartbeat:
             return
         self._ready.messages.append(
@@ -935,14 +988,22 @@ class RaftReplica:
         self._election_deadline = self._now + self.options.election_timeout_ms
         self._withhold_votes_until = self._now + self.options.election_timeout_ms
         preceding = req.preceding_id
-        if preceding.index > self.last_index or self._term_at(preceding.index) != preceding.term:
+        ops = req.ops
+        if preceding.index < self._base.index:
+            # Our garbage-collected entries are committed, so the leader's log holds
+            # them as ours: it matches through our base; what the request carries
+            # up to there is known.
+            matched = self._base.index
+            ops = tuple(op for op in ops if op.id.index > matched)
+        elif preceding.index > self.last_index or self._term_at(preceding.index) != preceding.term:
             if preceding.index <= self.last_index:
                 # Our entry at the preceding index is from another term: drop it and after.
                 self._truncate_after(preceding.index - 1)
             self._respond(req, ConsensusErrorCode.PRECEDING_ENTRY_DIDNT_MATCH)
             return
-        matched = preceding.index
-        for op in req.ops:
+        else:
+            matched = preceding.index
+        for op in ops:
             if op.id.index != matched + 1:
                 break
             if op.id.index <= self.last_index:
@@ -968,10 +1029,24 @@ class RaftReplica:
     # ----------------------------------------------------------------- the log
 
     def _term_at(self, index: int) -> int:
-        return self._log[index - 1].id.term if index > 0 else 0
+        """The term of the entry at ``index``; -1 (matches no term) for a
+        garbage-collected one."""
+        base = self._base
+        if index > base.index:
+            return self._log[index - base.index - 1].id.term
+        if index == base.index:
+            return base.term
+        return 0 if index == 0 else -1
 
     def _opid_at(self, index: int) -> OpId:
-        return self._log[index - 1].id if index > 0 else MINIMUM_OPID
+        base = self._base
+        if index > base.index:
+            return self._log[index - base.index - 1].id
+        if index == base.index:
+            return base
+        if index == 0:
+            return MINIMUM_OPID
+        raise AssertionError(f"{self.uuid}: entry {index} was garbage-collected")
 
     def _last_logged_opid(self) -> OpId | None:
         if self.data_state is DataState.READY:
@@ -990,7 +1065,7 @@ class RaftReplica:
                 f"{self.uuid} asked to truncate after {index}, below its committed index "
                 f"{self.committed_index}"
             )
-        del self._log[index:]
+        del self._log[index - self._base.index :]
         self._ready.appends = [e for e in self._ready.appends if e.id.index <= index]
         if self._ready.truncate_after is None or index < self._ready.truncate_after:
             self._ready.truncate_after = index
@@ -999,6 +1074,7 @@ class RaftReplica:
             self._configs.pop()
 
     def _clear_log(self) -> None:
+        self._base = MINIMUM_OPID
         self._log = []
         self.committed_index = 0
         self.durable_index = 0
@@ -1017,7 +1093,7 @@ class RaftReplica:
     def _commit_to(self, index: int) -> None:
         before = self.committed_config
         for i in range(self.committed_index + 1, index + 1):
-            self._ready.committed.append(self._log[i - 1])
+            self._ready.committed.append(self._log[i - 1 - self._base.index])
         self.committed_index = index
         after = self.committed_config
         if after is not before:

@@ -12,28 +12,46 @@ leader's own appends) and then call ``log_synced``; send the messages through th
 injected transport; apply the committed WRITE entries to the tablet at each entry's
 HybridTime; raise the hybrid clock to the Ready's floor.
 
-The tablet is derived state. The consensus log is the only durable record of the
-writes; the tablet's own WAL runs with fsync NONE, and opening a replica rebuilds the
-tablet from an empty one by replaying the whole log as Raft learns which entries are
-committed (nothing here knows the committed index durably yet, and no log is GCed).
+Durable applied state (docs/CLUSTER.md, "Durable applied state and log GC"). The
+storage tablet keeps what it applied: its own WAL (fsync ``none``) is the record of the
+applied entries, each stored at its entry's HybridTime, and the tablet syncs it before
+any superblock save, so a reopened tablet holds exactly the entries up to some index,
+each once. Entry timestamps strictly increase with the index in every replica's log
+(a leader assigns each above every entry it holds), so that index is the last entry
+whose timestamp is at most the reopened tablet's latest one. Opening a replica opens
+its tablet, applies the committed entries after that index that this replica knows
+committed (``replica.committed``: a lower bound of the committed index, saved by the
+log GC driver and at close) and lets Raft bring the rest.
+
+The log GC driver (``flush_and_gc``, also run every ``log_gc_interval_s`` by a
+maintenance thread) flushes the tablet's in-memory stores when they hold more than the
+tablet's ``flush_threshold_bytes``, syncs the tablet's WAL (every applied entry is then
+durable in the tablet) and deletes the consensus log segments below the minimum of that
+applied index and, on a leader, what its peers still need, within
+``log_min_segments_to_retain`` .. ``log_max_segments_to_retain`` segments. A peer whose
+entries are gone needs a tablet copy (``peers_needing_copy``).
 
 Directory (FORMAT.md in this package): ``replica.meta`` (uuid, tablet id, schema),
-``cmeta``, ``wal/`` (the consensus log), ``tablet/`` (the storage tablet).
+``cmeta``, ``replica.committed``, ``wal/`` (the consensus log), ``tablet/`` (the storage
+tablet). A replica written before ``replica.committed`` existed has a complete log and a
+derived tablet: its first open rebuilds the tablet from the log as before.
 
-The only thread is a timer that calls ``tick``. The transport is called with the lock
-held: it must queue the message and return, never call back into this replica.
+The threads are a timer that calls ``tick`` and the log GC driver. The transport is
+called with the lock held: it must queue the message and return, never call back into
+this replica.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import os
 import random
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -60,7 +78,7 @@ from kudusql.consensus.messages import (
     ReplicateMsg,
     StartTabletCopyRequest,
 )
-from kudusql.consensus.opid import OpId
+from kudusql.consensus.opid import MINIMUM_OPID, OpId
 from kudusql.consensus.raft_config import RaftConfig
 from kudusql.consensus.raft_consensus import (
     ConfigChange,
@@ -71,12 +89,15 @@ from kudusql.consensus.raft_consensus import (
     RaftReplica,
     Ready,
 )
-from kudusql.storage.consensus import ConsensusLog, ConsensusMetadataFile
+from kudusql.storage.consensus import DEFAULT_SEGMENT_SIZE, ConsensusLog, ConsensusMetadataFile
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.fs.meta_file import load_json, save_json
+from kudusql.storage.tablet import metadata as tablet_metadata
+from kudusql.storage.tablet.tablet import WAL_DIR as TABLET_WAL_DIR
 from kudusql.storage.tablet.tablet import Tablet
 
 __all__ = [
+    "CopySource",
     "NotLeaderError",
     "ReplicaOptions",
     "SafeTimeTimeoutError",
@@ -93,10 +114,13 @@ log = logging.getLogger(__name__)
 # DO NOT CHANGE: on-disk (FORMAT.md).
 REPLICA_META_FILE = "replica.meta"
 CMETA_FILE = "cmeta"
+COMMITTED_FILE = "replica.committed"
 LOG_DIR = "wal"
 TABLET_DIR = "tablet"
 _MAGIC = b"KSQLTREP"
 _VERSION = 1
+_COMMITTED_MAGIC = b"KSQLRCMT"
+_COMMITTED_VERSION = 1
 #: The version of a WRITE entry's payload (FORMAT.md).
 _WRITE_VERSION = 1
 
@@ -149,6 +173,31 @@ class ReplicaOptions:
     #: How long a snapshot read waits for the replica's safe time to reach it.
     safe_time_timeout_s: float = 5.0
     tablet: TabletOptions = field(default_factory=TabletOptions)
+    #: The consensus log's segment size (Kudu's --log_segment_size_mb).
+    log_segment_bytes: int = DEFAULT_SEGMENT_SIZE
+    #: Segments the log GC always keeps (Kudu's --log_min_segments_to_retain).
+    log_min_segments_to_retain: int = 1
+    #: Most segments a leader keeps for lagging peers; a peer that needs an older
+    #: entry then needs a tablet copy (Kudu's --log_max_segments_to_retain).
+    log_max_segments_to_retain: int = 80
+    #: How often the log GC driver runs (``flush_and_gc``); 0: only when called.
+    log_gc_interval_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class CopySource:
+    """What a tablet copy of this replica ships, consistent at one point: the storage
+    tablet's files (superblock, the rowset files it lists, its WAL segments), relative
+    to the tablet directory, and the consensus log's entries ``log_first_index`` ..
+    ``log_last_opid`` (the ones before are in the tablet: ``applied_index`` is at least
+    ``log_first_index - 1``), with cmeta and the committed index."""
+
+    tablet_dir: str
+    tablet_files: tuple[str, ...]
+    applied_index: int
+    log_first_index: int
+    log_last_opid: OpId
+    committed_index: int
 
 
 # -- WRITE payloads ---------------------------------------------------------------------------
@@ -241,22 +290,38 @@ class TabletReplica:
             self.schema = Schema.from_dict(body["schema"])
             self._cmeta = ConsensusMetadataFile(os.path.join(self.directory, CMETA_FILE))
             meta = self._cmeta.load()
-            self._log = ConsensusLog.open(os.path.join(self.directory, LOG_DIR), create=False)
-            entries = self._read_log()
-            self.tablet = self._empty_tablet()
+            self._log = ConsensusLog.open(
+                os.path.join(self.directory, LOG_DIR),
+                create=False,
+                segment_size=options.log_segment_bytes,
+            )
+            base, entries = self._read_log()
+            committed = self._load_committed()
+            self.tablet = self._open_tablet(base, committed is None)
             #: The index of the last entry applied to the tablet (0: none).
-            self.applied_index = 0
-            # Nothing records the committed index durably: Raft learns it again from the
-            # leader (or commits it anew), and each entry applies when it comes back in
-            # ``Ready.committed``.
+            self.applied_index = self._tablet_applied_index(base, entries)
+            # Entries this replica knows committed apply now; Raft brings the others.
+            known = max(self.applied_index, min(committed or 0, self._log.last_opid().index))
+            #: What the last open replayed: the index the reopened tablet held, the
+            #: consensus log entries applied again up to the saved committed index,
+            #: and the rows the tablet replayed from its own WAL (its unflushed stores).
+            self.bootstrap_stats = {
+                "applied_index": self.applied_index,
+                "entries_replayed": known - self.applied_index,
+                "tablet_wal_rows": self.tablet.replay_stats.rows_replayed,
+            }
+            for entry in entries:
+                if self.applied_index < entry.id.index <= known:
+                    self._apply(entry)
             self._raft = RaftReplica(
                 self.uuid,
                 meta,
                 entries,
-                0,
+                known,
                 options.raft,
                 rng or random.Random(),
                 _now_ms(),
+                log_base=base,
             )
             if self._raft.data_state is DataState.COPYING:
                 # A copy interrupted by a crash: its data is no replica, only a tombstone.
@@ -274,10 +339,19 @@ class TabletReplica:
                 tablet.close(flush=False)
             self._release_files()
             raise
+        #: Copies in progress (``copy_source``): the log GC keeps every entry meanwhile.
+        self._copy_anchors = 0
+        self._gc_lock = threading.Lock()  # one log GC driver run at a time
         self._thread = threading.Thread(
             target=self._run_timer, name=f"replica-{self.tablet_id}-{self.uuid}", daemon=True
         )
         self._thread.start()
+        self._gc_thread: threading.Thread | None = None
+        if options.log_gc_interval_s > 0:
+            self._gc_thread = threading.Thread(
+                target=self._run_gc, name=f"replica-gc-{self.tablet_id}-{self.uuid}", daemon=True
+            )
+            self._gc_thread.start()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -307,6 +381,8 @@ class TabletReplica:
         ConsensusMetadataFile(os.path.join(directory, CMETA_FILE)).store(
             ConsensusMetadata.new_replica(config)
         )
+        shutil.rmtree(os.path.join(directory, TABLET_DIR), ignore_errors=True)
+        _save_committed(directory, 0, 0)
         body = {"uuid": uuid, "tablet_id": tablet_id, "schema": schema.to_dict()}
         save_json(path, _MAGIC, _VERSION, body)
         return cls.open(directory, transport=transport, options=options, clock=clock, rng=rng)
@@ -347,38 +423,81 @@ class TabletReplica:
         clock: HybridClock | None = None,
         rng: random.Random | None = None,
     ) -> TabletReplica:
-        """Bootstrap: cmeta and the log as they were durable; the tablet rebuilt from
-        empty (the committed entries apply again as Raft learns the committed index);
-        the timer started."""
+        """Bootstrap: cmeta and the log as they were durable; the tablet as it was
+        durable, then the entries after its applied index up to the committed index
+        this replica saved; the threads started."""
         return cls(directory, transport, options or ReplicaOptions(), clock, rng)
 
-    def _read_log(self) -> list[ReplicateMsg]:
+    def _read_log(self) -> tuple[OpId, list[ReplicateMsg]]:
+        """The OpId before the first entry the log holds, and the entries."""
         lg = self._log
-        if lg.first_index != 1:
-            raise NotSupportedError(
-                f"consensus log {lg.directory} starts at entry {lg.first_index}: rebuilding "
-                "the tablet needs the whole log (log GC is not supported yet)"
-            )
+        first = lg.first_index
+        base = MINIMUM_OPID if first == 1 else OpId(lg.term_at(first - 1) or 0, first - 1)
         entries: list[ReplicateMsg] = []
         last = lg.last_opid().index
-        while len(entries) < last:
-            entries.extend(lg.entries(len(entries) + 1, last, 16 << 20))
-        return entries
+        while first + len(entries) <= last:
+            entries.extend(lg.entries(first + len(entries), last, 16 << 20))
+        return base, entries
 
-    def _empty_tablet(self) -> Tablet:
+    def _load_committed(self) -> int | None:
+        """The committed index saved last (None: a replica from before it was saved)."""
+        path = os.path.join(self.directory, COMMITTED_FILE)
+        if not os.path.exists(path):
+            return None
+        body = load_json(path, _COMMITTED_MAGIC, _COMMITTED_VERSION, "replica committed index")
+        self.clock.observe(int(body["ht_floor"]))
+        return int(body["committed_index"])
+
+    def _open_tablet(self, base: OpId, legacy: bool) -> Tablet:
         path = os.path.join(self.directory, TABLET_DIR)
-        # Whatever a previous run left is derived from the log: start again from empty.
-        shutil.rmtree(path, ignore_errors=True)
         opts = self.options.tablet.with_(wal_fsync="none")
-        return Tablet.create(path, self.schema, opts, clock=self.clock)
+        if legacy:
+            # Written before the tablet was durable state: derived from the whole log.
+            if base.index != 0:
+                raise NotSupportedError(
+                    f"tablet replica {self.directory} has no {COMMITTED_FILE} but its "
+                    f"consensus log starts after entry {base.index}"
+                )
+            shutil.rmtree(path, ignore_errors=True)
+            tablet = Tablet.create(path, self.schema, opts, clock=self.clock)
+            _save_committed(self.directory, 0, 0)
+            return tablet
+        if not os.path.exists(os.path.join(path, tablet_metadata.META_FILE)):
+            if base.index != 0:
+                raise OperationalError(
+                    f"tablet replica {self.directory}: the storage tablet is missing and "
+                    f"the consensus log starts after entry {base.index}; the replica "
+                    "needs a tablet copy"
+                )
+            return Tablet.create(path, self.schema, opts, clock=self.clock)
+        return Tablet.open(path, opts, clock=self.clock)
+
+    def _tablet_applied_index(self, base: OpId, entries: list[ReplicateMsg]) -> int:
+        """The last entry the reopened tablet holds: the last whose timestamp is at most
+        the tablet's latest one (timestamps strictly increase with the index; an entry
+        that changed nothing leaves no trace, and applying it again changes nothing)."""
+        latest = self.tablet.meta.max_ts
+        applied = base.index
+        for entry in entries:
+            if entry.timestamp > latest:
+                break
+            applied = entry.id.index
+        return applied
 
     def close(self) -> None:
-        """Stop the timer and release the files; pending writes fail as unknown."""
+        """Stop the threads, save the committed index and release the files (the
+        tablet flushes first when its next open would replay too much of its WAL);
+        pending writes fail as unknown."""
         self._shutdown()
         with self._lock:
             self._fail_all_waiters("closed")
-            self.tablet.close(flush=False)
-            self._release_files()
+            try:
+                if self._failed is None:
+                    self.tablet.sync_log()
+                    self._save_progress()
+            finally:
+                self.tablet.close(flush=None if self._failed is None else False)
+                self._release_files()
 
     def abandon(self) -> None:
         """Stop as a crash would (for tests): nothing synced or flushed on the way out;
@@ -393,8 +512,9 @@ class TabletReplica:
         with self._lock:
             self._closed = True
         self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        for thread in (self._thread, self._gc_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
 
     def _release_files(self) -> None:
         lg = getattr(self, "_log", None)
@@ -497,6 +617,12 @@ class TabletReplica:
             if self._raft.data_state is not DataState.READY or config is None:
                 raise OperationalError(
                     f"tablet {self.tablet_id} replica {self.uuid} has no data to copy"
+                )
+            if self._log.first_index != 1:
+                raise NotSupportedError(
+                    f"tablet {self.tablet_id} replica {self.uuid}: its consensus log starts "
+                    f"at entry {self._log.first_index} (GCed), and a tablet copy ships the "
+                    "whole log only"
                 )
             return (
                 self._raft.current_term,
@@ -700,7 +826,10 @@ class TabletReplica:
 
     def _rebuild_tablet(self, applied_to: int) -> None:
         self.tablet.close(flush=False)
-        self.tablet = self._empty_tablet()
+        path = os.path.join(self.directory, TABLET_DIR)
+        shutil.rmtree(path, ignore_errors=True)
+        opts = self.options.tablet.with_(wal_fsync="none")
+        self.tablet = Tablet.create(path, self.schema, opts, clock=self.clock)
         self.applied_index = 0
         self._fail_all_waiters("was replaced by a tablet copy")
         for entry in self._raft.log[:applied_to]:
@@ -716,6 +845,7 @@ class TabletReplica:
         result: WriteResult | None = None
         error: Exception | None = None
         if entry.op_type is OpType.WRITE:
+            self._check_not_applied(entry)
             assert entry.payload is not None
             data, operation, op_column = decode_write(entry.payload)
             try:
@@ -732,6 +862,16 @@ class TabletReplica:
             waiter.finish(None, self._lost(waiter, f"entry {entry.id} committed there"))
         else:
             waiter.finish(result, error)
+
+    def _check_not_applied(self, entry: ReplicateMsg) -> None:
+        """An entry's timestamp is above every one the tablet holds (timestamps increase
+        with the index): one at or below would apply a second time."""
+        if entry.timestamp <= self.tablet.meta.max_ts:
+            raise AssertionError(
+                f"tablet {self.tablet_id} replica {self.uuid}: entry {entry.id} at "
+                f"{entry.timestamp} is not above the tablet's latest timestamp "
+                f"{self.tablet.meta.max_ts}: it would apply twice"
+            )
 
     def _lost(self, waiter: _Waiter, why: str) -> WriteLostError:
         return WriteLostError(
@@ -755,12 +895,151 @@ class TabletReplica:
                 ),
             )
 
+    # -- durable applied state and log GC --------------------------------------------------
+
+    def _save_progress(self) -> None:
+        """Save the committed index as far as this replica's log holds it durably (the
+        lock held)."""
+        committed = min(self._raft.committed_index, self._log.synced_index)
+        _save_committed(self.directory, committed, self._raft.ht_floor)
+
+    def flush_and_gc(self, *, flush: bool | None = None) -> int:
+        """One run of the log GC driver: flush the tablet's in-memory stores (``flush``
+        True: always; None: when they hold more than the tablet's
+        ``flush_threshold_bytes``), make every applied entry durable in the tablet,
+        save the committed index, and delete the consensus log segments nothing needs
+        (module docstring). Returns how many segments were deleted."""
+        with self._gc_lock:
+            if not self._usable():
+                return 0
+            tablet = self.tablet
+            if flush or (
+                flush is None and tablet.memory_bytes() >= tablet.options.flush_threshold_bytes
+            ):
+                # The tablet's own locks serialize its flushes with the applies.
+                tablet.flush()
+                tablet.flush_deltas()
+            with self._lock:
+                if not self._usable():
+                    return 0
+                # Every applied entry is in the tablet's WAL: durable with it, the
+                # tablet holds them after any crash.
+                tablet.sync_log()
+                self._save_progress()
+                up_to = self._gc_bound(self.applied_index)
+                if up_to is None:
+                    return 0
+                deleted = self._log.gc(up_to)
+                if deleted:
+                    self._raft.log_gc(self._log.first_index - 1)
+                return deleted
+
+    def _gc_bound(self, durable_applied: int) -> int | None:
+        """The index below which whole segments go (None: none goes). Segments below
+        the durable applied index may go; a leader keeps those its peers still need,
+        but at most ``log_max_segments_to_retain``; at least
+        ``log_min_segments_to_retain`` always stay, and none while a copy runs."""
+        if self._copy_anchors:
+            return None
+        segs = self._log.segments()
+        opts = self.options
+
+        def leading(below: int) -> int:
+            n = 0
+            for seg in segs[:-1]:
+                if seg.last.index >= below:
+                    break
+                n += 1
+            return n
+
+        k = leading(durable_applied + 1)
+        needs = self._raft.peer_match_indexes()
+        if needs:
+            for_peers = leading(min(needs.values()) + 1)
+            k = min(k, max(for_peers, len(segs) - opts.log_max_segments_to_retain))
+        k = min(k, len(segs) - max(1, opts.log_min_segments_to_retain))
+        if k <= 0:
+            return None
+        return segs[k - 1].last.index + 1
+
+    def peers_needing_copy(self) -> list[str]:
+        """The peers this leader cannot catch up from its log any more: they need a
+        tablet copy (empty on a follower)."""
+        with self._lock:
+            return self._raft.peers_needing_copy()
+
+    @property
+    def log_first_index(self) -> int:
+        """The first entry the consensus log still holds (1 until the log GC ran)."""
+        return self._log.first_index
+
+    @contextlib.contextmanager
+    def copy_source(self) -> Iterator[CopySource]:
+        """Hold a consistent source for a tablet copy (what a copy ships: CopySource).
+
+        While held, the log GC deletes no consensus log segment and the tablet runs no
+        flush or compaction, so the listed files stay as they are; writes go on (a
+        bulk-loaded write waits for the end of the copy; the holding thread itself must
+        not flush: the maintenance lock is reentrant). The tablet files are any
+        state a crash could leave: a destination opens them as a reopened replica
+        does (its applied index from the tablet's latest timestamp), then takes the
+        consensus log entries from ``log_first_index`` on, every one the tablet does
+        not hold among them."""
+        with self._lock:
+            self._check_usable()
+            self._copy_anchors += 1
+            first = self._log.first_index
+        try:
+            # Never wait for the replica's lock while holding the tablet's maintenance
+            # lock: an apply of a bulk-loaded write holds the first and waits for the second.
+            with self.tablet.maintaining():
+                tablet_dir = os.path.join(self.directory, TABLET_DIR)
+                files = tuple(_tablet_files(tablet_dir))
+                source = CopySource(
+                    tablet_dir,
+                    files,
+                    self.applied_index,
+                    first,
+                    self._log.last_opid(),
+                    self._raft.committed_index,
+                )
+                yield source
+        finally:
+            with self._lock:
+                self._copy_anchors -= 1
+
+    def _run_gc(self) -> None:
+        while not self._stop.wait(self.options.log_gc_interval_s):
+            try:
+                self.flush_and_gc()
+            except Exception:
+                log.exception("tablet %s replica %s: log GC failed", self.tablet_id, self.uuid)
+
     def _run_timer(self) -> None:
         while not self._stop.wait(self.options.tick_interval_s):
             try:
                 self.tick()
             except Exception:
                 return  # _drain recorded and logged the failure
+
+
+def _save_committed(directory: str, committed_index: int, ht_floor: int) -> None:
+    body = {"committed_index": committed_index, "ht_floor": ht_floor}
+    save_json(os.path.join(directory, COMMITTED_FILE), _COMMITTED_MAGIC, _COMMITTED_VERSION, body)
+
+
+def _tablet_files(tablet_dir: str) -> list[str]:
+    """The files of a tablet a copy ships: its superblock, every file of the rowsets it
+    lists, and its WAL segments; relative to ``tablet_dir``."""
+    meta = tablet_metadata.load(tablet_dir)
+    files = [tablet_metadata.META_FILE]
+    for rs in meta.rowsets:
+        rdir = os.path.join("rowsets", f"{rs.id:08d}")
+        files.extend(os.path.join(rdir, name) for name in sorted(rs.file_names()))
+    wal = os.path.join(tablet_dir, TABLET_WAL_DIR)
+    if os.path.isdir(wal):
+        files.extend(os.path.join(TABLET_WAL_DIR, n) for n in sorted(os.listdir(wal)))
+    return files
 
 
 def _has_work(ready: Ready) -> bool:

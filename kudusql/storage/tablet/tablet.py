@@ -1160,6 +1160,13 @@ class Tablet(WriteShortcuts):
     _GC_MARKS = 16
 
     def _save_meta(self) -> None:
+        # Every record appended so far is durable before a superblock that may make
+        # some of their rows durable: whatever a crash keeps of the log then covers
+        # every record the files hold, so a reopen applies a prefix of the records (a
+        # log run with fsync ``none`` included; the replicated tablet relies on it).
+        lg = self._log
+        if lg is not None and lg.unsynced:
+            lg.sync()
         self.meta.next_seq = self._next_seq
         self.meta.auto_incrementing_counter = self._auto_counter
         self.meta.wal_gc_marks = self._gc_marks()

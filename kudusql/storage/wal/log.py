@@ -492,6 +492,11 @@ class Log:
                 self._durable = max(self._durable, target)
                 self._cond.notify_all()
 
+    @property
+    def unsynced(self) -> bool:
+        """Whether a record appended by this Log may not be durable yet."""
+        return self._written > self._durable
+
     def sync(self) -> None:
         """fsync the current segment now (everything appended so far becomes durable)."""
         with self._lock:

@@ -1,0 +1,90 @@
+"""The Raft core with a garbage-collected log prefix (``log_base``, ``log_gc``): a
+leader that forgot entries a follower needs sends it StartTabletCopy instead and lists
+it in ``peers_needing_copy``; a follower keeps up from entries past its base; a replica
+restarted with a base elects, replicates and commits as before."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kudusql.consensus.messages import (
+    StartTabletCopyRequest,
+    UpdateConsensusRequest,
+    UpdateConsensusResponse,
+)
+from kudusql.consensus.opid import OpId
+from kudusql.consensus.raft_consensus import ConsensusMetadata, RaftOptions, RaftReplica
+from tests.consensus.harness import Group
+
+
+def _grow(g: Group, leader: str, n: int, to: set[str]) -> None:
+    for _ in range(n):
+        g[leader].replicate("w", g.now, g.ht())
+        g.drain(leader)
+        g.sync(leader)
+        g.deliver(lambda s, m: m.dest_uuid in to or s != leader)
+
+
+def test_a_follower_behind_the_leaders_gc_point_needs_a_copy() -> None:
+    g = Group(["a", "b", "c"])
+    g.elect("a")
+    _grow(g, "a", 5, {"b", "c"})
+    # c stops hearing; the log goes on and the leader forgets what c lacks.
+    _grow(g, "a", 10, {"b"})
+    a = g["a"]
+    assert a.committed_index == a.last_index == 16
+    with pytest.raises(AssertionError):
+        a.log_gc(a.last_index + 1)  # never beyond the committed index
+    a.log_gc(12)
+    assert a.first_index == 13 and a.log[0].id.index == 13 and a.last_index == 16
+    assert a.peers_needing_copy() == ["c"]
+    g.inbox.clear()
+    g.tick("a", advance_ms=RaftOptions().heartbeat_interval_ms)
+    to_c = [m for _, m in g.inbox if m.dest_uuid == "c"]
+    assert to_c and all(isinstance(m, StartTabletCopyRequest) for m in to_c)
+    # b keeps up from the retained entries.
+    _grow(g, "a", 2, {"b"})
+    assert g["b"].last_index == a.last_index == 18 and a.committed_index == 18
+
+
+def test_a_replica_restarted_with_a_base_elects_and_replicates() -> None:
+    g = Group(["a", "b", "c"])
+    g.elect("a")
+    _grow(g, "a", 6, {"b", "c"})
+    log = list(g["a"].log)
+    # Every replica restarts with its first 4 entries GCed (in their tablets).
+    base = log[3].id
+    for uuid in ("a", "b", "c"):
+        meta = ConsensusMetadata(g[uuid].current_term, None, g.config, g[uuid].data_state)
+        g.replicas[uuid] = RaftReplica(
+            uuid, meta, log[4:], 7, RaftOptions(), random.Random(uuid), g.now, log_base=base
+        )
+        assert g[uuid].first_index == 5 and g[uuid].last_opid == log[-1].id
+    g.elect("b")
+    _grow(g, "b", 3, {"a", "c"})
+    assert all(g[u].last_index == g["b"].last_index for u in "abc")
+    assert g["b"].committed_index == g["b"].last_index
+    # A follower's answer to entries below its base: it skips what it holds.
+    assert g["a"]._term_at(base.index) == base.term
+    assert g["a"]._term_at(base.index - 1) == -1
+    assert g["a"]._opid_at(base.index) == OpId(base.term, base.index)
+
+
+def test_entries_below_a_followers_base_are_skipped_as_held() -> None:
+    g = Group(["a", "b", "c"])
+    g.elect("a")
+    _grow(g, "a", 6, {"b", "c"})
+    log = list(g["a"].log)
+    meta = ConsensusMetadata(g["b"].current_term, None, g.config, g["b"].data_state)
+    # b restarts holding nothing past entry 5 (its tablet holds 1 .. 5).
+    b = RaftReplica("b", meta, [], 5, RaftOptions(), random.Random(1), g.now, log_base=log[4].id)
+    g.replicas["b"] = b
+    req = UpdateConsensusRequest("a", g["a"].current_term, "b", log[1].id, 7, tuple(log[2:7]))
+    b.step(req, g.now, g.ht())
+    ready = b.take_ready()
+    assert [e.id for e in ready.appends] == [e.id for e in log[5:7]]
+    assert b.last_opid == log[6].id and b.committed_index == 7
+    (resp,) = ready.messages
+    assert isinstance(resp, UpdateConsensusResponse) and resp.status.error is None
