@@ -83,11 +83,12 @@ class Network:
 
 
 class Group:
-    def __init__(self, root: Path, seed: int, options: ReplicaOptions = OPTIONS) -> None:
+    def __init__(self, root: Path, seed: int, options: ReplicaOptions | None = None) -> None:
         self.root = root
         self.net = Network()
         self.seed = seed
-        self.options = options
+        # The module's OPTIONS at call time (a test may replace it).
+        self.options = options = options or OPTIONS
         config = RaftConfig.of_voters(list(UUIDS))
         for i, uuid in enumerate(UUIDS):
             self.net.replicas[uuid] = TabletReplica.create(
