@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from kudusql.cluster.errors import MalformedMessage, RequestStale, ServiceUnavailable
 from kudusql.cluster.messages import decode_arrow, encode_arrow
+from kudusql.cluster.routes import route_for
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
 from kudusql.cluster.tserver.consensus_wire import decode_message
@@ -183,7 +184,9 @@ class TabletServer(RpcServer):
         self._fault_count = 0
         clock = HybridClock()
         self.messenger = PeerMessenger(
-            secret=secret, tls_root=None if tls is None else str(tls.certificate)
+            secret=secret,
+            tls_root=None if tls is None else str(tls.certificate),
+            route=route_for(directory),
         )
         try:
             self.tablets = TabletManager(
