@@ -47,8 +47,8 @@ __all__ = [
     "FaultRecord",
     "MasterLinks",
     "Nemesis",
-    "PeerLinks",
     "NemesisThread",
+    "PeerLinks",
     "PlannedFault",
     "schedule",
 ]
