@@ -17,6 +17,10 @@ Faults (each has an undo, and ``heal_all`` undoes whatever is still in effect):
   healing it. Needs ``MasterLinks``: the cluster must be built with
   ``tserver_master_address=links.route`` so each tablet server dials the master
   through its own ``NetProxy``.
+- ``partition``: cut a tablet server off from every other tablet server, both ways
+  (the minority side of a network partition: its replicas hear no leader and no
+  follower, while clients and the master still reach it); undone by healing. Needs
+  ``PeerLinks``: each tablet server dials its peers through a ``ProxyMesh``.
 
 ``schedule`` is pure: a seed, a duration and the fault kinds give the same list of
 ``PlannedFault`` every time, one fault at a time (the unreplicated cluster has no
@@ -26,6 +30,8 @@ majority to lose; on a replicated one, one server at a time is a minority of 3).
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import threading
 import time
@@ -33,7 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kudusql.cluster.launcher import MiniCluster
-from tests.support.net_proxy import NetProxy
+from kudusql.cluster.routes import ROUTES_ENV
+from tests.support.net_proxy import NetProxy, ProxyMesh
 
 __all__ = [
     "FAULT_KINDS",
@@ -41,12 +48,13 @@ __all__ = [
     "MasterLinks",
     "Nemesis",
     "NemesisThread",
+    "PeerLinks",
     "PlannedFault",
     "schedule",
 ]
 
 #: The fault kinds a schedule may draw.
-FAULT_KINDS = ("kill", "pause", "isolate-from-master")
+FAULT_KINDS = ("kill", "pause", "isolate-from-master", "partition")
 
 
 class MasterLinks:
@@ -84,6 +92,52 @@ class MasterLinks:
             p.close()
 
 
+#: The route table's file name in each tablet server's directory.
+ROUTES_FILE = "routes.json"
+
+
+class PeerLinks:
+    """A ``ProxyMesh`` among a cluster's tablet servers: server i dials server j through
+    its own proxy (i, j), so a test cuts one pair or isolates one server.
+
+    Set ``ROUTES_ENV`` to ``ROUTES_FILE`` in the environment the cluster's processes
+    inherit (``environment()``) before starting it, then call ``install`` once every
+    tablet server listens and before any replicated tablet exists: it writes each
+    server's route table. Servers restarted on the same port keep their routes.
+    """
+
+    def __init__(self, cluster: MiniCluster) -> None:
+        addresses = [d.address for d in cluster.tservers]
+        targets = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1])) for a in addresses]
+        self.mesh = ProxyMesh(len(targets), targets)
+        for i, daemon in enumerate(cluster.tservers):
+            table = {
+                addresses[j]: "{}:{}".format(*self.mesh.address(i, j))
+                for j in range(len(addresses))
+                if j != i
+            }
+            with open(os.path.join(daemon.directory, ROUTES_FILE), "w", encoding="utf-8") as f:
+                json.dump(table, f)
+
+    @staticmethod
+    def environment() -> dict[str, str]:
+        return {ROUTES_ENV: ROUTES_FILE}
+
+    def isolate(self, i: int) -> None:
+        for j in range(self.mesh.n):
+            if j != i:
+                self.mesh.partition(i, j)
+
+    def heal(self, i: int) -> None:
+        for j in range(self.mesh.n):
+            if j != i:
+                self.mesh.proxies[i, j].heal()
+                self.mesh.proxies[j, i].heal()
+
+    def close(self) -> None:
+        self.mesh.close()
+
+
 @dataclass(frozen=True)
 class FaultRecord:
     """One fault as it happened: ``start_ns`` when it took effect, ``end_ns`` when its
@@ -116,10 +170,12 @@ class Nemesis:
         cluster: MiniCluster,
         *,
         links: MasterLinks | None = None,
+        peers: PeerLinks | None = None,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.cluster = cluster
         self.links = links
+        self.peers = peers
         self._clock = clock
         self._lock = threading.Lock()
         self._active: dict[int, int] = {}  # tablet server -> index in log
@@ -139,6 +195,10 @@ class Nemesis:
                 if self.links is None:
                     raise RuntimeError("isolate-from-master needs the cluster built on MasterLinks")
                 self.links.proxy(tserver).cut()
+            elif kind == "partition":
+                if self.peers is None:
+                    raise RuntimeError("partition needs the cluster's peers on PeerLinks")
+                self.peers.isolate(tserver)
             else:
                 raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULT_KINDS)}")
             record = FaultRecord(kind, tserver, daemon.address, self._clock(), None)
@@ -157,6 +217,9 @@ class Nemesis:
                 self.cluster.restart_tserver(tserver, same_port=True)
             elif record.kind == "pause":
                 self.cluster.resume(self.cluster.tservers[tserver])
+            elif record.kind == "partition":
+                assert self.peers is not None
+                self.peers.heal(tserver)
             else:
                 assert self.links is not None
                 self.links.proxy(tserver).heal()

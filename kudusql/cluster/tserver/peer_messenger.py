@@ -22,6 +22,7 @@ import time
 from collections import deque
 
 from kudusql.cluster.retry import RetryPolicy
+from kudusql.cluster.routes import Route
 from kudusql.cluster.rpc_client import RpcClient
 from kudusql.cluster.tserver.consensus_wire import encode_message
 from kudusql.cluster.tserver.messages import ConsensusRequest
@@ -144,8 +145,11 @@ class PeerMessenger:
         tls_root: str | None = None,
         timeout: float = 2.0,
         max_queued: int = MAX_QUEUED,
+        route: Route | None = None,
     ) -> None:
+        """``route``: where to dial a peer's address (tests reroute through proxies)."""
         self.secret = secret
+        self.route: Route = route or (lambda address: address)
         self.tls_root = tls_root
         self.timeout = timeout
         self.max_queued = max_queued
@@ -159,7 +163,7 @@ class PeerMessenger:
         """A client of the peer at ``address`` (one attempt per call)."""
         seconds = self.timeout if timeout is None else timeout
         return RpcClient(
-            address,
+            self.route(address),
             secret=self.secret,
             tls_root=self.tls_root,
             server_kind="tablet server",

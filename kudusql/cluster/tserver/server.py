@@ -35,6 +35,7 @@ from kudusql.cluster.errors import (
     TabletNotFound,
 )
 from kudusql.cluster.messages import decode_arrow, encode_arrow
+from kudusql.cluster.routes import route_for
 from kudusql.cluster.rpc_server import RpcServer
 from kudusql.cluster.security import TlsFiles
 from kudusql.cluster.tserver.consensus_wire import decode_message
@@ -215,7 +216,9 @@ class TabletServer(RpcServer):
         self._fault_count = 0
         clock = HybridClock()
         self.messenger = PeerMessenger(
-            secret=secret, tls_root=None if tls is None else str(tls.certificate)
+            secret=secret,
+            tls_root=None if tls is None else str(tls.certificate),
+            route=route_for(directory),
         )
         try:
             self.tablets = TabletManager(
