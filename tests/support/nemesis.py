@@ -21,6 +21,8 @@ Faults (each has an undo, and ``heal_all`` undoes whatever is still in effect):
   (the minority side of a network partition: its replicas hear no leader and no
   follower, while clients and the master still reach it); undone by healing. Needs
   ``PeerLinks``: each tablet server dials its peers through a ``ProxyMesh``.
+- ``kill-leader-master``: SIGKILL the leader of replicated masters (the server index
+  is ignored; the record names the master); undone by restarting it on its port.
 
 ``schedule`` is pure: a seed, a duration and the fault kinds give the same list of
 ``PlannedFault`` every time, one fault at a time (the unreplicated cluster has no
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 #: The fault kinds a schedule may draw.
-FAULT_KINDS = ("kill", "pause", "isolate-from-master", "partition")
+FAULT_KINDS = ("kill", "pause", "isolate-from-master", "partition", "kill-leader-master")
 
 
 class MasterLinks:
@@ -178,16 +180,23 @@ class Nemesis:
         self.peers = peers
         self._clock = clock
         self._lock = threading.Lock()
-        self._active: dict[int, int] = {}  # tablet server -> index in log
+        self._active: dict[int, int] = {}  # tablet server (-1 - i: master i) -> log index
         self.log: list[FaultRecord] = []
 
     def inject(self, kind: str, tserver: int) -> FaultRecord:
         """Start fault ``kind`` on tablet server ``tserver``."""
         with self._lock:
+            if kind == "kill-leader-master":
+                leader = self.cluster.leader_master()
+                if leader is None:
+                    raise RuntimeError("no leader master to kill")
+                tserver = -1 - self.cluster.masters.index(leader)
             if tserver in self._active:
                 raise RuntimeError(f"ts-{tserver} already has a fault in effect")
-            daemon = self.cluster.tservers[tserver]
-            if kind == "kill":
+            daemon = (
+                self.cluster.masters[-1 - tserver] if tserver < 0 else self.cluster.tservers[tserver]
+            )
+            if kind in ("kill", "kill-leader-master"):
                 self.cluster.kill(daemon)
             elif kind == "pause":
                 self.cluster.pause(daemon)
@@ -215,6 +224,8 @@ class Nemesis:
             record = self.log[at]
             if record.kind == "kill":
                 self.cluster.restart_tserver(tserver, same_port=True)
+            elif record.kind == "kill-leader-master":
+                self.cluster.restart_master(index=-1 - tserver, wait=False)
             elif record.kind == "pause":
                 self.cluster.resume(self.cluster.tservers[tserver])
             elif record.kind == "partition":
