@@ -53,6 +53,13 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_TICK_INTERVAL,
         help="seconds between the catalog's retries and timeouts (default %(default)s)",
     )
+    p.add_argument(
+        "--default-num-replicas",
+        type=int,
+        default=None,
+        help="replicas per tablet of a table created without a replication factor"
+        " (default: 3 when at least 3 tablet servers are live, else 1)",
+    )
     return p
 
 
@@ -74,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         options = MasterOptions(
             tserver_unresponsive_timeout=args.tserver_unresponsive_timeout,
             tablet_creation_timeout=args.tablet_creation_timeout,
+            default_num_replicas=args.default_num_replicas,
         )
         server = MasterServer(
             directory,
