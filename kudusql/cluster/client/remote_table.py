@@ -22,6 +22,11 @@ unreachable (``ServiceUnavailable``; for writes only ``TabletNotFound`` or
 ``ConnectionRefused``, as a write that may have reached a server is sent again only
 under its request id, by the pool) drops the table's cached locations and is tried
 once more on fresh ones. Writes are exactly-once (``TabletServerPool.write``).
+
+Replicated tablets: writes go to the leader and follow ``NotTheLeader``, the next
+replica and fresh locations, every attempt under one request id, until the retry
+policy's deadline (``_write_tablet``); reads go to the leader as last located, and to
+the leader on fresh locations when it is gone (``_read_replicated``).
 """
 
 from __future__ import annotations
