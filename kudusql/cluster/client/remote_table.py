@@ -253,7 +253,9 @@ class RemoteTable(WriteShortcuts):
                 except NotTheLeader as exc:
                     error: Error = exc
                     named = exc.leader_address
-                    if named is not None and named != address:
+                    # A leader named by a replica not yet tried this round (two stale
+                    # replicas naming each other fall through to the backoff below).
+                    if named is not None and named not in tried:
                         self.meta_cache.set_leader(self.name, tablet.tablet_id, named)
                         address = named
                         continue
