@@ -163,8 +163,14 @@ def test_writes_continue_across_a_leader_kill(cluster: MiniCluster) -> None:
         assert sum(k >= kill_at for k in acked) >= after_kill
         got = {r[0] for r in conn.execute("SELECT id FROM rk").fetchall()}
         assert set(acked) <= got
-        new_leader = _leader_index(cluster, "rk")
-        assert new_leader != victim
+        # The master learns the new leader from its next report.
+        eventually(
+            lambda: any(
+                r.role == "LEADER" and r.address != cluster.tservers[victim].address
+                for r in _locations(cluster, "rk").tablets[0].replicas
+            ),
+            "the master to report the new leader",
+        )
     cluster.restart_tserver(victim, same_port=True)
     cluster.wait_for_tservers(3)
 
