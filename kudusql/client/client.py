@@ -54,6 +54,7 @@ from kudusql.common.errors import (
 from kudusql.common.schema import Schema as CoreSchema
 from kudusql.storage.tables.handles import DatabaseHandle
 from kudusql.storage.tables.open_databases import open_database
+from kudusql.storage.tables.table_rules import NUM_REPLICAS_PROPERTY
 
 __all__ = [
     "ENCRYPTION_OPTIONAL",
@@ -237,10 +238,12 @@ class Client:
         """Create a table (``schema`` from ``kudu.schema_builder()``); without
         ``partitioning`` it has one tablet. ``owner`` defaults to the user running the
         process (as Kudu's master takes the client's user). Returns the new table."""
-        if n_replicas not in (None, 0, 1):
-            raise KuduNotSupported(
-                f"n_replicas={n_replicas}: kudusql keeps one copy of each tablet"
-            )
+        if n_replicas is not None and (
+            isinstance(n_replicas, bool) or not isinstance(n_replicas, int)
+        ):
+            raise KuduTypeError(f"n_replicas is an int, not {n_replicas!r}")
+        if n_replicas:  # None or 0: the cluster's default (3 with 3 live tablet servers)
+            properties = {**(properties or {}), NUM_REPLICAS_PROPERTY: str(n_replicas)}
         core_schema = schema.core if isinstance(schema, Schema) else schema
         if not isinstance(core_schema, CoreSchema):
             raise KuduTypeError(

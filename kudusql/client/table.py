@@ -96,8 +96,8 @@ class Table:
 
     @property
     def num_replicas(self) -> int:
-        """Always 1: one embedded copy of each tablet."""
-        return 1
+        """Replicas of each tablet: 1 embedded; on a cluster, as its tablets have them."""
+        return int(getattr(self._core, "num_replicas", 1))
 
     @property
     def num_tablets(self) -> int:

@@ -90,6 +90,13 @@ class MasterOptions:
     #: How often a request still needed is sent again.
     request_retry_interval: float = 1.0
     recent_picks_half_life: float = RECENT_PICKS_HALF_LIFE
+    #: The replication factor of a table created without one (None: 3 when at least 3
+    #: tablet servers are live, else 1).
+    default_num_replicas: int | None = None
+
+
+#: Kudu's ``--default_num_replicas``.
+DEFAULT_NUM_REPLICAS = 3
 
 
 class CatalogError(Exception):
@@ -366,13 +373,16 @@ class MasterState:
         partitions: Sequence[str],
         now: float,
         metadata: str = "",
-        num_replicas: int = 1,
+        num_replicas: int | None = None,
     ) -> DdlResult:
         """Create a table with one tablet per partition, each with ``num_replicas``
         replicas placed on distinct live servers; ``metadata`` is kept with the table for
-        the client, unread."""
+        the client, unread. ``num_replicas`` None: the cluster's default
+        (``default_num_replicas``)."""
         if not name:
             raise CatalogError("a table needs a name")
+        if num_replicas is None:
+            num_replicas = self.default_num_replicas(now)
         if num_replicas < 1:
             raise CatalogError(f"a table needs at least 1 replica, not {num_replicas}")
         if self.table(name) is not None:
@@ -383,7 +393,7 @@ class MasterState:
         if partitions and not live:
             raise NoLiveTabletServers("no live tablet servers to place the table's tablets on")
         if partitions and len(live) < num_replicas:
-            raise NoLiveTabletServers(
+            raise CatalogError(
                 f"table {name!r} needs {num_replicas} replicas per tablet on distinct tablet"
                 f" servers, and only {len(live)} are live"
             )
@@ -410,6 +420,14 @@ class MasterState:
         self._commit(batch)
         return DdlResult(table.table_id, tuple(self._table_requests(table.table_id, now)))
 
+    def default_num_replicas(self, now: float) -> int:
+        """The replication factor of a table created without one: the option when set,
+        else 3 when at least 3 tablet servers are live, else 1 (Kudu's
+        ``--default_num_replicas`` is 3)."""
+        if self.options.default_num_replicas is not None:
+            return self.options.default_num_replicas
+        return DEFAULT_NUM_REPLICAS if len(self.live_tservers(now)) >= DEFAULT_NUM_REPLICAS else 1
+
     def alter_table(
         self,
         name: str,
@@ -425,12 +443,6 @@ class MasterState:
         (placed as a create places them) and delete the tablets of dropped ones; its
         tablets are brought to the new version."""
         table = self._require_table(name)
-        if table.num_replicas > 1:
-            raise ReplicationNotSupported(
-                f"table {name!r} is replicated ({table.num_replicas} replicas per tablet):"
-                " altering a replicated table is not supported yet (it needs to go through"
-                " Raft)"
-            )
         if new_name is not None and new_name != name and self.table(new_name) is not None:
             raise TableAlreadyExists(f"table {new_name!r} already exists")
         if len(set(add_partitions)) != len(add_partitions):
@@ -443,6 +455,11 @@ class MasterState:
         live = self.live_tservers(now) if add_partitions else []
         if add_partitions and not live:
             raise CatalogError("no live tablet servers to place the table's tablets on")
+        if add_partitions and len(live) < table.num_replicas:
+            raise CatalogError(
+                f"table {name!r} needs {table.num_replicas} replica(s) per tablet on distinct"
+                f" tablet servers, and only {len(live)} are live"
+            )
         state = TableState.PREPARING if table.state is TableState.PREPARING else TableState.ALTERING
         kept = [
             t
@@ -467,11 +484,17 @@ class MasterState:
             batch.put(replace(own[tablet_id], state=TabletState.DELETED))
         hosted = self._hosted()
         for partition in add_partitions:
-            uuid = pick_tserver(live, hosted, self._recent, self._rng, now)
-            assert uuid is not None
-            hosted[uuid] = hosted.get(uuid, 0) + 1
+            uuids = self._place(live, table.num_replicas, hosted, now)
+            assert uuids is not None
             batch.put(
-                TabletRecord(self._new_id(), table.table_id, partition, uuid, TabletState.CREATING)
+                TabletRecord(
+                    self._new_id(),
+                    table.table_id,
+                    partition,
+                    uuids[0],
+                    TabletState.CREATING,
+                    uuids[1:],
+                )
             )
         self._commit(batch)
         return DdlResult(table.table_id, tuple(self._table_requests(table.table_id, now)))
@@ -805,15 +828,22 @@ class MasterState:
                             table.schema_version,
                             peers,
                         )
-            elif (
+            if (
                 tablet.state is TabletState.RUNNING
                 and table.state is not TableState.RUNNING
                 and self._reported_version.get(tablet_id, -1) < table.schema_version
-                and self._due("alter", tablet_id, tablet.tserver_uuid, now, only_due)
+                and (target := self._alter_target(tablet)) is not None
+                and self._due("alter", tablet_id, target, now, only_due)
             ):
-                yield AlterTabletRequest(
-                    tablet.tserver_uuid, tablet_id, table.schema, table.schema_version
-                )
+                yield AlterTabletRequest(target, tablet_id, table.schema, table.schema_version)
+
+    def _alter_target(self, tablet: TabletRecord) -> str | None:
+        """Where a tablet's alter goes: its server, or a replicated tablet's leader (it
+        replicates the alter through the tablet's log and answers once it is committed;
+        None while no leader is known)."""
+        if not tablet.replicated:
+            return tablet.tserver_uuid
+        return self.leader_of(tablet.tablet_id)
 
     def _note_role(self, tablet_id: str, uuid: str, role: str | None, term: int | None) -> None:
         """A replica reported its Raft role in ``term``: a higher term replaces what is

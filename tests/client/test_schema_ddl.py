@@ -172,7 +172,8 @@ def test_create_list_exists_open_drop(client: kudu.Client) -> None:
     assert client.list_tables() == ["alpha", "beta"]
     assert client.list_tables("lph") == ["alpha"]
     assert client.table_exists("alpha") and not client.table_exists("gamma")
-    assert t1.num_tablets == 1 and t1.num_replicas == 1
+    # A cluster of three tablet servers replicates 3 ways by default; embedded keeps one.
+    assert t1.num_tablets == 1 and t1.num_replicas == (3 if client.is_cluster else 1)
     beta = client.table("beta")
     assert beta.num_tablets == 3 and beta.name == "beta"
     assert beta.schema == simple_schema()
@@ -191,7 +192,7 @@ def test_create_list_exists_open_drop(client: kudu.Client) -> None:
 
 
 def test_create_table_argument_errors(client: kudu.Client) -> None:
-    with pytest.raises(NotSupportedError, match="n_replicas=3"):
+    with pytest.raises(NotSupportedError, match="embedded database keeps one copy"):
         client.create_table("t", simple_schema(), n_replicas=3)
     with pytest.raises(ProgrammingError, match="takes a Schema"):
         client.create_table("t", "key int64")  # type: ignore[arg-type]
@@ -440,3 +441,13 @@ def test_non_unique_primary_key_through_the_client(client: kudu.Client) -> None:
         session.apply(table.new_delete({"id": 1}))
     with pytest.raises(ProgrammingError, match="auto_incrementing_id"):
         session.apply(table.new_upsert({"id": 1, "v": "u"}))
+
+
+def test_an_embedded_database_keeps_one_replica(client: kudu.Client) -> None:
+    one = client.create_table("one", simple_schema(), n_replicas=1)
+    assert one.num_replicas == 1
+    with pytest.raises(NotSupportedError, match="embedded database keeps one copy"):
+        client.create_table("three", simple_schema(), n_replicas=3)
+    with pytest.raises(Exception, match="must be odd"):
+        client.create_table("two", simple_schema(), n_replicas=2)
+    assert client.list_tables() == ["one"]

@@ -43,6 +43,9 @@ def test_a_killed_tablet_server_loses_no_acknowledged_statement(
         setup.execute("DROP TABLE IF EXISTS w")
         setup.execute(
             "CREATE TABLE w (id BIGINT PRIMARY KEY, v STRING) PARTITION BY HASH (id) PARTITIONS 6"
+            # One replica per tablet: statements fail while its server is down (a table
+            # with three replicas keeps going: test_replicated_writes.py).
+            " TBLPROPERTIES ('kudu.num_tablet_replicas' = '1')"
         )
     acknowledged: list[int] = []
     errors: list[str] = []

@@ -50,7 +50,14 @@ def table(master: RpcClient, name: str) -> TableInfo:
 
 def create(master: RpcClient, name: str, wait: float = 0.0) -> DdlResponse:
     response = master.call(
-        CreateTable(name, schema_text(), PARTITIONS, '{"comment": "c"}', wait_seconds=wait)
+        CreateTable(
+            name,
+            schema_text(),
+            PARTITIONS,
+            '{"comment": "c"}',
+            wait_seconds=wait,
+            num_replicas=1,  # these tests count single replicas
+        )
     )
     assert isinstance(response, DdlResponse)
     return response

@@ -16,7 +16,6 @@ from kudusql.cluster.errors import NotTheLeader
 from kudusql.cluster.launcher import MiniCluster
 from kudusql.cluster.master.messages import AlterTable, CreateTable, DdlResponse, DropTable
 from kudusql.cluster.tserver.messages import WriteRequest, WriteResponse
-from kudusql.common.errors import KuduNotSupported
 from tests.cluster.mini_cluster import (
     MASTER_FLAGS,
     TSERVER_FLAGS,
@@ -78,10 +77,11 @@ def test_replicated_table_on_three_servers(cluster: MiniCluster) -> None:
         assert isinstance(answer, WriteResponse)
         assert (answer.applied, answer.row_errors) == (1, [])  # id 0 hashes to bucket 0
 
-        with pytest.raises(KuduNotSupported, match="replicated"):
-            master.call(AlterTable("t", new_name="u"))
+        # The alter goes to each tablet's leader, through Raft, and completes.
+        altered = master.call(AlterTable("t", new_name="u", wait_seconds=20))
+        assert isinstance(altered, DdlResponse) and altered.ddl_done
 
-        dropped = master.call(DropTable("t", wait_seconds=20))
+        dropped = master.call(DropTable("u", wait_seconds=20))
         assert isinstance(dropped, DdlResponse) and dropped.ddl_done
         ids = {t.tablet_id for t in located.tablets}
         eventually(

@@ -31,7 +31,10 @@ from kudusql.cluster.master_state import CatalogError, MasterOptions, MasterStat
 from kudusql.cluster.sim.tserver_model import TabletServerModel
 
 OPTIONS = MasterOptions(
-    tserver_unresponsive_timeout=5.0, tablet_creation_timeout=10.0, request_retry_interval=1.0
+    tserver_unresponsive_timeout=5.0,
+    tablet_creation_timeout=10.0,
+    request_retry_interval=1.0,
+    default_num_replicas=1,  # these tests place unreplicated tablets unless they ask
 )
 
 
@@ -370,6 +373,22 @@ def elect(c: Cluster, tablet_id: str, uuid: str, term: int) -> None:
         ts.learn_term(tablet_id, term, leader=ts.uuid == uuid)
 
 
+def test_the_default_replication_factor_is_three_with_three_live_servers() -> None:
+    for servers, expected in ((1, 1), (2, 1), (3, 3), (4, 3)):
+        c = Cluster(servers)
+        c.master = MasterState(c.store, random.Random(1), MasterOptions())
+        c.heartbeat_all()
+        c.master.create_table("t", "s", ["p0"], c.now)
+        table = c.master.table("t")
+        assert table is not None and table.num_replicas == expected, servers
+    c = Cluster(3)
+    c.master = MasterState(c.store, random.Random(1), MasterOptions(default_num_replicas=1))
+    c.heartbeat_all()
+    c.master.create_table("t", "s", ["p0"], c.now)
+    table = c.master.table("t")
+    assert table is not None and table.num_replicas == 1
+
+
 def test_replicated_create_places_distinct_servers_and_sends_raft_peers() -> None:
     c = started(tservers=4)
     result = c.master.create_table("t", "s", ["p0", "p1", "p2"], c.now, num_replicas=3)
@@ -421,15 +440,19 @@ def test_replicated_tablet_runs_once_a_leader_is_reported() -> None:
     assert [r.role for r in single.replicas] == ["LEADER"]
 
 
-def test_replicated_table_alter_is_refused_and_drop_deletes_every_replica() -> None:
+def test_replicated_table_alter_goes_to_the_leader_and_drop_deletes_every_replica() -> None:
     c = started()
     c.deliver(list(c.master.create_table("t", "s", ["p0"], c.now, num_replicas=3).requests))
     (tablet,) = c.master.tablets()
     elect(c, tablet.tablet_id, "ts0", 1)
     c.heartbeat_all()
     assert c.master.is_ddl_done("t")
-    with pytest.raises(CatalogError, match="altering a replicated table is not supported"):
-        c.master.alter_table("t", c.now, schema="s2")
+    alters = list(c.master.alter_table("t", c.now, schema="s2").requests)
+    # Only the leader is asked: it replicates the alter through the tablet's log.
+    assert [(type(r), r.tserver_uuid) for r in alters] == [(AlterTabletRequest, "ts0")]
+    assert not c.master.is_ddl_done("t")
+    c.deliver(alters)
+    assert c.master.is_ddl_done("t")
     deletes = c.master.drop_table("t", c.now).requests
     assert sorted(r.tserver_uuid for r in deletes) == ["ts0", "ts1", "ts2"]
     assert all(isinstance(r, DeleteTabletRequest) for r in deletes)
@@ -438,6 +461,22 @@ def test_replicated_table_alter_is_refused_and_drop_deletes_every_replica() -> N
     c.settle()  # the master re-sends the delete to ts2 only
     assert c.master.tablets() == [] and c.master.tables() == []
     assert all(tablet.tablet_id not in ts.tablets for ts in c.ts.values())
+
+
+def test_partitions_added_to_a_replicated_table_get_its_replicas() -> None:
+    c = started()
+    c.deliver(list(c.master.create_table("t", "s", ["p0"], c.now, num_replicas=3).requests))
+    (tablet,) = c.master.tablets()
+    elect(c, tablet.tablet_id, "ts0", 1)
+    c.heartbeat_all()
+    added = c.master.alter_table("t", c.now, add_partitions=["p1"]).requests
+    new = [r for r in added if isinstance(r, CreateTabletRequest)]
+    assert len({r.tserver_uuid for r in new}) == 3 and all(len(r.raft_peers) == 3 for r in new)
+    c.deliver(list(added))
+    (fresh,) = [t for t in c.master.tablets() if t.tablet_id == new[0].tablet_id]
+    elect(c, fresh.tablet_id, fresh.replica_uuids[0], 1)
+    c.settle()
+    assert c.master.is_ddl_done("t")
 
 
 def test_a_lost_create_is_resent_to_the_replica_that_never_reported() -> None:

@@ -194,7 +194,9 @@ class Nemesis:
             if tserver in self._active:
                 raise RuntimeError(f"ts-{tserver} already has a fault in effect")
             daemon = (
-                self.cluster.masters[-1 - tserver] if tserver < 0 else self.cluster.tservers[tserver]
+                self.cluster.masters[-1 - tserver]
+                if tserver < 0
+                else self.cluster.tservers[tserver]
             )
             if kind in ("kill", "kill-leader-master"):
                 self.cluster.kill(daemon)

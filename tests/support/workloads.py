@@ -131,6 +131,9 @@ class RegisterWorkload:
     cas: bool = False
     timeout: float = 1.0
     seed: int = 0
+    #: Replicas per tablet. 1 by default: reads of a replicated tablet are not
+    #: linearizable under partitions yet (a deposed leader still serves its state).
+    replicas: int = 1
     make_client: Callable[[str, float], RegisterClient] = field(
         default=lambda url, timeout: SqlRegisterClient(url, timeout=timeout)
     )
@@ -141,6 +144,7 @@ class RegisterWorkload:
             conn.execute(
                 "CREATE TABLE reg (k BIGINT PRIMARY KEY, v BIGINT) "
                 f"PARTITION BY HASH (k) PARTITIONS {self.partitions}"
+                f" TBLPROPERTIES ('kudu.num_tablet_replicas' = '{self.replicas}')"
             )
 
     def threads(self, history: History, stop: threading.Event) -> list[threading.Thread]:
@@ -296,6 +300,8 @@ class BankWorkload:
     readers: int = 2
     timeout: float = 1.0
     seed: int = 0
+    #: Replicas per tablet (1: see ``RegisterWorkload.replicas``).
+    replicas: int = 1
     make_client: Callable[[str, float], BankClient] = field(
         default=lambda url, timeout: SqlBankClient(url, timeout=timeout)
     )
@@ -310,7 +316,10 @@ class BankWorkload:
         with kudusql.connect(self.url, timeout=10) as conn:
             conn.execute("DROP TABLE IF EXISTS bank")
             # No partitioning: one tablet holds every account.
-            conn.execute("CREATE TABLE bank (id BIGINT PRIMARY KEY, balance BIGINT)")
+            conn.execute(
+                "CREATE TABLE bank (id BIGINT PRIMARY KEY, balance BIGINT)"
+                f" TBLPROPERTIES ('kudu.num_tablet_replicas' = '{self.replicas}')"
+            )
             values = ", ".join(f"({a}, {each})" for a in self.account_ids)
             conn.execute(f"INSERT INTO bank VALUES {values}")
 

@@ -68,7 +68,11 @@ from kudusql.storage.tables.alter import AlterStep, apply_alter
 from kudusql.storage.tables.catalog import TableMeta
 from kudusql.storage.tables.handles import ScanTokenHandle
 from kudusql.storage.tables.partition import PartitionSchema
-from kudusql.storage.tables.table_rules import check_altered, new_table_meta
+from kudusql.storage.tables.table_rules import (
+    check_altered,
+    new_table_meta,
+    num_replicas_property,
+)
 
 __all__ = ["RemoteDatabase"]
 
@@ -357,7 +361,9 @@ class RemoteDatabase:
         owner: str = "",
         comment: str = "",
     ) -> RemoteTable:
-        """Create the table at the master; returns once every tablet runs."""
+        """Create the table at the master; returns once every tablet runs. Its
+        replication factor is the ``'kudu.num_tablet_replicas'`` property, else the
+        cluster's default (3 when at least 3 tablet servers are live, else 1)."""
         self._check_open()
         ps = partition_schema or PartitionSchema()
         meta = new_table_meta(
@@ -379,7 +385,11 @@ class RemoteDatabase:
         self._forget(name)
         try:
             self.master.create_table(
-                name, json.dumps(schema.to_dict()), partitions, json.dumps(meta.to_dict())
+                name,
+                json.dumps(schema.to_dict()),
+                partitions,
+                json.dumps(meta.to_dict()),
+                num_replicas=num_replicas_property(properties),
             )
         except ProgrammingError as exc:
             if if_not_exists and "already" in str(exc):

@@ -166,10 +166,26 @@ class MasterClient:
 
     # -- DDL ------------------------------------------------------------------------------
 
-    def create_table(self, name: str, schema: str, partitions: list[str], metadata: str) -> str:
+    def create_table(
+        self,
+        name: str,
+        schema: str,
+        partitions: list[str],
+        metadata: str,
+        *,
+        num_replicas: int | None = None,
+    ) -> str:
         """Create the table; its id once every tablet runs. A master that has no live
-        tablet server yet (just restarted) is asked again until the DDL timeout."""
-        request = CreateTable(name, schema, partitions, metadata, wait_seconds=_MASTER_WAIT)
+        tablet server yet (just restarted) is asked again until the DDL timeout.
+        ``num_replicas`` None: the cluster's default."""
+        request = CreateTable(
+            name,
+            schema,
+            partitions,
+            metadata,
+            wait_seconds=_MASTER_WAIT,
+            num_replicas=num_replicas,
+        )
         try:
             response = self._retrying(lambda: self._call(request, DdlResponse))
         except KuduAlreadyPresent:

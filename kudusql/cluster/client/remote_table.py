@@ -22,11 +22,17 @@ unreachable (``ServiceUnavailable``; for writes only ``TabletNotFound`` or
 ``ConnectionRefused``, as a write that may have reached a server is sent again only
 under its request id, by the pool) drops the table's cached locations and is tried
 once more on fresh ones. Writes are exactly-once (``TabletServerPool.write``).
+
+Replicated tablets: writes go to the leader and follow ``NotTheLeader``, the next
+replica and fresh locations, every attempt under one request id, until the retry
+policy's deadline (``_write_tablet``); reads go to the leader as last located, and to
+the leader on fresh locations when it is gone (``_read_replicated``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,8 +46,15 @@ import pyarrow.compute as pc
 from kudusql.cluster.client.meta_cache import LocatedTablet, MetaCache, TableLocations
 from kudusql.cluster.client.scan_token import RemoteScanToken
 from kudusql.cluster.client.tserver_client import KEY_INDEX_COLUMN, TabletServerPool
-from kudusql.cluster.errors import ConnectionRefused, ServiceUnavailable, TabletNotFound
+from kudusql.cluster.errors import (
+    ConnectionRefused,
+    NotTheLeader,
+    RpcTimedOut,
+    ServiceUnavailable,
+    TabletNotFound,
+)
 from kudusql.cluster.tablet_partition import routing_keys
+from kudusql.cluster.tserver.messages import WriteResponse
 from kudusql.common.errors import DataError, Error, ProgrammingError
 from kudusql.common.parallel import parallel_batches
 from kudusql.common.predicates import ColumnPredicate
@@ -119,6 +132,7 @@ class RemoteTable(WriteShortcuts):
         self._now = now
         self._write_lock = write_lock or threading.RLock()
         self._estimate: tuple[float, int] | None = None
+        self._rng = random.Random()
         #: Keeps COMPUTE STATS' result with the table (set by the database).
         self.on_statistics: Callable[[dict[str, Any]], None] | None = None
 
@@ -149,6 +163,8 @@ class RemoteTable(WriteShortcuts):
         request id by the pool, then raises, and the next call looks the tablet up
         again."""
         locations = self.meta_cache.table(self.name)
+        if reads and self._located(slot, locations).replicated:
+            return self._read_replicated(slot, call, locations)
         stale: tuple[type[Error], ...] = (
             (TabletNotFound, ServiceUnavailable) if reads else (TabletNotFound, ConnectionRefused)
         )
@@ -160,6 +176,119 @@ class RemoteTable(WriteShortcuts):
             self.meta_cache.invalidate(self.name, locations)
             raise
         return call(self._located(slot, self.meta_cache.table(self.name)))
+
+    def _read_replicated(
+        self, slot: int, call: Callable[[LocatedTablet], T], locations: TableLocations
+    ) -> T:
+        """A read of a replicated tablet at its leader as last known; a leader that is
+        gone (its server down, or the tablet moved) sends the read to the leader on fresh
+        locations, with backoff, until the retry policy's deadline (an election and the
+        master learning of it take a few heartbeats)."""
+        policy = self.servers.retry
+        start = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return call(self._located(slot, locations))
+            except (TabletNotFound, ServiceUnavailable, RpcTimedOut):
+                self.meta_cache.invalidate(self.name, locations)
+                wait = policy.backoff(min(attempts, 8), self._rng)
+                if time.monotonic() - start + wait >= policy.deadline:
+                    raise
+            time.sleep(wait)
+            locations = self.meta_cache.table(self.name)
+
+    def _write_tablet(
+        self,
+        slot: int,
+        op_name: str,
+        part: pa.Table,
+        op_column: str | None,
+        atomic: bool,
+    ) -> WriteResponse:
+        """One tablet's part of a write. An unreplicated tablet's goes through
+        ``_on_tablet`` (retried at its server by the pool). A replicated tablet's goes
+        to its leader, under one request id for every attempt: a ``NotTheLeader`` that
+        names the leader sends it there at once; one that does not, a lost tablet or a
+        server that is down or did not answer sends it to the next replica, and once
+        every replica was tried, to the leader on fresh locations after a backoff;
+        until the retry policy's deadline. Every replica applies the request id's write
+        at most once, whichever leader commits it."""
+        locations = self.meta_cache.table(self.name)
+        tablet = self._located(slot, locations)
+        if not tablet.replicated:
+            return self._on_tablet(
+                slot,
+                lambda t: self.servers.write(
+                    t.address, t.tablet_id, op_name, part, op_column=op_column, atomic=atomic
+                ),
+                reads=False,
+            )
+        servers = self.servers
+        policy = servers.retry
+        seq_no = servers.requests.new_seq_no()
+        start = time.monotonic()
+        attempt = 0
+        tried: set[str] = set()
+        address = tablet.address
+        # Whether some attempt may have reached a server and applied (its outcome is
+        # unknown); else the write surely did not apply.
+        maybe_applied = False
+        try:
+            while True:
+                attempt += 1
+                tried.add(address)
+                try:
+                    return servers.write_attempt(
+                        address,
+                        tablet.tablet_id,
+                        op_name,
+                        part,
+                        seq_no=seq_no,
+                        attempt_no=attempt,
+                        op_column=op_column,
+                        atomic=atomic,
+                    )
+                except NotTheLeader as exc:
+                    error: Error = exc
+                    named = exc.leader_address
+                    # A leader named by a replica not yet tried this round (two stale
+                    # replicas naming each other fall through to the backoff below).
+                    if named is not None and named not in tried:
+                        self.meta_cache.set_leader(self.name, tablet.tablet_id, named)
+                        address = named
+                        continue
+                except (TabletNotFound, ConnectionRefused) as exc:
+                    error = exc
+                except (ServiceUnavailable, RpcTimedOut) as exc:
+                    error = exc
+                    maybe_applied = True
+                untried = [a for a in tablet.replicas if a not in tried]
+                if untried:
+                    address = untried[0]
+                    continue
+                self.meta_cache.invalidate(self.name, locations)
+                wait = policy.backoff(min(attempt, 8), self._rng)
+                if time.monotonic() - start + wait >= policy.deadline:
+                    outcome = (
+                        "it may or may not have been applied"
+                        if maybe_applied
+                        else "it was not applied"
+                    )
+                    raise ServiceUnavailable(
+                        f"write {servers.requests.client_id}:{seq_no} to tablet"
+                        f" {tablet.tablet_id} of {self.name!r} found no leader within"
+                        f" {policy.deadline:g} s ({attempt} attempts; last: {error});"
+                        f" {outcome}"
+                    ) from None
+                time.sleep(wait)
+                locations = self.meta_cache.table(self.name)
+                tablet = self._located(slot, locations)
+                address = tablet.address
+                tried = set()
+        finally:
+            servers.requests.completed(seq_no)
 
     def _on_tablets(self, slots: Sequence[int], call: Callable[[int], T]) -> list[T]:
         """``call(slot)`` for every slot, in parallel; results in slot order; the first
@@ -208,6 +337,13 @@ class RemoteTable(WriteShortcuts):
 
     def rows_to_arrow(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pa.Table:
         return rows_to_arrow(self.schema, columns, rows)
+
+    @property
+    def num_replicas(self) -> int:
+        """Replicas of each tablet, as the master locates them (its first tablet's)."""
+        for tablet in self.meta_cache.table(self.name).by_start.values():
+            return max(1, len(tablet.replicas))
+        return 1
 
     def replica_addresses(self) -> list[str]:
         """The address of the tablet server hosting each tablet (``-`` for a partition
@@ -275,19 +411,21 @@ class RemoteTable(WriteShortcuts):
 
         def send(index: int, *, check_only: bool = False) -> WriteResult:
             slot, rows, part = parts[index]
-            response = self._on_tablet(
-                slot,
-                lambda t: self.servers.write(
-                    t.address,
-                    t.tablet_id,
-                    op_name,
-                    part,
-                    op_column=op_column,
-                    atomic=atomic,
-                    check_only=check_only,
-                ),
-                reads=check_only,
-            )
+            if check_only:
+                response = self._on_tablet(
+                    slot,
+                    lambda t: self.servers.write(
+                        t.address,
+                        t.tablet_id,
+                        op_name,
+                        part,
+                        op_column=op_column,
+                        atomic=atomic,
+                        check_only=True,
+                    ),
+                )
+            else:
+                response = self._write_tablet(slot, op_name, part, op_column, atomic)
             return WriteResult(
                 response.timestamp,
                 response.applied,

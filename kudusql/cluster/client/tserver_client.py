@@ -179,6 +179,33 @@ class TabletServerPool:
             tracker.completed(seq_no)
         return _expect(response, WriteResponse)  # type: ignore[no-any-return]
 
+    def write_attempt(
+        self,
+        address: str,
+        tablet_id: str,
+        op: str,
+        data: pa.Table,
+        *,
+        seq_no: int,
+        attempt_no: int,
+        op_column: str | None = None,
+        atomic: bool = False,
+    ) -> WriteResponse:
+        """One attempt, at ``address`` only, of the write numbered ``seq_no`` (from
+        ``requests.new_seq_no()``; the caller marks it ``completed`` when it is done with
+        it): a replicated tablet's write, whose retries may go to other replicas (a new
+        leader), each with the same request id. Raises what the attempt met."""
+        tracker = self.requests
+        rid = RequestId(tracker.client_id, seq_no, tracker.first_incomplete(), attempt_no)
+        request = WriteRequest(tablet_id, op, op_column, atomic, False, request_id=rid)
+        response = self.client(address).put(request, data, idempotent=False)
+        return _expect(response, WriteResponse)  # type: ignore[no-any-return]
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The session's retry policy (backoff and deadline)."""
+        return self._retry or RetryPolicy()
+
     def scan(
         self,
         address: str,

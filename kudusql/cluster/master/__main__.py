@@ -78,6 +78,13 @@ def parser() -> argparse.ArgumentParser:
         help="seconds a replicated catalog write waits for a majority of the masters"
         " (default %(default)s)",
     )
+    p.add_argument(
+        "--default-num-replicas",
+        type=int,
+        default=None,
+        help="replicas per tablet of a table created without a replication factor"
+        " (default: 3 when at least 3 tablet servers are live, else 1)",
+    )
     return p
 
 
@@ -99,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         options = MasterOptions(
             tserver_unresponsive_timeout=args.tserver_unresponsive_timeout,
             tablet_creation_timeout=args.tablet_creation_timeout,
+            default_num_replicas=args.default_num_replicas,
         )
         server = MasterServer(
             directory,

@@ -53,7 +53,8 @@ class CreateTable(Request):
     JSON text; ``partitions`` are the client's opaque partition strings (distinct);
     ``metadata`` is opaque JSON text the master keeps with the table. ``wait_seconds``
     > 0 waits up to that long for the tablets to be RUNNING. ``num_replicas``
-    (optional, default 1): each tablet's replicas, on distinct live tablet servers; a
+    (optional; absent or null: the cluster's default, 3 when at least 3 tablet servers
+    are live, else 1): each tablet's replicas, on distinct live tablet servers; a
     replicated tablet is RUNNING once its replicas elect a leader. Not idempotent (a
     retry after a lost answer finds the table existing)."""
 
@@ -63,7 +64,7 @@ class CreateTable(Request):
     partitions: list[str]
     metadata: str = ""
     wait_seconds: float = 0.0
-    num_replicas: int = 1
+    num_replicas: int | None = None
 
 
 @message("master_alter_table")

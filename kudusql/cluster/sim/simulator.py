@@ -476,6 +476,12 @@ class Simulation:
             version = ts.alter_tablet(payload)
             self.log(f"{ts.uuid} applies {describe(payload)}")
             if version is not None:
+                # A replicated tablet's alter commits through its log: every replica
+                # applies it (the Raft log itself is not modelled here).
+                for other in self.tservers.values():
+                    if other is not ts and payload.tablet_id in other.tablets:
+                        other.alter_tablet(payload)
+            if version is not None:
                 self.network.send(
                     MASTER, _AlterAnswer(ts.uuid, payload.tablet_id, version), self.now
                 )
@@ -576,10 +582,17 @@ class Simulation:
                             f" is {tablet.state.value} / not hosted on {tablet.tserver_uuid}"
                         )
                         return
-                    if hosted.schema_version < table.schema_version:
+                    # A replicated tablet's alter goes to its leader, whose log carries
+                    # it to the others (not modelled here): the highest version counts.
+                    version = max(
+                        h.schema_version
+                        for u in tablet.replica_uuids
+                        if (h := self.tservers[u].tablets.get(tablet.tablet_id)) is not None
+                    )
+                    if version < table.schema_version:
                         self.fail(
                             f"table {table.name} is RUNNING at v{table.schema_version} but "
-                            f"{short(tablet.tablet_id)} is at v{hosted.schema_version}"
+                            f"{short(tablet.tablet_id)} is at v{version}"
                         )
         if self.master_up:
             for doc, body in self.documents.items():
@@ -697,13 +710,26 @@ class Simulation:
         versions_rf = {
             r.table_id: r.num_replicas for r in stored.values() if isinstance(r, TableRecord)
         }
+        newest: dict[str, int] = {}
+        for r in stored.values():
+            if isinstance(r, TabletRecord) and r.replicated:
+                newest[r.tablet_id] = max(
+                    (
+                        h.schema_version
+                        for u in r.replica_uuids
+                        if (h := self.tservers[u].tablets.get(r.tablet_id)) is not None
+                    ),
+                    default=-1,
+                )
         for uuid, ts in self.tservers.items():
             assigned = {
                 r.tablet_id: versions[r.table_id]
                 for r in stored.values()
                 if isinstance(r, TabletRecord) and uuid in r.replica_uuids
             }
-            hosted = {t: h.schema_version for t, h in ts.tablets.items()}
+            # A replicated tablet's replicas learn an alter from its log (not modelled:
+            # the leader's version stands for them all).
+            hosted = {t: newest.get(t, h.schema_version) for t, h in ts.tablets.items()}
             for t, h in ts.tablets.items():
                 mine = stored.get((TABLETS_ENTRY, t))
                 if h.role == "LEADER" and isinstance(mine, TabletRecord):

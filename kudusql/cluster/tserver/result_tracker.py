@@ -150,6 +150,21 @@ class ResultTracker(Generic[R]):
             return Tracked(RpcState.COMPLETED, record.response)
         return Tracked(RpcState.IN_PROGRESS)
 
+    def peek(self, rid: RequestId) -> Tracked[R]:
+        """What ``track`` would find for ``rid``, changing nothing (NEW: nothing known
+        of it). A replicated tablet's leader asks this before it appends a write."""
+        client = self._clients.get(rid.client_id)
+        if client is None:
+            return Tracked(RpcState.NEW)
+        if rid.seq_no < client.stale_before_seq_no:
+            return Tracked(RpcState.STALE)
+        record = client.records.get(rid.seq_no)
+        if record is None:
+            return Tracked(RpcState.NEW)
+        if record.state is RpcState.COMPLETED:
+            return Tracked(RpcState.COMPLETED, record.response)
+        return Tracked(RpcState.IN_PROGRESS)
+
     def complete(self, rid: RequestId, response: R, now: float) -> None:
         """The driver of ``rid`` applied it: store ``response`` for every duplicate."""
         record = self._in_progress(rid)

@@ -379,6 +379,14 @@ class TabletServer(RpcServer):
         rid = r.request_id
         if rid is None or r.check_only:
             return self._apply(r, data)
+        if self.tablets.is_replicated(r.tablet_id):
+            # Exactly-once through the tablet's log: every replica records the result
+            # as it applies the entry (``TabletReplica.write``), so a retry that reaches
+            # another leader is answered too.
+            response = self._apply(r, data)
+            if self._lose_this_response() and self._fault is not None:
+                time.sleep(self._fault.sleep)
+            return response
         stored = self._drive_or_wait(r.tablet_id, rid)
         if stored is not None:
             return stored
@@ -451,6 +459,7 @@ class TabletServer(RpcServer):
             op_column=r.op_column,
             atomic=r.atomic,
             check_only=r.check_only,
+            request_id=r.request_id,
         )
         errors = [
             WireRowError(

@@ -42,13 +42,26 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kudusql.cluster.errors import MalformedMessage, NotTheLeader, TabletNotFound
+from kudusql.cluster.errors import (
+    MalformedMessage,
+    NotTheLeader,
+    RequestStale,
+    ServiceUnavailable,
+    TabletNotFound,
+)
 from kudusql.cluster.tablet_partition import TabletPartition
 from kudusql.cluster.tserver.messages import KEY_INDEX_COLUMN
 from kudusql.cluster.tserver.peer_messenger import PeerMessenger
+from kudusql.cluster.tserver.result_tracker import RequestId
 from kudusql.cluster.tserver.superblock import RUNNING, TOMBSTONED, Superblock, TabletEntry
 from kudusql.cluster.tserver.tablet_copy import CopiedTablet, fetch_copy
-from kudusql.cluster.tserver.tablet_replica import NotLeaderError, ReplicaOptions, TabletReplica
+from kudusql.cluster.tserver.tablet_replica import (
+    NotLeaderError,
+    ReplicaOptions,
+    TabletReplica,
+    WriteLostError,
+    WriteTimeoutError,
+)
 from kudusql.common.errors import (
     DataError,
     IntegrityError,
@@ -380,12 +393,8 @@ class TabletManager:
             entry = self._running_entry(tablet_id)
             if schema_version <= entry.schema_version:
                 return entry
-            if entry.replicated:
-                raise NotSupportedError(
-                    f"tablet {tablet_id} is replicated: altering a replicated tablet's schema"
-                    " is not supported yet"
-                )
             tablet = self._tablets[tablet_id]
+            replica = self._replicas.get(tablet_id)
             altered = TabletEntry(
                 entry.tablet_id,
                 entry.table_id,
@@ -396,10 +405,38 @@ class TabletManager:
                 RUNNING,
             )
             _check_alterable(entry.schema, schema)
+            if replica is None:
+                self._save(self.superblock.with_entry(altered))
+                tablet.alter_schema(schema)
+                log.info("altered tablet %s to schema version %d", tablet_id, schema_version)
+                return altered
+        # A replicated tablet's alter goes through its log: committed, then applied at
+        # its index by every replica (this one, the leader, before it answers). Not
+        # under the lock: the replicas' answers reach this server through ``replica``.
+        self._alter_replicated(tablet_id, replica, schema, schema_version)
+        with self._lock:
+            self._check_open()
+            entry = self._running_entry(tablet_id)
+            if schema_version <= entry.schema_version:
+                return entry
+            altered = dataclasses.replace(altered, raft_peers=entry.raft_peers)
             self._save(self.superblock.with_entry(altered))
-            tablet.alter_schema(schema)
-            log.info("altered tablet %s to schema version %d", tablet_id, schema_version)
-            return altered
+        log.info("altered tablet %s to schema version %d through Raft", tablet_id, schema_version)
+        return altered
+
+    def _alter_replicated(
+        self, tablet_id: str, replica: TabletReplica, schema: Schema, schema_version: int
+    ) -> None:
+        try:
+            replica.alter_schema(schema, schema_version)
+        except NotLeaderError as exc:
+            leader = exc.leader_uuid
+            address = None
+            if leader is not None and self.messenger is not None:
+                address = self.messenger.address_of(leader)
+            raise NotTheLeader.naming(str(exc), leader, address) from None
+        except (WriteLostError, WriteTimeoutError) as exc:
+            raise ServiceUnavailable(f"altering tablet {tablet_id}: {exc}") from None
 
     def delete_tablet(
         self, tablet_id: str, *, cas_config_index: int | None = None
@@ -484,6 +521,13 @@ class TabletManager:
                     " (not hosted, deleted, or not replicated)"
                 )
             return replica
+
+    def replica_schema_versions(self) -> dict[str, int]:
+        """Each replicated tablet's schema version as its replica applied it (a
+        follower's may be ahead of this server's superblock)."""
+        with self._lock:
+            replicas = dict(self._replicas)
+        return {t: r.schema_version for t, r in replicas.items() if r.schema_version is not None}
 
     def replica_roles(self) -> dict[str, tuple[str, int, ReportedConfig | None]]:
         """Each replicated tablet's replica role, term and committed config (opid index,
@@ -701,22 +745,52 @@ class TabletManager:
         log.info("tablet %s: adding %s as a learner (config entry %s)", tablet_id, peer_uuid, opid)
         return opid.index
 
+    def is_replicated(self, tablet_id: str) -> bool:
+        with self._lock:
+            return tablet_id in self._replicas
+
     def _replicate(
-        self, tablet_id: str, data: pa.Table, operation: str | None, op_column: str | None
+        self,
+        tablet_id: str,
+        data: pa.Table,
+        operation: str | None,
+        op_column: str | None,
+        *,
+        atomic: bool,
+        request_id: RequestId | None,
     ) -> WriteResult:
-        """A write of a replicated tablet, through its replica (the leader's)."""
+        """A write of a replicated tablet, through its replica (the leader's). What a
+        client should do next is in the error: ``NotTheLeader`` (try the leader it
+        names, else ask the master), ``ServiceUnavailable`` (try again with the same
+        request id: the outcome is unknown, or the write surely did not apply)."""
         with self._lock:
             replica = self._replicas.get(tablet_id)
         if replica is None:
             raise TabletNotFound(f"tablet {tablet_id} is not hosted by this tablet server")
         try:
-            return replica.write(data, operation, op_column=op_column)
+            return replica.write(
+                data, operation, op_column=op_column, atomic=atomic, request_id=request_id
+            )
         except NotLeaderError as exc:
             leader = exc.leader_uuid
             address = None
             if leader is not None and self.messenger is not None:
                 address = self.messenger.address_of(leader)
             raise NotTheLeader.naming(str(exc), leader, address) from None
+        except WriteLostError as exc:
+            leader = replica.leader_uuid
+            if leader == replica.uuid:
+                leader = None
+            address = None
+            if leader is not None and self.messenger is not None:
+                address = self.messenger.address_of(leader)
+            raise NotTheLeader.naming(str(exc), leader, address) from None
+        except WriteTimeoutError as exc:
+            raise ServiceUnavailable(f"{exc}; send it again with the same request id") from None
+        except RequestStale:
+            raise
+        except OperationalError as exc:  # the replica closed or failed under the write
+            raise ServiceUnavailable(str(exc)) from None
 
     def write(
         self,
@@ -727,19 +801,18 @@ class TabletManager:
         op_column: str | None = None,
         atomic: bool = False,
         check_only: bool = False,
+        request_id: RequestId | None = None,
     ) -> WriteResult:
         """Apply a batch (one ``operation``, or each row's from ``op_column``); returns
         once it is durable in the tablet's WAL. Rows that belong to another tablet's
         partition are refused one by one (NotFound, as Kudu's ``CheckRowInTablet``); the
         others apply. ``atomic``: a batch with any row error applies nothing and answers
-        its errors (timestamp 0). ``check_only``: the errors a write would report now."""
+        its errors (timestamp 0). ``check_only``: the errors a write would report now.
+        ``request_id``: a replicated tablet's write, exactly once through its log
+        (``TabletReplica.write``); an unreplicated tablet's server tracks it itself."""
         tablet = self.tablet(tablet_id)
         partition = self._partitions[tablet_id]
-        replicated = tablet_id in self._replicas
-        if replicated and atomic and not check_only:
-            raise NotSupportedError(
-                f"tablet {tablet_id} is replicated: atomic writes to it are not supported yet"
-            )
+        replicated = self.is_replicated(tablet_id)
         try:
             ops = operations(data, operation, op_column)
             foreign = partition.foreign_rows(tablet.schema, data)
@@ -751,14 +824,21 @@ class TabletManager:
 
             if check_only or (atomic and foreign.any()):
                 result = WriteResult(0, 0, 0, own_errors())
+            elif replicated:
+                result = self._replicate(
+                    tablet_id,
+                    part,
+                    operation,
+                    op_column,
+                    atomic=atomic,
+                    request_id=request_id,
+                )
             elif atomic:
                 try:
                     result = tablet.write(part, operation, op_column=op_column, atomic=True)
                 except (IntegrityError, DataError):
                     # Rejected whole: answer each row's error (as the check finds them).
                     result = WriteResult(0, 0, 0, own_errors())
-            elif replicated:
-                result = self._replicate(tablet_id, part, operation, op_column)
             else:
                 result = tablet.write(part, operation, op_column=op_column)
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
@@ -919,10 +999,15 @@ class TabletManager:
         version, Raft role, term, committed config)] of every RUNNING tablet that holds
         data; role, term and config are None for an unreplicated tablet)."""
         roles = self.replica_roles()
+        versions = self.replica_schema_versions()
         with self._lock:
             self._report_seq += 1
             tablets = [
-                (e.tablet_id, e.schema_version, *roles.get(e.tablet_id, (None, None, None)))
+                (
+                    e.tablet_id,
+                    max(e.schema_version, versions.get(e.tablet_id, 0)),
+                    *roles.get(e.tablet_id, (None, None, None)),
+                )
                 for e in self.superblock.tablets
                 if e.state == RUNNING and (not e.replicated or e.tablet_id in roles)
             ]

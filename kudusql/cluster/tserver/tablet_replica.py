@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import logging
 import os
 import random
@@ -56,6 +57,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from kudusql.cluster.errors import RequestStale
+from kudusql.cluster.tserver.result_tracker import RequestId, ResultTracker, RpcState
 from kudusql.common.errors import (
     DataError,
     IntegrityError,
@@ -68,6 +71,7 @@ from kudusql.common.hybrid_time import (
     HybridClock,
     describe,
     from_micros,
+    to_micros,
 )
 from kudusql.common.options import TabletOptions
 from kudusql.common.row_operations import WriteResult
@@ -104,8 +108,12 @@ __all__ = [
     "TabletReplica",
     "Transport",
     "WriteLostError",
+    "WriteOptions",
     "WriteTimeoutError",
+    "decode_alter",
     "decode_write",
+    "decode_write_entry",
+    "encode_alter",
     "encode_write",
 ]
 
@@ -121,8 +129,15 @@ _MAGIC = b"KSQLTREP"
 _VERSION = 1
 _COMMITTED_MAGIC = b"KSQLRCMT"
 _COMMITTED_VERSION = 1
-#: The version of a WRITE entry's payload (FORMAT.md).
-_WRITE_VERSION = 1
+#: The version of a WRITE entry's payload this build writes (FORMAT.md); version 1
+#: (no atomic flag, no request id) is still read and written for a plain write.
+_WRITE_VERSION = 2
+_WRITE_VERSION_1 = 1
+#: The ``kind`` of a version 2 payload that alters the tablet's schema (absent: a write).
+ALTER_SCHEMA = "alter_schema"
+
+#: Seconds of entry time between two expiries of the replica's result tracker.
+_RESULTS_GC_INTERVAL_S = 1.0
 
 #: Hands one message to the network; must not block on, or call into, the receiver.
 Transport = Callable[[ConsensusMessage], None]
@@ -203,9 +218,26 @@ class CopySource:
 # -- WRITE payloads ---------------------------------------------------------------------------
 
 
-def encode_write(data: pa.Table, operation: str | None, op_column: str | None) -> str:
+@dataclass(frozen=True)
+class WriteOptions:
+    """What a WRITE entry carries besides its rows (payload version 2): ``atomic`` (the
+    batch applies whole or not at all, on every replica alike) and the client's
+    ``request_id`` (every replica records the write's result under it when it applies
+    the entry, so a retry is answered, never applied again)."""
+
+    atomic: bool = False
+    request_id: RequestId | None = None
+
+
+def encode_write(
+    data: pa.Table,
+    operation: str | None,
+    op_column: str | None,
+    options: WriteOptions | None = None,
+) -> str:
     """A WRITE entry's payload: the batch as an Arrow IPC stream, base64, behind a
-    version and the operation (FORMAT.md)."""
+    version and the operation (FORMAT.md). Version 1 without ``options`` (nor atomic
+    nor a request id), else version 2 with a JSON header."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, data.schema) as writer:
         writer.write_table(data)
@@ -214,20 +246,103 @@ def encode_write(data: pa.Table, operation: str | None, op_column: str | None) -
     col = "" if op_column is None else op_column
     if "\n" in op or "\n" in col:
         raise ProgrammingError("a write operation or op column name holds a newline")
-    return f"{_WRITE_VERSION}\n{op}\n{col}\n{ipc}"
+    if options is None or (not options.atomic and options.request_id is None):
+        return f"{_WRITE_VERSION_1}\n{op}\n{col}\n{ipc}"
+    rid = options.request_id
+    header = {
+        "operation": op,
+        "op_column": col,
+        "atomic": options.atomic,
+        "request_id": None
+        if rid is None
+        else {
+            "client_id": rid.client_id,
+            "seq_no": rid.seq_no,
+            "first_incomplete_seq_no": rid.first_incomplete_seq_no,
+        },
+    }
+    return f"{_WRITE_VERSION}\n{json.dumps(header, sort_keys=True)}\n{ipc}"
+
+
+def encode_alter(schema: Schema, schema_version: int) -> str:
+    """An ALTER_SCHEMA entry's payload: a version 2 WRITE payload whose header has
+    ``kind`` ``alter_schema``, the new schema and its version, and no rows (FORMAT.md)."""
+    header = {"kind": ALTER_SCHEMA, "schema": schema.to_dict(), "schema_version": schema_version}
+    return f"{_WRITE_VERSION}\n{json.dumps(header, sort_keys=True)}\n"
+
+
+def decode_alter(payload: str) -> tuple[Schema, int] | None:
+    """The schema and version of an ALTER_SCHEMA payload; None for a write's."""
+    version, _, rest = payload.partition("\n")
+    if version != str(_WRITE_VERSION):
+        return None
+    head = rest.partition("\n")[0]
+    try:
+        header = json.loads(head)
+        if header.get("kind") != ALTER_SCHEMA:
+            return None
+        return Schema.from_dict(header["schema"]), int(header["schema_version"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise NotSupportedError(f"a version 2 entry's header is not valid: {exc}") from None
+
+
+def request_key(payload: str) -> tuple[str, int] | None:
+    """The (client id, sequence number) of a WRITE payload's request id, from its header
+    alone (no rows decoded); None without one."""
+    version, _, rest = payload.partition("\n")
+    if version != str(_WRITE_VERSION):
+        return None
+    try:
+        rid = json.loads(rest.partition("\n")[0]).get("request_id")
+        return None if rid is None else (str(rid["client_id"]), int(rid["seq_no"]))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise NotSupportedError(f"a version 2 entry's header is not valid: {exc}") from None
 
 
 def decode_write(payload: str) -> tuple[pa.Table, str | None, str | None]:
-    """The batch, operation and op column of a WRITE payload."""
-    parts = payload.split("\n", 3)
-    if len(parts) != 4 or parts[0] != str(_WRITE_VERSION):
+    """The batch, operation and op column of a WRITE payload (either version)."""
+    data, operation, op_column, _ = decode_write_entry(payload)
+    return data, operation, op_column
+
+
+def decode_write_entry(
+    payload: str,
+) -> tuple[pa.Table, str | None, str | None, WriteOptions]:
+    """The batch, operation, op column and options of a WRITE payload (version 1 has
+    no options: not atomic, no request id)."""
+    version, _, rest = payload.partition("\n")
+    options = WriteOptions()
+    if version == str(_WRITE_VERSION_1):
+        parts = rest.split("\n", 2)
+        if len(parts) != 3:
+            raise NotSupportedError("a version 1 WRITE entry's payload lacks a field")
+        op, col, ipc = parts
+    elif version == str(_WRITE_VERSION):
+        head, _, ipc = rest.partition("\n")
+        try:
+            header = json.loads(head)
+            op, col = str(header["operation"]), str(header["op_column"])
+            rid = header["request_id"]
+            options = WriteOptions(
+                bool(header["atomic"]),
+                None
+                if rid is None
+                else RequestId(
+                    str(rid["client_id"]), int(rid["seq_no"]), int(rid["first_incomplete_seq_no"])
+                ),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise NotSupportedError(
+                f"a version 2 WRITE entry's header is not valid: {exc}"
+            ) from None
+    else:
         raise NotSupportedError(
-            f"a WRITE entry's payload is not of version {_WRITE_VERSION}, the one this build reads"
+            f"a WRITE entry's payload is of version {version[:8]!r}; this build reads"
+            f" versions {_WRITE_VERSION_1} and {_WRITE_VERSION}"
         )
-    _, op, col, ipc = parts
     with pa.ipc.open_stream(pa.py_buffer(base64.b64decode(ipc))) as reader:
         table = reader.read_all()
-    return table, op or None, col or None
+    return table, op or None, col or None, options
 
 
 # -- the host ---------------------------------------------------------------------------------
@@ -270,6 +385,15 @@ class TabletReplica:
         #: Notified whenever the replica handled input (safe time may have moved).
         self._progress = threading.Condition(self._lock)
         self._waiters: dict[int, _Waiter] = {}
+        #: Exactly-once writes: each applied WRITE entry's result under its request id.
+        #: Filled only as entries apply, in log order, with the entry's HybridTime as
+        #: the clock, so it is the same on every replica at the same applied index (and
+        #: rebuilt by the replay at open).
+        self.results: ResultTracker[WriteResult] = ResultTracker()
+        self._results_gc_at = 0.0
+        #: (client id, seq no) -> the OpId of this leader's appended, not yet applied
+        #: entry of that request: a retry waits for it instead of appending another.
+        self._pending: dict[tuple[str, int], OpId] = {}
         self._closed = False
         self._failed: str | None = None
         self._stop = threading.Event()
@@ -288,6 +412,9 @@ class TabletReplica:
             self.uuid: str = body["uuid"]
             self.tablet_id: str = body["tablet_id"]
             self.schema = Schema.from_dict(body["schema"])
+            #: The schema version of the last ALTER_SCHEMA entry applied (None: the
+            #: tablet is at the schema it was created with).
+            self.schema_version: int | None = None
             self._cmeta = ConsensusMetadataFile(os.path.join(self.directory, CMETA_FILE))
             meta = self._cmeta.load()
             self._log = ConsensusLog.open(
@@ -300,6 +427,17 @@ class TabletReplica:
             self.tablet = self._open_tablet(base, committed is None)
             #: The index of the last entry applied to the tablet (0: none).
             self.applied_index = self._tablet_applied_index(base, entries)
+            #: Requests whose entries the reopened tablet already holds: they are not
+            #: replayed, so their results are not known here; a retry of one is refused
+            #: and never applied again.
+            self._applied_before_open: set[tuple[str, int]] = set()
+            for entry in entries:
+                if entry.id.index > self.applied_index:
+                    break
+                if entry.op_type is OpType.WRITE and entry.payload is not None:
+                    key = request_key(entry.payload)
+                    if key is not None:
+                        self._applied_before_open.add(key)
             # Entries this replica knows committed apply now; Raft brings the others.
             known = max(self.applied_index, min(committed or 0, self._log.last_opid().index))
             #: What the last open replayed: the index the reopened tablet held, the
@@ -683,32 +821,94 @@ class TabletReplica:
         operation: str | None = None,
         *,
         op_column: str | None = None,
+        atomic: bool = False,
+        request_id: RequestId | None = None,
         timeout_s: float | None = None,
     ) -> WriteResult:
         """Replicate a batch through this replica, which must be the leader; returns the
         tablet's result once the entry is committed and applied here. Raises
         NotLeaderError (naming the leader), WriteLostError (a new leader replaced the
-        entry: it never applies) or WriteTimeoutError (outcome unknown)."""
-        payload = encode_write(data, operation, op_column)
+        entry: it never applies) or WriteTimeoutError (outcome unknown).
+
+        ``atomic``: the batch applies whole or not at all (a rejected batch answers its
+        row errors with timestamp 0). ``request_id``: a write this replica has already
+        applied under that id (committed by any leader) is answered with its first
+        result and not applied again; one still in flight here is waited for; one whose
+        result is forgotten is ``RequestStale``."""
+        payload = encode_write(data, operation, op_column, WriteOptions(atomic, request_id))
+        key = None if request_id is None else (request_id.client_id, request_id.seq_no)
         with self._lock:
             self._check_usable()
-            try:
-                opid = self._raft.replicate(payload, _now_ms(), self.clock.now())
-            except ConsensusError as e:
-                leader = self._raft.leader_uuid
-                known = "unknown" if leader is None or leader == self.uuid else leader
-                what = (
-                    "is the leader but not ready yet (its first entry is not committed)"
-                    if e.code == "LEADER_NOT_READY"
-                    else "is not the leader"
-                )
-                raise NotLeaderError(
-                    f"tablet {self.tablet_id}: replica {self.uuid} {what} (leader is {known})",
-                    None if known == "unknown" else known,
-                ) from None
-            waiter = _Waiter(opid)
-            self._waiters[opid.index] = waiter
-            self._drain()
+            waiter: _Waiter | None = None
+            if request_id is not None and key is not None:
+                known = self.results.peek(request_id)
+                if known.state is RpcState.COMPLETED:
+                    assert known.response is not None
+                    log.info(
+                        "tablet %s: write %s is a retry of an applied write, answered",
+                        self.tablet_id,
+                        request_id.describe(),
+                    )
+                    return known.response
+                if key in self._applied_before_open:
+                    raise self._applied_unknown(request_id)
+                if known.state is RpcState.STALE:
+                    raise RequestStale(
+                        f"write {request_id.describe()} to tablet {self.tablet_id} is stale:"
+                        " its result is no longer remembered (it may or may not have been"
+                        " applied; it is not applied again)"
+                    )
+                pending = self._pending.get(key)
+                if pending is not None:
+                    waiter = self._waiters.get(pending.index)
+                    if waiter is None or waiter.opid != pending:
+                        waiter = self._waiters[pending.index] = _Waiter(pending)
+            if waiter is None:
+                waiter = self._submit(payload, key)
+        return self._wait(waiter, timeout_s)
+
+    def alter_schema(
+        self, schema: Schema, schema_version: int, *, timeout_s: float | None = None
+    ) -> None:
+        """Replicate an ALTER_SCHEMA entry through this replica, which must be the
+        leader; returns once it is committed and applied here (every replica applies it
+        at its index: writes before it see the old schema, writes after the new).
+        Raises as ``write`` does."""
+        with self._lock:
+            self._check_usable()
+            if self.schema_version is not None and schema_version <= self.schema_version:
+                return
+            waiter = self._submit(encode_alter(schema, schema_version), None)
+        self._wait(waiter, timeout_s)
+
+    def _submit(self, payload: str, key: tuple[str, int] | None) -> _Waiter:
+        """Append an entry as the leader and register its waiter (the lock held)."""
+        opid = self._replicate(payload)
+        waiter = _Waiter(opid)
+        self._waiters[opid.index] = waiter
+        if key is not None:
+            self._pending[key] = opid
+        self._drain()
+        return waiter
+
+    def _replicate(self, payload: str) -> OpId:
+        try:
+            return self._raft.replicate(payload, _now_ms(), self.clock.now())
+        except ConsensusError as e:
+            leader = self._raft.leader_uuid
+            known = "unknown" if leader is None or leader == self.uuid else leader
+            what = (
+                "is the leader but not ready yet (its first entry is not committed)"
+                if e.code == "LEADER_NOT_READY"
+                else "is not the leader"
+            )
+            raise NotLeaderError(
+                f"tablet {self.tablet_id}: replica {self.uuid} {what} (leader is {known})",
+                None if known == "unknown" else known,
+            ) from None
+
+    def _wait(self, waiter: _Waiter, timeout_s: float | None) -> WriteResult:
+        opid = waiter.opid
         timeout = self.options.write_timeout_s if timeout_s is None else timeout_s
         if not waiter.done.wait(timeout):
             with self._lock:
@@ -831,6 +1031,11 @@ class TabletReplica:
         opts = self.options.tablet.with_(wal_fsync="none")
         self.tablet = Tablet.create(path, self.schema, opts, clock=self.clock)
         self.applied_index = 0
+        # The copied log applies from the start: its requests' results with it.
+        self.results = ResultTracker()
+        self._results_gc_at = 0.0
+        self._applied_before_open.clear()
+        self.schema_version = None
         self._fail_all_waiters("was replaced by a tablet copy")
         for entry in self._raft.log[:applied_to]:
             self._apply(entry)
@@ -847,13 +1052,7 @@ class TabletReplica:
         if entry.op_type is OpType.WRITE:
             self._check_not_applied(entry)
             assert entry.payload is not None
-            data, operation, op_column = decode_write(entry.payload)
-            try:
-                result = self.tablet.write(
-                    data, operation, op_column=op_column, timestamp=entry.timestamp
-                )
-            except _DETERMINISTIC as e:
-                error = e
+            result, error = self._apply_write(entry)
         self.applied_index = index
         waiter = self._waiters.pop(index, None)
         if waiter is None:
@@ -873,6 +1072,92 @@ class TabletReplica:
                 f"{self.tablet.meta.max_ts}: it would apply twice"
             )
 
+    def _apply_write(self, entry: ReplicateMsg) -> tuple[WriteResult | None, Exception | None]:
+        """Apply a committed WRITE entry at its HybridTime, exactly once per request id:
+        an entry whose request is already COMPLETED here (or forgotten: STALE) applies
+        nothing and answers the stored result (or RequestStale). The same entries in the
+        same order give every replica the same tablet and the same results."""
+        assert entry.payload is not None
+        altered = decode_alter(entry.payload)
+        if altered is not None:
+            return self._apply_alter(entry, *altered)
+        data, operation, op_column, options = decode_write_entry(entry.payload)
+        rid = options.request_id
+        now = to_micros(entry.timestamp) / 1e6
+        if rid is not None:
+            self._pending.pop((rid.client_id, rid.seq_no), None)
+            if (rid.client_id, rid.seq_no) in self._applied_before_open:
+                return None, self._applied_unknown(rid)
+            if now - self._results_gc_at >= _RESULTS_GC_INTERVAL_S:
+                self.results.gc(now)
+                self._results_gc_at = now
+            tracked = self.results.track(rid, now)
+            if tracked.state is RpcState.COMPLETED:
+                return tracked.response, None
+            if tracked.state is not RpcState.NEW:
+                return None, RequestStale(
+                    f"write {rid.describe()} to tablet {self.tablet_id} is stale or"
+                    " duplicated in the log: not applied again"
+                )
+        result: WriteResult | None = None
+        error: Exception | None = None
+        try:
+            if options.atomic:
+                try:
+                    result = self.tablet.write(
+                        data,
+                        operation,
+                        op_column=op_column,
+                        timestamp=entry.timestamp,
+                        atomic=True,
+                    )
+                except (IntegrityError, DataError):
+                    # Rejected whole: each row's error, as the check finds them (the
+                    # same on every replica: the same state).
+                    result = WriteResult(
+                        0, 0, 0, self.tablet.check_write(data, operation, op_column=op_column)
+                    )
+            else:
+                result = self.tablet.write(
+                    data, operation, op_column=op_column, timestamp=entry.timestamp
+                )
+        except _DETERMINISTIC as e:
+            error = e
+        if rid is not None:
+            if result is not None:
+                self.results.complete(rid, result, now)
+            else:
+                self.results.fail(rid)
+        return result, error
+
+    def _applied_unknown(self, rid: RequestId) -> RequestStale:
+        return RequestStale(
+            f"write {rid.describe()} to tablet {self.tablet_id} was applied before replica"
+            f" {self.uuid} last opened; its result is no longer known here (it is not"
+            " applied again)"
+        )
+
+    def _apply_alter(
+        self, entry: ReplicateMsg, schema: Schema, schema_version: int
+    ) -> tuple[WriteResult | None, Exception | None]:
+        """Apply a committed ALTER_SCHEMA entry (a version at or below the applied one
+        is a no-op: the master may ask twice)."""
+        if self.schema_version is not None and schema_version <= self.schema_version:
+            return WriteResult(entry.timestamp, 0, 0, []), None
+        try:
+            self.tablet.alter_schema(schema)
+        except _DETERMINISTIC as e:
+            return None, e
+        self.schema_version = schema_version
+        log.info(
+            "tablet %s replica %s: schema version %d applied at %s",
+            self.tablet_id,
+            self.uuid,
+            schema_version,
+            entry.id,
+        )
+        return WriteResult(entry.timestamp, 0, 0, []), None
+
     def _lost(self, waiter: _Waiter, why: str) -> WriteLostError:
         return WriteLostError(
             f"tablet {self.tablet_id}: write {waiter.opid} was lost to a leader change "
@@ -880,11 +1165,14 @@ class TabletReplica:
         )
 
     def _lose_waiters_after(self, index: int) -> None:
+        for key in [k for k, opid in self._pending.items() if opid.index > index]:
+            del self._pending[key]
         for i in [i for i in self._waiters if i > index]:
             waiter = self._waiters.pop(i)
             waiter.finish(None, self._lost(waiter, f"the log was truncated after {index}"))
 
     def _fail_all_waiters(self, why: str) -> None:
+        self._pending.clear()
         waiters, self._waiters = self._waiters, {}
         for waiter in waiters.values():
             waiter.finish(

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kudusql.common.errors import OperationalError, ProgrammingError
+from kudusql.common.errors import NotSupportedError, OperationalError, ProgrammingError
 from kudusql.common.hybrid_time import HybridClock, describe, from_micros, wall_micros
 from kudusql.common.options import TabletOptions
 from kudusql.common.schema import Schema
@@ -58,7 +58,12 @@ from kudusql.storage.tables.fingerprint import (
 )
 from kudusql.storage.tables.partition import Partition, PartitionSchema
 from kudusql.storage.tables.table import Table
-from kudusql.storage.tables.table_rules import check_altered, new_table_meta
+from kudusql.storage.tables.table_rules import (
+    NUM_REPLICAS_PROPERTY,
+    check_altered,
+    new_table_meta,
+    num_replicas_property,
+)
 from kudusql.storage.tables.txn_log import (
     TXN_LOG_DIR,
     ReadPoint,
@@ -663,6 +668,12 @@ class Database:
         self._check_writable()
         if not name:
             raise ProgrammingError("a table needs a name")
+        replicas = num_replicas_property(properties)
+        if replicas not in (None, 1):
+            raise NotSupportedError(
+                f"table property {NUM_REPLICAS_PROPERTY!r} = {replicas}: an embedded database"
+                " keeps one copy of each tablet (replicas need a cluster: kudusql://HOST:PORT)"
+            )
         ps = partition_schema or PartitionSchema()
         with self._ddl_lock:
             self.purge_expired_tables()

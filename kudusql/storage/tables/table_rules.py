@@ -16,6 +16,9 @@ from kudusql.storage.tables.alter import AlterResult
 from kudusql.storage.tables.catalog import TableMeta, TabletEntry
 from kudusql.storage.tables.partition import PartitionSchema, create_partitions
 
+#: The table property of a replication factor (Impala's spelling for Kudu tables).
+NUM_REPLICAS_PROPERTY = "kudu.num_tablet_replicas"
+
 #: Most tablets one table may have (a typo in a bucket count should not make 10^6).
 MAX_TABLETS_PER_TABLE = 4096
 
@@ -27,6 +30,31 @@ def check_storage_attributes(schema: Schema) -> None:
         parse_compression(c.compression)
         if c.block_size is not None and c.block_size <= 0:
             raise ProgrammingError(f"column {c.name!r}: BLOCK_SIZE must be positive")
+
+
+def num_replicas_property(properties: Mapping[str, str] | None) -> int | None:
+    """The replication factor a CREATE TABLE asks for (``'kudu.num_tablet_replicas'``),
+    or None when it asks for none. A positive odd integer (Kudu refuses an even one: a
+    majority of 2 or 4 tolerates no more failures than 1 or 3)."""
+    text = (properties or {}).get(NUM_REPLICAS_PROPERTY)
+    if text is None:
+        return None
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        raise ProgrammingError(
+            f"table property {NUM_REPLICAS_PROPERTY!r} = {text!r} is not an integer"
+        ) from None
+    if n < 1:
+        raise ProgrammingError(
+            f"table property {NUM_REPLICAS_PROPERTY!r} = {n}: a table needs at least 1 replica"
+        )
+    if n % 2 == 0:
+        raise ProgrammingError(
+            f"table property {NUM_REPLICAS_PROPERTY!r} = {n}: the number of replicas must be"
+            f" odd (an even number tolerates no more failed replicas than {n - 1})"
+        )
+    return n
 
 
 def new_table_meta(
@@ -47,6 +75,7 @@ def new_table_meta(
         raise ProgrammingError("a table needs a name")
     partition_schema.validate(schema)
     check_storage_attributes(schema)
+    num_replicas_property(properties)
     parts = create_partitions(partition_schema, schema)
     if len(parts) > MAX_TABLETS_PER_TABLE:
         raise ProgrammingError(
