@@ -21,6 +21,7 @@ __all__ = [
     "NotTheLeader",
     "RequestStale",
     "RpcTimedOut",
+    "SafeTimeTimeout",
     "ServiceUnavailable",
     "TabletNotFound",
     "Unauthenticated",
@@ -79,6 +80,11 @@ class NotTheLeader(OperationalError):
         )
 
 
+class SafeTimeTimeout(OperationalError):
+    """A replica's safe time did not reach a read's snapshot in time (a follower cut off
+    from its leader, a leader without its lease): another replica may serve the read."""
+
+
 class MalformedMessage(InterfaceError):
     """A message that is not valid JSON, or of an unknown version, type or shape."""
 
@@ -92,6 +98,7 @@ def _classes() -> dict[str, type[Error]]:
         TabletNotFound,
         RequestStale,
         NotTheLeader,
+        SafeTimeTimeout,
     )
     members = [*inspect.getmembers(common_errors, inspect.isclass)]
     members += [(cls.__name__, cls) for cls in ours]

@@ -110,7 +110,10 @@ def check_sql_views(cluster: MiniCluster, spare: str) -> None:
         ).fetchall()
         assert sorted(r[1] for r in rows) == ["FOLLOWER", "FOLLOWER", "LEADER"]
         assert {r[2] for r in rows} == {"RUNNING"} and spare in {r[0] for r in rows}
-        conn.execute("CREATE TABLE s (id BIGINT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2")
+        conn.execute(
+            "CREATE TABLE s (id BIGINT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2"
+            " TBLPROPERTIES ('kudu.num_tablet_replicas' = '1')"
+        )
         shown = conn.execute("SHOW PARTITIONS s").fetchall()
         assert len(shown) == 2
         for _start, _stop, leader, count, replicas in shown:

@@ -118,6 +118,12 @@ class StaleReadRegisterClient(SqlRegisterClient):
         self.cache[key] = value
 
 
+def _replication(replicas: int | None) -> str:
+    if replicas is None:
+        return ""
+    return f" TBLPROPERTIES ('kudu.num_tablet_replicas' = '{replicas}')"
+
+
 @dataclass
 class RegisterWorkload:
     """``clients`` threads over ``keys`` registers (hashed over ``partitions`` tablets):
@@ -131,9 +137,8 @@ class RegisterWorkload:
     cas: bool = False
     timeout: float = 1.0
     seed: int = 0
-    #: Replicas per tablet. 1 by default: reads of a replicated tablet are not
-    #: linearizable under partitions yet (a deposed leader still serves its state).
-    replicas: int = 1
+    #: Replicas per tablet (None: the cluster's default, 3 with 3 live tablet servers).
+    replicas: int | None = None
     make_client: Callable[[str, float], RegisterClient] = field(
         default=lambda url, timeout: SqlRegisterClient(url, timeout=timeout)
     )
@@ -143,8 +148,7 @@ class RegisterWorkload:
             conn.execute("DROP TABLE IF EXISTS reg")
             conn.execute(
                 "CREATE TABLE reg (k BIGINT PRIMARY KEY, v BIGINT) "
-                f"PARTITION BY HASH (k) PARTITIONS {self.partitions}"
-                f" TBLPROPERTIES ('kudu.num_tablet_replicas' = '{self.replicas}')"
+                f"PARTITION BY HASH (k) PARTITIONS {self.partitions}" + _replication(self.replicas)
             )
 
     def threads(self, history: History, stop: threading.Event) -> list[threading.Thread]:
@@ -300,8 +304,8 @@ class BankWorkload:
     readers: int = 2
     timeout: float = 1.0
     seed: int = 0
-    #: Replicas per tablet (1: see ``RegisterWorkload.replicas``).
-    replicas: int = 1
+    #: Replicas per tablet (None: the cluster's default).
+    replicas: int | None = None
     make_client: Callable[[str, float], BankClient] = field(
         default=lambda url, timeout: SqlBankClient(url, timeout=timeout)
     )
@@ -318,7 +322,7 @@ class BankWorkload:
             # No partitioning: one tablet holds every account.
             conn.execute(
                 "CREATE TABLE bank (id BIGINT PRIMARY KEY, balance BIGINT)"
-                f" TBLPROPERTIES ('kudu.num_tablet_replicas' = '{self.replicas}')"
+                + _replication(self.replicas)
             )
             values = ", ".join(f"({a}, {each})" for a in self.account_ids)
             conn.execute(f"INSERT INTO bank VALUES {values}")

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from kudusql.cluster.errors import RequestStale
+from kudusql.cluster.errors import RequestStale, SafeTimeTimeout
 from kudusql.cluster.tserver.result_tracker import RequestId, ResultTracker, RpcState
 from kudusql.common.errors import (
     DataError,
@@ -170,10 +170,10 @@ class WriteTimeoutError(OperationalError):
     """The write was not committed in time; it may still commit and apply later."""
 
 
-class SafeTimeTimeoutError(OperationalError):
+class SafeTimeTimeoutError(SafeTimeTimeout):
     """A snapshot read waited too long for the replica's safe time to reach its
     snapshot (a follower cut off from its leader, a leader without its lease): another
-    replica, or the same one later, may serve it."""
+    replica, or the same one later, may serve it. It travels as ``SafeTimeTimeout``."""
 
 
 @dataclass(frozen=True)
@@ -438,6 +438,9 @@ class TabletReplica:
                     key = request_key(entry.payload)
                     if key is not None:
                         self._applied_before_open.add(key)
+                    altered = decode_alter(entry.payload)
+                    if altered is not None and altered[0] == self.tablet.schema:
+                        self.schema_version = altered[1]
             # Entries this replica knows committed apply now; Raft brings the others.
             known = max(self.applied_index, min(committed or 0, self._log.last_opid().index))
             #: What the last open replayed: the index the reopened tablet held, the
@@ -1143,6 +1146,10 @@ class TabletReplica:
         """Apply a committed ALTER_SCHEMA entry (a version at or below the applied one
         is a no-op: the master may ask twice)."""
         if self.schema_version is not None and schema_version <= self.schema_version:
+            return WriteResult(entry.timestamp, 0, 0, []), None
+        if self.tablet.schema == schema:
+            # The reopened tablet already holds it (an alter leaves no timestamp).
+            self.schema_version = schema_version
             return WriteResult(entry.timestamp, 0, 0, []), None
         try:
             self.tablet.alter_schema(schema)
