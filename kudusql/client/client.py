@@ -49,6 +49,7 @@ from kudusql.common.errors import (
     KuduNotSupported,
     KuduTypeError,
     KuduValueError,
+    NotSupportedError,
     ProgrammingError,
 )
 from kudusql.common.schema import Schema as CoreSchema
@@ -266,15 +267,19 @@ class Client:
                 + (" (soft-deleted: recall it or delete it)" if held.soft_deleted else "")
             )
         ps = partitioning.to_partition_schema(core_schema) if partitioning is not None else None
-        core = self._db.create_table(
-            table_name,
-            core_schema,
-            ps,
-            properties=properties,
-            if_not_exists=if_not_exists,
-            owner=_current_user() if owner is None else owner,
-            comment=comment or "",
-        )
+        try:
+            core = self._db.create_table(
+                table_name,
+                core_schema,
+                ps,
+                properties=properties,
+                if_not_exists=if_not_exists,
+                owner=_current_user() if owner is None else owner,
+                comment=comment or "",
+            )
+        except NotSupportedError as exc:
+            # What this database cannot do (replicas on an embedded one): Kudu's class.
+            raise KuduNotSupported(str(exc)) from None
         return Table(self, core)
 
     def delete_table(self, table_name: str, reserve_seconds: int | None = None) -> None:
