@@ -355,6 +355,13 @@ class RaftReplica:
         self._safe_time = max(self._safe_time, bound)
         return self._safe_time
 
+    def holds_lease(self, now_ms: int) -> bool:
+        """Whether this replica is a leader that may serve reads of its latest state:
+        its own term's first entry is committed and it holds its lease, so no other
+        leader can have acknowledged a write it lacks."""
+        self._now = now_ms
+        return self._leader_reads_allowed()
+
     def _leader_reads_allowed(self) -> bool:
         return (
             self._is_leader

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -100,12 +100,21 @@ def _acknowledged_since(history: History, t_ns: int) -> bool:
     return any(op.outcome is Outcome.OK and op.invoke_ns > t_ns for op in history.operations())
 
 
-def run_histories(env: Cluster, plan: Sequence[PlannedFault], duration_s: float, seed: int) -> None:
+def run_histories(
+    env: Cluster,
+    plan: Sequence[PlannedFault] | Callable[[], Sequence[PlannedFault]],
+    duration_s: float,
+    seed: int,
+) -> None:
+    """Run both workloads under ``plan`` (or the plan a callable makes once the tables
+    exist, to aim faults at their replicas) and check the histories."""
     url = env.cluster.url
     register = RegisterWorkload(url, seed=seed)
     bank = BankWorkload(url, seed=seed)
     register.setup()
     bank.setup()
+    if callable(plan):
+        plan = plan()
     reg_history, bank_history = History(), History()
     stop = threading.Event()
     threads = register.threads(reg_history, stop) + bank.threads(bank_history, stop)

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from kudusql.cluster.tserver.tablet_replica import (
+    NotLeaderError,
     ReplicaOptions,
     SafeTimeTimeoutError,
     TabletReplica,
@@ -137,3 +138,25 @@ def test_without_room_for_a_lease_no_snapshot_is_served(tmp_path: Path) -> None:
     finally:
         with contextlib.suppress(OperationalError):
             g.close()
+
+
+def test_a_read_of_the_latest_needs_the_leader_and_its_lease(group: Group) -> None:
+    group.write(range(2))
+    leader = group.leader()
+    leader.wait_for_lease()
+    follower = next(r for r in group.up if r is not leader)
+    with pytest.raises(NotLeaderError, match="a read of the latest goes to the leader"):
+        follower.wait_for_lease()
+    # Cut off, the leader's lease ends and it stops serving its latest state (another
+    # leader may be acknowledging writes it lacks).
+    group.net.cut.add(leader.uuid)
+    wait_for(lambda: _no_lease(leader), "the cut-off leader to refuse a read of the latest")
+    group.net.cut.clear()
+
+
+def _no_lease(replica: TabletReplica) -> bool | None:
+    try:
+        replica.wait_for_lease(timeout_s=0.05)
+    except (SafeTimeTimeoutError, NotLeaderError):
+        return True
+    return None

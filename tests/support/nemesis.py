@@ -154,10 +154,8 @@ class FaultRecord:
 
     def describe(self, t0_ns: int = 0) -> str:
         end = "..." if self.end_ns is None else f"{(self.end_ns - t0_ns) / 1e9:.2f}s"
-        return (
-            f"{self.kind} ts-{self.tserver} ({self.address}) "
-            f"[{(self.start_ns - t0_ns) / 1e9:.2f}s, {end}]"
-        )
+        who = f"master-{-1 - self.tserver}" if self.tserver < 0 else f"ts-{self.tserver}"
+        return f"{self.kind} {who} ({self.address}) [{(self.start_ns - t0_ns) / 1e9:.2f}s, {end}]"
 
 
 class Nemesis:
@@ -326,9 +324,9 @@ class NemesisThread(threading.Thread):
             for fault in self.plan:
                 if self._stop_event.wait(max(0.0, t0 + fault.at_s - time.monotonic())):
                     return
-                self.nemesis.inject(fault.kind, fault.tserver)
+                record = self.nemesis.inject(fault.kind, fault.tserver)
                 self._stop_event.wait(fault.hold_s)
-                self.nemesis.undo(fault.tserver)
+                self.nemesis.undo(record.tserver)
         except BaseException as exc:  # kept for stop() to raise in the test's thread
             self.error = exc
 

@@ -192,7 +192,7 @@ class RemoteTable(WriteShortcuts):
             attempts += 1
             try:
                 return call(self._located(slot, locations))
-            except (TabletNotFound, ServiceUnavailable, RpcTimedOut, SafeTimeTimeout):
+            except (TabletNotFound, ServiceUnavailable, RpcTimedOut, SafeTimeTimeout, NotTheLeader):
                 self.meta_cache.invalidate(self.name, locations)
                 wait = policy.backoff(min(attempts, 8), self._rng)
                 if time.monotonic() - start + wait >= policy.deadline:

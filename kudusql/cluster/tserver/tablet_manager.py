@@ -430,11 +430,7 @@ class TabletManager:
         try:
             replica.alter_schema(schema, schema_version)
         except NotLeaderError as exc:
-            leader = exc.leader_uuid
-            address = None
-            if leader is not None and self.messenger is not None:
-                address = self.messenger.address_of(leader)
-            raise NotTheLeader.naming(str(exc), leader, address) from None
+            raise self._not_the_leader(exc) from None
         except (WriteLostError, WriteTimeoutError) as exc:
             raise ServiceUnavailable(f"altering tablet {tablet_id}: {exc}") from None
 
@@ -772,11 +768,7 @@ class TabletManager:
                 data, operation, op_column=op_column, atomic=atomic, request_id=request_id
             )
         except NotLeaderError as exc:
-            leader = exc.leader_uuid
-            address = None
-            if leader is not None and self.messenger is not None:
-                address = self.messenger.address_of(leader)
-            raise NotTheLeader.naming(str(exc), leader, address) from None
+            raise self._not_the_leader(exc) from None
         except WriteLostError as exc:
             leader = replica.leader_uuid
             if leader == replica.uuid:
@@ -962,16 +954,30 @@ class TabletManager:
         self._await_safe_time(tablet_id, snapshot)
         return tablet.count_rows(snapshot)
 
+    def _not_the_leader(self, exc: NotLeaderError) -> NotTheLeader:
+        leader = exc.leader_uuid
+        address = None
+        if leader is not None and self.messenger is not None:
+            address = self.messenger.address_of(leader)
+        return NotTheLeader.naming(str(exc), leader, address)
+
     def _await_safe_time(self, tablet_id: str, snapshot: int | None) -> None:
         """A replicated tablet's read at ``snapshot`` first waits for the replica's safe
-        time (the storage tablet only knows the writes this replica applied so far);
-        a read of the latest (None) serves what the replica applied."""
-        if snapshot is None:
-            return
+        time (the storage tablet only knows the writes this replica applied so far); a
+        read of the latest (None) is served by the leader while it holds its lease, and
+        refused elsewhere with ``NotTheLeader`` (a follower's latest may miss writes
+        already acknowledged)."""
         with self._lock:
             replica = self._replicas.get(tablet_id)
-        if replica is not None:
+        if replica is None:
+            return
+        if snapshot is not None:
             replica.wait_for_safe_time(snapshot)
+            return
+        try:
+            replica.wait_for_lease()
+        except NotLeaderError as exc:
+            raise self._not_the_leader(exc) from None
 
     def flush(self, tablet_id: str) -> None:
         """Flush the tablet's MemRowSet and DeltaMemStores now."""

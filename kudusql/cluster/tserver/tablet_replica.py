@@ -963,6 +963,36 @@ class TabletReplica:
                     )
                 self._progress.wait(min(left, self.options.tick_interval_s))
 
+    def wait_for_lease(self, timeout_s: float | None = None) -> None:
+        """Returns once this replica may serve a read of its latest state: it is the
+        leader, its own term's first entry is committed, and it holds its lease (a read
+        of the latest on anything else could miss a write another leader acknowledged).
+        Raises NotLeaderError (naming the leader it knows) on a replica that is not the
+        leader, SafeTimeTimeoutError when a leader's lease does not come back in time."""
+        timeout = self.options.safe_time_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                self._check_usable()
+                if self._raft.holds_lease(_now_ms()):
+                    return
+                if not self._raft.is_leader:
+                    leader = self._raft.leader_uuid
+                    known = "unknown" if leader is None or leader == self.uuid else leader
+                    raise NotLeaderError(
+                        f"tablet {self.tablet_id}: replica {self.uuid} is not the leader"
+                        f" (leader is {known}); a read of the latest goes to the leader",
+                        None if known == "unknown" else known,
+                    )
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SafeTimeTimeoutError(
+                        f"tablet {self.tablet_id}: replica {self.uuid} leads but holds no"
+                        f" lease after {timeout:g}s (it has not heard from a majority), so"
+                        " it cannot serve a read of the latest"
+                    )
+                self._progress.wait(min(left, self.options.tick_interval_s))
+
     # -- the contract ----------------------------------------------------------------------
 
     def _usable(self) -> bool:
