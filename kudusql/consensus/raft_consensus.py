@@ -150,6 +150,9 @@ class Ready:
     committed: list[ReplicateMsg] = field(default_factory=list)
     #: After a tablet copy: the tablet's applied state is the log up to this index.
     reset_applied_to: int | None = None
+    #: After a tablet copy: the log is exactly ``appends``, which follow this OpId
+    #: (MINIMUM_OPID for a whole log; ``truncate_after`` is 0).
+    copied_log_base: OpId | None = None
     #: The host's hybrid clock must move to at least this timestamp.
     clock_update: int | None = None
 
@@ -173,6 +176,9 @@ class _PeerState:
     last_exchange_ok: bool = False
     successful_exchanges: int = 0
     needs_copy: bool = False
+    #: Below the log base: whether the last heartbeat was a probe (the next asks for a
+    #: copy) or a copy request (the next probes).
+    copy_probed: bool = False
     #: The latest ``sent_ms`` of this term's requests the peer accepted (its vote is
     #: withheld for an election timeout from then).
     lease_from_ms: int = -(1 << 62)
@@ -516,18 +522,33 @@ class RaftReplica:
         source_log: list[ReplicateMsg],
         source_committed_index: int,
         now_ms: int,
+        log_base: OpId = MINIMUM_OPID,
     ) -> None:
-        """The copy arrived: the source's log, committed index and committed config."""
+        """The copy arrived: the source's log after ``log_base`` (the OpId before its
+        first entry: the entries up to it are in the copied tablet, all committed;
+        MINIMUM_OPID for a whole log), its committed index and committed config. The
+        Ready's ``reset_applied_to`` is the committed index: the host's tablet holds
+        the copied state, and the committed entries after what it holds apply."""
         self._now = now_ms
         if self.data_state is not DataState.COPYING:
             raise ConsensusError("NOT_COPYING", "no tablet copy is in progress")
+        if any(e.id.index != log_base.index + 1 + i for i, e in enumerate(source_log)):
+            raise ConsensusError(
+                "BAD_COPY", f"the copied log does not hold consecutive entries after {log_base}"
+            )
+        if source_committed_index < log_base.index:
+            raise ConsensusError(
+                "BAD_COPY",
+                f"the copied committed index {source_committed_index} is below the copied "
+                f"log's base {log_base}",
+            )
         if source_meta.current_term > self.current_term:
             self.current_term = source_meta.current_term
             self.voted_for = None
         self.data_state = DataState.READY
         self.tombstone_last_logged_opid = None
         self._base_config = source_meta.committed_config
-        self._base = MINIMUM_OPID
+        self._base = log_base
         self._log = list(source_log)
         self.committed_index = min(source_committed_index, self.last_index)
         self.durable_index = self.last_index
@@ -538,6 +559,7 @@ class RaftReplica:
         self._ready.appends = list(self._log)
         self._ready.sync_before_send = True
         self._ready.reset_applied_to = self.committed_index
+        self._ready.copied_log_base = log_base
         self._ready.clock_update = self.ht_floor
         self._election_deadline = now_ms + self.options.election_timeout_ms
         self._persist()
@@ -776,11 +798,29 @@ class RaftReplica:
             return
         next_index = min(max(peer.next_index, 1), self.last_index + 1)
         if next_index <= self._base.index:
-            # The entries it needs were garbage-collected: only a tablet copy helps.
+            # The entries it needs were garbage-collected: only a tablet copy helps,
+            # unless it has taken one since. Heartbeats alternate a probe (an empty
+            # update after the base: a copied peer matches it and resumes from its log)
+            # with a copy request; a probe's mismatch asks for the copy at once.
             if heartbeat:
-                self._ready.messages.append(
-                    StartTabletCopyRequest(self.uuid, self.current_term, uuid)
-                )
+                if peer.copy_probed:
+                    self._ready.messages.append(
+                        StartTabletCopyRequest(self.uuid, self.current_term, uuid)
+                    )
+                else:
+                    self._ready.messages.append(
+                        UpdateConsensusRequest(
+                            self.uuid,
+                            self.current_term,
+                            uuid,
+                            self._base,
+                            self.committed_index,
+                            (),
+                            0,
+                            max(self._now, 0),
+                        )
+                    )
+                peer.copy_probed = not peer.copy_probed
             return
         preceding = self._opid_at(next_index - 1)
         start = next_index - 1 - self._base.index
@@ -807,7 +847,7 @@ class RaftReplica:
         if not self._leader_reads_allowed():
             return 0
         if last_sent < self.last_index:
-            return self._log[last_sent].timestamp - 1
+            return self._log[last_sent - self._base.index].timestamp - 1
         self.ht_floor = max(self.ht_floor, self._hybrid_now)
         return self._hybrid_now
 
