@@ -176,9 +176,6 @@ class _PeerState:
     last_exchange_ok: bool = False
     successful_exchanges: int = 0
     needs_copy: bool = False
-    #: Below the log base: whether the last heartbeat was a probe (the next asks for a
-    #: copy) or a copy request (the next probes).
-    copy_probed: bool = False
     #: The latest ``sent_ms`` of this term's requests the peer accepted (its vote is
     #: withheld for an election timeout from then).
     lease_from_ms: int = -(1 << 62)
@@ -268,6 +265,11 @@ class RaftReplica:
         """The entries the replica holds (entry i is at position i - ``first_index``;
         those before were garbage-collected); do not modify."""
         return self._log
+
+    @property
+    def log_base(self) -> OpId:
+        """The OpId just before the first entry held (MINIMUM_OPID: none was GCed)."""
+        return self._base
 
     @property
     def first_index(self) -> int:
@@ -799,28 +801,22 @@ class RaftReplica:
         next_index = min(max(peer.next_index, 1), self.last_index + 1)
         if next_index <= self._base.index:
             # The entries it needs were garbage-collected: only a tablet copy helps,
-            # unless it has taken one since. Heartbeats alternate a probe (an empty
-            # update after the base: a copied peer matches it and resumes from its log)
-            # with a copy request; a probe's mismatch asks for the copy at once.
+            # unless it has taken one since. A heartbeat probes it (an empty update
+            # after the base: a copied peer matches it and resumes from its log); its
+            # answer that it cannot match asks for the copy at once (``_ask_for_copy``).
             if heartbeat:
-                if peer.copy_probed:
-                    self._ready.messages.append(
-                        StartTabletCopyRequest(self.uuid, self.current_term, uuid)
+                self._ready.messages.append(
+                    UpdateConsensusRequest(
+                        self.uuid,
+                        self.current_term,
+                        uuid,
+                        self._base,
+                        self.committed_index,
+                        (),
+                        0,
+                        max(self._now, 0),
                     )
-                else:
-                    self._ready.messages.append(
-                        UpdateConsensusRequest(
-                            self.uuid,
-                            self.current_term,
-                            uuid,
-                            self._base,
-                            self.committed_index,
-                            (),
-                            0,
-                            max(self._now, 0),
-                        )
-                    )
-                peer.copy_probed = not peer.copy_probed
+                )
             return
         preceding = self._opid_at(next_index - 1)
         start = next_index - 1 - self._base.index
@@ -889,13 +885,21 @@ class RaftReplica:
         peer.last_exchange_ok = status.error is None
         if status.error is None:
             peer.successful_exchanges += 1
-        if status.error is ConsensusErrorCode.PRECEDING_ENTRY_DIDNT_MATCH:
+        if peer.next_index <= self._base.index:
+            self._ask_for_copy(resp.responder_uuid)
+        elif status.error is ConsensusErrorCode.PRECEDING_ENTRY_DIDNT_MATCH:
             self._send_to_peer(resp.responder_uuid, heartbeat=True)
         elif peer.next_index <= self.last_index:
             self._send_to_peer(resp.responder_uuid, heartbeat=False)
         self._advance_commit()
         if self._is_leader:
             self._promote_if_needed(resp.responder_uuid)
+
+    def _ask_for_copy(self, uuid: str) -> None:
+        """A peer just answered a probe: it lacks entries this leader no longer holds.
+        Ask it for a tablet copy now, one round trip after it said so (not at a later
+        heartbeat, which could reach it after a copy it finished since)."""
+        self._ready.messages.append(StartTabletCopyRequest(self.uuid, self.current_term, uuid))
 
     def _majority_replicated_index(self) -> int:
         config = self.active_config
