@@ -34,7 +34,7 @@ from kudusql.cluster.tserver.tablet_replica import TabletReplica
 from kudusql.consensus.messages import ConsensusMessage, StartTabletCopyRequest
 from kudusql.consensus.opid import OpId
 from kudusql.consensus.raft_consensus import ConsensusError
-from tests.cluster.replica_gc_writer import SCHEMA, UUID, model, settled
+from tests.cluster.replica_gc_writer import SCHEMA, model, settled
 from tests.cluster.test_replica_log_gc import GROUP_OPTIONS, SOLO_OPTIONS, _open, _write, solo
 from tests.cluster.test_tablet_replica import UUIDS, Group, rows_of, wait_for
 from tests.support.timing import scaled

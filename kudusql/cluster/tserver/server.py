@@ -340,8 +340,7 @@ class TabletServer(RpcServer):
         snapshot = self.tablets.copy_source(r.tablet_id)
         h = snapshot.header
         log.info(
-            "tablet %s: serving a tablet copy (%d files, %d bytes, %d log entries after %s)"
-            " to %s",
+            "tablet %s: serving a tablet copy (%d files, %d bytes, %d log entries after %s) to %s",
             r.tablet_id,
             len(h.files),
             sum(size for _, size in h.files),

@@ -913,8 +913,14 @@ class TabletManager:
             replica.wait_for_safe_time(snapshot)
 
     def flush(self, tablet_id: str) -> None:
-        """Flush the tablet's MemRowSet and DeltaMemStores now."""
+        """Flush the tablet's MemRowSet and DeltaMemStores now; a replicated tablet's
+        consensus log is then GCed as its log GC driver would (``flush_and_gc``)."""
         tablet = self.tablet(tablet_id)
+        with self._lock:
+            replica = self._replicas.get(tablet_id)
+        if replica is not None:
+            replica.flush_and_gc(flush=True)
+            return
         tablet.flush()
         tablet.flush_deltas()
 

@@ -715,9 +715,7 @@ class TabletReplica:
                 self.clock.observe(floor)
                 _save_committed(self.directory, committed_index, floor)
                 meta = ConsensusMetadata(current_term, None, committed_config, DataState.READY)
-                self._raft.tablet_copy_complete(
-                    meta, entries, committed_index, _now_ms(), log_base
-                )
+                self._raft.tablet_copy_complete(meta, entries, committed_index, _now_ms(), log_base)
             except BaseException:
                 self._raft.tablet_copy_failed(_now_ms())
                 self._drain()
