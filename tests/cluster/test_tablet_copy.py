@@ -211,9 +211,7 @@ def _corrupt_a_chunk(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBat
         yield rb
 
 
-def test_a_cut_copy_leaves_a_tombstone_and_the_next_copy_works(
-    solo: str, tmp_path: Path
-) -> None:
+def test_a_cut_copy_leaves_a_tombstone_and_the_next_copy_works(solo: str, tmp_path: Path) -> None:
     src = gced_source(solo)
     dst = tombstone(tmp_path / "dst", "ts-b")
     try:

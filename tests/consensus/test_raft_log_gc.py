@@ -10,7 +10,6 @@ import random
 import pytest
 
 from kudusql.consensus.messages import (
-    StartTabletCopyRequest,
     UpdateConsensusRequest,
     UpdateConsensusResponse,
 )

@@ -68,15 +68,14 @@ CHUNK_BYTES = 1 << 20
 #: Entries per record batch of the stream.
 _ENTRIES_PER_BATCH = 512
 
-STREAM_SCHEMA = pa.schema(
-    [
-        pa.field(KIND, pa.string(), False),
-        pa.field(PATH, pa.string()),
-        pa.field(DATA, pa.binary()),
-        pa.field(CRC32, pa.int64()),
-        pa.field(ENTRY, pa.string()),
-    ]
-)
+_FIELDS: list[pa.Field[Any]] = [
+    pa.field(KIND, pa.string(), False),
+    pa.field(PATH, pa.string()),
+    pa.field(DATA, pa.binary()),
+    pa.field(CRC32, pa.int64()),
+    pa.field(ENTRY, pa.string()),
+]
+STREAM_SCHEMA = pa.schema(_FIELDS)
 
 
 @message("tserver_tablet_copy")

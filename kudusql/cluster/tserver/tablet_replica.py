@@ -645,8 +645,8 @@ class TabletReplica:
             files: list[tuple[str, int, IO[bytes]]] = []
             try:
                 for rel in src.tablet_files:
-                    f = open(os.path.join(src.tablet_dir, rel), "rb")  # noqa: SIM115
-                    files.append((rel, os.fstat(f.fileno()).st_size, f))
+                    fh: IO[bytes] = open(os.path.join(src.tablet_dir, rel), "rb")  # noqa: SIM115
+                    files.append((rel, os.fstat(fh.fileno()).st_size, fh))
                 with self._lock:
                     self._check_usable()
                     config = self._raft.committed_config
