@@ -31,10 +31,17 @@ applied index and, on a leader, what its peers still need, within
 ``log_min_segments_to_retain`` .. ``log_max_segments_to_retain`` segments. A peer whose
 entries are gone needs a tablet copy (``peers_needing_copy``).
 
+Tablet copy (docs/CLUSTER.md, "Tablet copy and re-replication"): ``copy_snapshot``
+is the source's consistent state (the tablet's files opened, then the log after its
+base); ``begin_copy`` and ``install_copy`` are the destination's: COPYING first, the
+staged files swapped into place and the copied log written before cmeta READY, so a
+crash leaves a replica that holds no data, which its next open clears.
+
 Directory (FORMAT.md in this package): ``replica.meta`` (uuid, tablet id, schema),
 ``cmeta``, ``replica.committed``, ``wal/`` (the consensus log), ``tablet/`` (the storage
-tablet). A replica written before ``replica.committed`` existed has a complete log and a
-derived tablet: its first open rebuilds the tablet from the log as before.
+tablet), ``tablet.copying/`` (a copy's staged files). A replica written before
+``replica.committed`` existed has a complete log and a derived tablet: its first open
+rebuilds the tablet from the log as before.
 
 The threads are a timer that calls ``tick`` and the log GC driver. The transport is
 called with the lock held: it must queue the message and return, never call back into
