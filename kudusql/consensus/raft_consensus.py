@@ -150,6 +150,9 @@ class Ready:
     committed: list[ReplicateMsg] = field(default_factory=list)
     #: After a tablet copy: the tablet's applied state is the log up to this index.
     reset_applied_to: int | None = None
+    #: After a tablet copy: the log is exactly ``appends``, which follow this OpId
+    #: (MINIMUM_OPID for a whole log; ``truncate_after`` is 0).
+    copied_log_base: OpId | None = None
     #: The host's hybrid clock must move to at least this timestamp.
     clock_update: int | None = None
 
@@ -262,6 +265,11 @@ class RaftReplica:
         """The entries the replica holds (entry i is at position i - ``first_index``;
         those before were garbage-collected); do not modify."""
         return self._log
+
+    @property
+    def log_base(self) -> OpId:
+        """The OpId just before the first entry held (MINIMUM_OPID: none was GCed)."""
+        return self._base
 
     @property
     def first_index(self) -> int:
@@ -523,18 +531,33 @@ class RaftReplica:
         source_log: list[ReplicateMsg],
         source_committed_index: int,
         now_ms: int,
+        log_base: OpId = MINIMUM_OPID,
     ) -> None:
-        """The copy arrived: the source's log, committed index and committed config."""
+        """The copy arrived: the source's log after ``log_base`` (the OpId before its
+        first entry: the entries up to it are in the copied tablet, all committed;
+        MINIMUM_OPID for a whole log), its committed index and committed config. The
+        Ready's ``reset_applied_to`` is the committed index: the host's tablet holds
+        the copied state, and the committed entries after what it holds apply."""
         self._now = now_ms
         if self.data_state is not DataState.COPYING:
             raise ConsensusError("NOT_COPYING", "no tablet copy is in progress")
+        if any(e.id.index != log_base.index + 1 + i for i, e in enumerate(source_log)):
+            raise ConsensusError(
+                "BAD_COPY", f"the copied log does not hold consecutive entries after {log_base}"
+            )
+        if source_committed_index < log_base.index:
+            raise ConsensusError(
+                "BAD_COPY",
+                f"the copied committed index {source_committed_index} is below the copied "
+                f"log's base {log_base}",
+            )
         if source_meta.current_term > self.current_term:
             self.current_term = source_meta.current_term
             self.voted_for = None
         self.data_state = DataState.READY
         self.tombstone_last_logged_opid = None
         self._base_config = source_meta.committed_config
-        self._base = MINIMUM_OPID
+        self._base = log_base
         self._log = list(source_log)
         self.committed_index = min(source_committed_index, self.last_index)
         self.durable_index = self.last_index
@@ -545,6 +568,7 @@ class RaftReplica:
         self._ready.appends = list(self._log)
         self._ready.sync_before_send = True
         self._ready.reset_applied_to = self.committed_index
+        self._ready.copied_log_base = log_base
         self._ready.clock_update = self.ht_floor
         self._election_deadline = now_ms + self.options.election_timeout_ms
         self._persist()
@@ -783,10 +807,22 @@ class RaftReplica:
             return
         next_index = min(max(peer.next_index, 1), self.last_index + 1)
         if next_index <= self._base.index:
-            # The entries it needs were garbage-collected: only a tablet copy helps.
+            # The entries it needs were garbage-collected: only a tablet copy helps,
+            # unless it has taken one since. A heartbeat probes it (an empty update
+            # after the base: a copied peer matches it and resumes from its log); its
+            # answer that it cannot match asks for the copy at once (``_ask_for_copy``).
             if heartbeat:
                 self._ready.messages.append(
-                    StartTabletCopyRequest(self.uuid, self.current_term, uuid)
+                    UpdateConsensusRequest(
+                        self.uuid,
+                        self.current_term,
+                        uuid,
+                        self._base,
+                        self.committed_index,
+                        (),
+                        0,
+                        max(self._now, 0),
+                    )
                 )
             return
         preceding = self._opid_at(next_index - 1)
@@ -814,7 +850,7 @@ class RaftReplica:
         if not self._leader_reads_allowed():
             return 0
         if last_sent < self.last_index:
-            return self._log[last_sent].timestamp - 1
+            return self._log[last_sent - self._base.index].timestamp - 1
         self.ht_floor = max(self.ht_floor, self._hybrid_now)
         return self._hybrid_now
 
@@ -856,13 +892,21 @@ class RaftReplica:
         peer.last_exchange_ok = status.error is None
         if status.error is None:
             peer.successful_exchanges += 1
-        if status.error is ConsensusErrorCode.PRECEDING_ENTRY_DIDNT_MATCH:
+        if peer.next_index <= self._base.index:
+            self._ask_for_copy(resp.responder_uuid)
+        elif status.error is ConsensusErrorCode.PRECEDING_ENTRY_DIDNT_MATCH:
             self._send_to_peer(resp.responder_uuid, heartbeat=True)
         elif peer.next_index <= self.last_index:
             self._send_to_peer(resp.responder_uuid, heartbeat=False)
         self._advance_commit()
         if self._is_leader:
             self._promote_if_needed(resp.responder_uuid)
+
+    def _ask_for_copy(self, uuid: str) -> None:
+        """A peer just answered a probe: it lacks entries this leader no longer holds.
+        Ask it for a tablet copy now, one round trip after it said so (not at a later
+        heartbeat, which could reach it after a copy it finished since)."""
+        self._ready.messages.append(StartTabletCopyRequest(self.uuid, self.current_term, uuid))
 
     def _majority_replicated_index(self) -> int:
         config = self.active_config

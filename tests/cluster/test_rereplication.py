@@ -9,6 +9,7 @@ leaves no replica there, and the next copy works."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,12 @@ from kudusql.cluster.ksck import ksck
 from kudusql.cluster.launcher import MiniCluster
 from kudusql.cluster.master.messages import CreateTable, DdlResponse, TabletLocationInfo
 from kudusql.cluster.rpc_client import RpcClient
-from kudusql.cluster.tserver.messages import ScanRequest, WriteRequest, WriteResponse
+from kudusql.cluster.tserver.messages import (
+    FlushTablet,
+    ScanRequest,
+    WriteRequest,
+    WriteResponse,
+)
 from kudusql.cluster.tserver.tablet_manager import COPY_PAUSE_ENV, TABLETS_DIR
 from kudusql.cluster.tserver.tablet_replica import CMETA_FILE
 from kudusql.consensus.raft_consensus import DataState
@@ -211,4 +217,67 @@ def test_interrupted_copy_leaves_no_replica(
         eventually(
             lambda: scanned_ids(cluster, back.address, tablet.tablet_id) == list(range(100)),
             "every row on the re-copied replica",
+        )
+
+
+@pytest.fixture
+def gc_cluster(tmp_path: Path) -> Iterator[MiniCluster]:
+    """As ``cluster``, with 4 KiB consensus log segments and no timed log GC (a
+    tserver_flush_tablet call flushes and GCs)."""
+    mini = MiniCluster(
+        tmp_path / "cluster",
+        master_flags=MASTER_FLAGS,
+        tserver_flags=[
+            *TSERVER_FLAGS,
+            "--raft-heartbeat-ms",
+            "100",
+            "--follower-unavailable-considered-failed-sec",
+            str(FAILED_FOLLOWER_S),
+            "--log-segment-size-mb",
+            str(4 / 1024),
+            "--log-gc-interval-sec",
+            "0",
+        ],
+        start_timeout=scaled(30),
+    )
+    try:
+        mini.start(4)
+        yield mini
+    finally:
+        mini.stop()
+
+
+def test_a_dead_server_is_re_replicated_from_a_gced_log(gc_cluster: MiniCluster) -> None:
+    """The re-replication above after the replicas flushed and GCed their consensus
+    logs: the new replica is copied from the leader's data files and log tail."""
+    cluster = gc_cluster
+    with cluster.master_client(timeout=scaled(10)) as master:
+        tablet = create_rf3(master)
+        for start in range(0, 200, 5):  # 40 entries: many 4 KiB segments
+            write(cluster, tablet, range(start, start + 5))
+        for r in tablet.replicas:
+            with tserver_client(cluster, r.address) as ts:
+                ts.call(FlushTablet(tablet.tablet_id))
+        follower = tablet.replicas[1].address
+        spare_index = next(
+            i
+            for i, d in enumerate(cluster.tservers)
+            if d.address not in {r.address for r in tablet.replicas}
+        )
+        spare = cluster.tservers[spare_index]
+        cluster.kill(cluster.tservers[index_of(cluster, follower)])
+        new = eventually(lambda: restored(master, follower), "the replication factor restored")
+        assert spare.address in {r.address for r in new.replicas}
+        log_text = (Path(spare.directory) / "tserver.log").read_text(errors="replace")
+        copied = re.search(
+            r"copied (\d+) files \(\d+ bytes\) and \d+ log entries after "
+            r"\d+\.(\d+) ",
+            log_text,
+        )
+        assert copied is not None, "no tablet copy in the spare's log"
+        assert int(copied.group(1)) > 0 and int(copied.group(2)) > 0  # the log was GCed
+        write(cluster, new, range(200, 250))
+        eventually(
+            lambda: scanned_ids(cluster, spare.address, tablet.tablet_id) == list(range(250)),
+            "every row on the new replica",
         )

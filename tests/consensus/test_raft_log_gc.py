@@ -10,12 +10,17 @@ import random
 import pytest
 
 from kudusql.consensus.messages import (
-    StartTabletCopyRequest,
     UpdateConsensusRequest,
     UpdateConsensusResponse,
 )
 from kudusql.consensus.opid import OpId
-from kudusql.consensus.raft_consensus import ConsensusMetadata, RaftOptions, RaftReplica
+from kudusql.consensus.raft_consensus import (
+    ConsensusError,
+    ConsensusMetadata,
+    DataState,
+    RaftOptions,
+    RaftReplica,
+)
 from tests.consensus.harness import Group
 
 
@@ -43,7 +48,13 @@ def test_a_follower_behind_the_leaders_gc_point_needs_a_copy() -> None:
     g.inbox.clear()
     g.tick("a", advance_ms=RaftOptions().heartbeat_interval_ms)
     to_c = [m for _, m in g.inbox if m.dest_uuid == "c"]
-    assert to_c and all(isinstance(m, StartTabletCopyRequest) for m in to_c)
+    # First a probe after the base (a peer copied since would match it)...
+    assert [type(m) for m in to_c] == [UpdateConsensusRequest]
+    assert to_c[0].preceding_id.index == 12 and not to_c[0].ops
+    # ... then, on c's mismatch, the copy request at once.
+    g.deliver(lambda s, m: m.dest_uuid == "c" or s == "c")
+    assert [m.dest_uuid for m in g.copy_requests] == ["c"]
+    g.inbox.clear()
     # b keeps up from the retained entries.
     _grow(g, "a", 2, {"b"})
     assert g["b"].last_index == a.last_index == 18 and a.committed_index == 18
@@ -88,3 +99,41 @@ def test_entries_below_a_followers_base_are_skipped_as_held() -> None:
     assert b.last_opid == log[6].id and b.committed_index == 7
     (resp,) = ready.messages
     assert isinstance(resp, UpdateConsensusResponse) and resp.status.error is None
+
+
+def test_a_copy_of_a_gced_log_catches_up_from_its_base() -> None:
+    g = Group(["a", "b", "c"])
+    g.put("c", [], 0, term=0, config=None, data_state=DataState.TOMBSTONED)
+    g.elect("a")
+    _grow(g, "a", 8, {"b"})
+    a = g["a"]
+    a.log_gc(6)
+    base = OpId(a.log[0].id.term, 6) if a.log[0].id.index == 7 else None
+    assert base is not None and a.first_index == 7
+    g.tick("a", advance_ms=RaftOptions().heartbeat_interval_ms)
+    g.deliver(lambda s, m: m.dest_uuid == "c" or s == "c")
+    copies = [m for m in g.copy_requests if m.dest_uuid == "c"]
+    assert copies
+    g.inbox.clear()
+    c = g["c"]
+    c.start_tablet_copy(copies[0], g.now)
+    g.drain("c")
+    with pytest.raises(ConsensusError, match="consecutive"):
+        c.tablet_copy_complete(a.metadata(), list(a.log[1:]), a.committed_index, g.now, base)
+    c.tablet_copy_complete(a.metadata(), list(a.log), a.committed_index, g.now, base)
+    ready = g.drain("c")
+    assert ready.copied_log_base == base and ready.reset_applied_to == a.committed_index
+    assert c.data_state is DataState.READY and c.first_index == 7
+    assert c.last_opid == a.last_opid and c.committed_index == a.committed_index
+    assert ready.appends == list(a.log) and ready.truncate_after == 0
+    # The leader's next heartbeat probes c, which matches: the copy is not asked again,
+    # and c takes the next entries from its copied log.
+    g.copy_requests.clear()
+    g.tick("a", advance_ms=RaftOptions().heartbeat_interval_ms)
+    g.deliver()
+    assert a.peers_needing_copy() == [] and g.copy_requests == []
+    _grow(g, "a", 3, {"b", "c"})
+    g.tick("a", advance_ms=RaftOptions().heartbeat_interval_ms)
+    g.deliver()
+    assert c.last_index == a.last_index == 12 and c.committed_index == a.committed_index
+    assert a.peers_needing_copy() == []

@@ -17,6 +17,7 @@ clear line and exits 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
@@ -36,7 +37,9 @@ from kudusql.cluster.tserver.server import (
     TabletServer,
     replica_options,
 )
+from kudusql.cluster.tserver.tablet_replica import ReplicaOptions
 from kudusql.common.errors import Error
+from kudusql.storage.consensus import DEFAULT_SEGMENT_SIZE
 from kudusql.storage.fs.files import write_file_atomic
 
 ADDRESS_FILE = "tserver.address"
@@ -94,6 +97,20 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds a replicated tablet's leader waits for a silent follower before it"
         " evicts it and the master re-replicates (default %(default)s)",
     )
+    p.add_argument(
+        "--log-segment-size-mb",
+        type=float,
+        default=DEFAULT_SEGMENT_SIZE / (1 << 20),
+        help="replicated tablets' consensus log segment size in MiB; the log GC deletes"
+        " whole segments (Kudu's --log_segment_size_mb; default %(default)s)",
+    )
+    p.add_argument(
+        "--log-gc-interval-sec",
+        type=float,
+        default=ReplicaOptions().log_gc_interval_s,
+        help="seconds between runs of a replicated tablet's flush and log GC; 0: only"
+        " when the tablet is flushed through the RPC (default %(default)s)",
+    )
     args = p.parse_args(argv)
     directory = os.path.abspath(args.dir)
     os.makedirs(directory, exist_ok=True)
@@ -117,10 +134,14 @@ def main(argv: list[str] | None = None) -> int:
             remember_clients_ttl=args.remember_clients_ttl,
             remember_responses_ttl=args.remember_responses_ttl,
             lose_write_responses=LoseWriteResponses.parse(fault_spec) if fault_spec else None,
-            replica_options=replica_options(
-                args.raft_heartbeat_ms,
-                args.follower_unavailable_considered_failed_sec,
-                args.raft_max_clock_error_ms,
+            replica_options=dataclasses.replace(
+                replica_options(
+                    args.raft_heartbeat_ms,
+                    args.follower_unavailable_considered_failed_sec,
+                    args.raft_max_clock_error_ms,
+                ),
+                log_segment_bytes=max(1024, int(args.log_segment_size_mb * (1 << 20))),
+                log_gc_interval_s=args.log_gc_interval_sec,
             ),
         )
     except (Error, ValueError) as exc:

@@ -340,14 +340,18 @@ class TabletServer(RpcServer):
         return ChangeConfigResponse(r.tablet_id, index)
 
     def _tablet_copy(self, r: TabletCopyRequest) -> pa.RecordBatchReader:
-        copy = self.tablets.copy_source(r.tablet_id)
+        snapshot = self.tablets.copy_source(r.tablet_id)
+        h = snapshot.header
         log.info(
-            "tablet %s: serving a tablet copy (%d log entries) to %s",
+            "tablet %s: serving a tablet copy (%d files, %d bytes, %d log entries after %s) to %s",
             r.tablet_id,
-            len(copy.log),
+            len(h.files),
+            sum(size for _, size in h.files),
+            len(snapshot.entries),
+            h.log_base,
             r.requester_uuid,
         )
-        return copy_stream(copy)
+        return copy_stream(snapshot)
 
     def _alter(self, r: AlterTablet) -> TabletChanged:
         entry = self.tablets.alter_tablet(r.tablet_id, parse_schema(r.schema), r.schema_version)

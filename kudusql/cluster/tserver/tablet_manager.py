@@ -54,7 +54,12 @@ from kudusql.cluster.tserver.messages import KEY_INDEX_COLUMN
 from kudusql.cluster.tserver.peer_messenger import PeerMessenger
 from kudusql.cluster.tserver.result_tracker import RequestId
 from kudusql.cluster.tserver.superblock import RUNNING, TOMBSTONED, Superblock, TabletEntry
-from kudusql.cluster.tserver.tablet_copy import CopiedTablet, fetch_copy
+from kudusql.cluster.tserver.tablet_copy import (
+    CopyHeader,
+    CopySnapshot,
+    open_copy,
+    receive_copy,
+)
 from kudusql.cluster.tserver.tablet_replica import (
     NotLeaderError,
     ReplicaOptions,
@@ -100,7 +105,7 @@ TABLETS_DIR = "tablets"
 ReportedConfig = tuple[int, tuple[str, ...], tuple[str, ...]]
 
 #: Test-only fault point: seconds a tablet copy waits once its destination is COPYING
-#: (durably) and before it installs the copied log, so a test can kill it midway.
+#: (durably) and before it receives the copy's files, so a test can kill it midway.
 COPY_PAUSE_ENV = "KUDUSQL_TEST_TABLET_COPY_PAUSE"
 #: Seconds a tablet copy's fetch may take.
 COPY_TIMEOUT = 120.0
@@ -544,19 +549,21 @@ class TabletManager:
 
     # -- tablet copy and config changes -------------------------------------------------
 
-    def copy_source(self, tablet_id: str) -> CopiedTablet:
-        """The source side of a tablet copy: this replica's consistent state."""
+    def copy_source(self, tablet_id: str) -> CopySnapshot:
+        """The source side of a tablet copy: this replica's consistent state, its files
+        open (the caller streams and closes them)."""
         with self._lock:
             entry = self._running_entry(tablet_id)
         replica = self.replica(tablet_id)
-        term, config, committed, entries = replica.copy_snapshot()
+        snap = replica.copy_snapshot()
+        config = snap.committed_config
         peers = dict(entry.raft_peers or ())
         if self.messenger is not None:
             for u in config.uuids:
                 address = self.messenger.address_of(u)
                 if address is not None and u not in peers:
                     peers[u] = address
-        return CopiedTablet(
+        header = CopyHeader(
             tablet_id=tablet_id,
             source_uuid=self.server_uuid,
             table_id=entry.table_id,
@@ -565,11 +572,14 @@ class TabletManager:
             schema=entry.schema,
             schema_version=entry.schema_version,
             raft_peers=tuple(peers.items()),
-            current_term=term,
+            current_term=snap.current_term,
             committed_config=config,
-            committed_index=committed,
-            log=tuple(entries),
+            committed_index=snap.committed_index,
+            log_base=snap.log_base,
+            last_index=snap.log_base.index + len(snap.entries),
+            files=tuple((path, size) for path, size, _ in snap.files),
         )
+        return CopySnapshot(header, tuple(snap.entries), [f for _, _, f in snap.files])
 
     def copy_requested(
         self, tablet_id: str, request: StartTabletCopyRequest, source_address: str | None
@@ -607,22 +617,31 @@ class TabletManager:
         try:
             assert self.messenger is not None
             with self.messenger.client_for(source_address, timeout=COPY_TIMEOUT) as client:
-                copy = fetch_copy(client, tablet_id, self.server_uuid, timeout=COPY_TIMEOUT)
-            replica = self._copy_target(copy, request)
-            began = True
+                header, batches = open_copy(
+                    client, tablet_id, self.server_uuid, timeout=COPY_TIMEOUT
+                )
+                replica = self._copy_target(header, request)
+                replica.begin_copy(request)
+                began = True
+                if self._copy_pause:
+                    time.sleep(self._copy_pause)
+                entries = receive_copy(header, batches, replica.copy_staging_dir)
             replica.install_copy(
-                request,
-                copy.current_term,
-                copy.committed_config,
-                copy.committed_index,
-                list(copy.log),
-                pause_s=self._copy_pause,
+                header.current_term,
+                header.committed_config,
+                header.committed_index,
+                header.log_base,
+                entries,
             )
             log.info(
-                "tablet %s: copied %d log entries (committed index %d) from %s in %.2f s",
+                "tablet %s: copied %d files (%d bytes) and %d log entries after %s "
+                "(committed index %d) from %s in %.2f s",
                 tablet_id,
-                len(copy.log),
-                copy.committed_index,
+                len(header.files),
+                sum(size for _, size in header.files),
+                len(entries),
+                header.log_base,
+                header.committed_index,
                 request.caller_uuid,
                 time.monotonic() - started,
             )
@@ -645,7 +664,7 @@ class TabletManager:
         if self.on_changed is not None:
             self.on_changed()
 
-    def _copy_target(self, copy: CopiedTablet, request: StartTabletCopyRequest) -> TabletReplica:
+    def _copy_target(self, copy: CopyHeader, request: StartTabletCopyRequest) -> TabletReplica:
         """The replica a copy fills: the hosted one, or a new empty one (listed RUNNING
         before it exists, created as a tombstone) for a tablet this server does not host
         or deleted (a deleted one keeps its last-logged OpId for the rogue-leader rule)."""
@@ -980,8 +999,14 @@ class TabletManager:
             raise self._not_the_leader(exc) from None
 
     def flush(self, tablet_id: str) -> None:
-        """Flush the tablet's MemRowSet and DeltaMemStores now."""
+        """Flush the tablet's MemRowSet and DeltaMemStores now; a replicated tablet's
+        consensus log is then GCed as its log GC driver would (``flush_and_gc``)."""
         tablet = self.tablet(tablet_id)
+        with self._lock:
+            replica = self._replicas.get(tablet_id)
+        if replica is not None:
+            replica.flush_and_gc(flush=True)
+            return
         tablet.flush()
         tablet.flush_deltas()
 

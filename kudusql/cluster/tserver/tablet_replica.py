@@ -31,10 +31,17 @@ applied index and, on a leader, what its peers still need, within
 ``log_min_segments_to_retain`` .. ``log_max_segments_to_retain`` segments. A peer whose
 entries are gone needs a tablet copy (``peers_needing_copy``).
 
+Tablet copy (docs/CLUSTER.md, "Tablet copy and re-replication"): ``copy_snapshot``
+is the source's consistent state (the tablet's files opened, then the log after its
+base); ``begin_copy`` and ``install_copy`` are the destination's: COPYING first, the
+staged files swapped into place and the copied log written before cmeta READY, so a
+crash leaves a replica that holds no data, which its next open clears.
+
 Directory (FORMAT.md in this package): ``replica.meta`` (uuid, tablet id, schema),
 ``cmeta``, ``replica.committed``, ``wal/`` (the consensus log), ``tablet/`` (the storage
-tablet). A replica written before ``replica.committed`` existed has a complete log and a
-derived tablet: its first open rebuilds the tablet from the log as before.
+tablet), ``tablet.copying/`` (a copy's staged files). A replica written before
+``replica.committed`` existed has a complete log and a derived tablet: its first open
+rebuilds the tablet from the log as before.
 
 The threads are a timer that calls ``tick`` and the log GC driver. The transport is
 called with the lock held: it must queue the message and return, never call back into
@@ -54,6 +61,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import IO
 
 import pyarrow as pa
 
@@ -94,6 +102,12 @@ from kudusql.consensus.raft_consensus import (
     Ready,
 )
 from kudusql.storage.consensus import DEFAULT_SEGMENT_SIZE, ConsensusLog, ConsensusMetadataFile
+from kudusql.storage.consensus.tablet_copy import (
+    COPYING_SUFFIX,
+    DELETING_SUFFIX,
+    write_copied_log,
+)
+from kudusql.storage.fs.files import fsync_dir
 from kudusql.storage.fs.lock import DirLock
 from kudusql.storage.fs.meta_file import load_json, save_json
 from kudusql.storage.tablet import metadata as tablet_metadata
@@ -104,6 +118,7 @@ __all__ = [
     "CopySource",
     "NotLeaderError",
     "ReplicaOptions",
+    "ReplicaSnapshot",
     "SafeTimeTimeoutError",
     "TabletReplica",
     "Transport",
@@ -125,6 +140,8 @@ CMETA_FILE = "cmeta"
 COMMITTED_FILE = "replica.committed"
 LOG_DIR = "wal"
 TABLET_DIR = "tablet"
+#: A tablet copy's staged files (``tablet.copying``) before they go into place.
+STAGING_SUFFIX = ".copying"
 _MAGIC = b"KSQLTREP"
 _VERSION = 1
 _COMMITTED_MAGIC = b"KSQLRCMT"
@@ -197,6 +214,20 @@ class ReplicaOptions:
     log_max_segments_to_retain: int = 80
     #: How often the log GC driver runs (``flush_and_gc``); 0: only when called.
     log_gc_interval_s: float = 5.0
+
+
+@dataclass
+class ReplicaSnapshot:
+    """A tablet copy's source state (``copy_snapshot``): the consensus state, the log
+    after ``log_base``, and the tablet's files (path relative to the tablet directory,
+    the size to ship, the open file)."""
+
+    current_term: int
+    committed_config: RaftConfig
+    committed_index: int
+    log_base: OpId
+    entries: list[ReplicateMsg]
+    files: list[tuple[str, int, IO[bytes]]]
 
 
 @dataclass(frozen=True)
@@ -417,6 +448,10 @@ class TabletReplica:
             self.schema_version: int | None = None
             self._cmeta = ConsensusMetadataFile(os.path.join(self.directory, CMETA_FILE))
             meta = self._cmeta.load()
+            if meta.data_state is not DataState.READY:
+                # A tombstone, or a copy a crash interrupted: whatever data it left is
+                # no replica's; it starts from an empty log and tablet.
+                _clear_data(self.directory)
             self._log = ConsensusLog.open(
                 os.path.join(self.directory, LOG_DIR),
                 create=False,
@@ -431,16 +466,7 @@ class TabletReplica:
             #: replayed, so their results are not known here; a retry of one is refused
             #: and never applied again.
             self._applied_before_open: set[tuple[str, int]] = set()
-            for entry in entries:
-                if entry.id.index > self.applied_index:
-                    break
-                if entry.op_type is OpType.WRITE and entry.payload is not None:
-                    key = request_key(entry.payload)
-                    if key is not None:
-                        self._applied_before_open.add(key)
-                    altered = decode_alter(entry.payload)
-                    if altered is not None and altered[0] == self.tablet.schema:
-                        self.schema_version = altered[1]
+            self._note_held_entries(entries)
             # Entries this replica knows committed apply now; Raft brings the others.
             known = max(self.applied_index, min(committed or 0, self._log.last_opid().index))
             #: What the last open replayed: the index the reopened tablet held, the
@@ -613,6 +639,21 @@ class TabletReplica:
             return Tablet.create(path, self.schema, opts, clock=self.clock)
         return Tablet.open(path, opts, clock=self.clock)
 
+    def _note_held_entries(self, entries: list[ReplicateMsg]) -> None:
+        """What the entries the tablet already holds (up to ``applied_index``) leave
+        besides rows: their request ids (a retry of one is refused, never applied
+        again) and the schema version of the last alter among them."""
+        for entry in entries:
+            if entry.id.index > self.applied_index:
+                break
+            if entry.op_type is OpType.WRITE and entry.payload is not None:
+                key = request_key(entry.payload)
+                if key is not None:
+                    self._applied_before_open.add(key)
+                altered = decode_alter(entry.payload)
+                if altered is not None and altered[0] == self.tablet.schema:
+                    self.schema_version = altered[1]
+
     def _tablet_applied_index(self, base: OpId, entries: list[ReplicateMsg]) -> int:
         """The last entry the reopened tablet holds: the last whose timestamp is at most
         the tablet's latest one (timestamps strictly increase with the index; an entry
@@ -749,65 +790,136 @@ class TabletReplica:
 
     # -- tablet copy and config changes ----------------------------------------------------
 
-    def copy_snapshot(self) -> tuple[int, RaftConfig, int, list[ReplicateMsg]]:
-        """The source side of a tablet copy: the current term, committed config,
-        committed index and whole log, one consistent snapshot."""
-        with self._lock:
-            self._check_usable()
-            config = self._raft.committed_config
-            if self._raft.data_state is not DataState.READY or config is None:
-                raise OperationalError(
-                    f"tablet {self.tablet_id} replica {self.uuid} has no data to copy"
-                )
-            if self._log.first_index != 1:
-                raise NotSupportedError(
-                    f"tablet {self.tablet_id} replica {self.uuid}: its consensus log starts "
-                    f"at entry {self._log.first_index} (GCed), and a tablet copy ships the "
-                    "whole log only"
-                )
-            return (
-                self._raft.current_term,
-                config,
-                self._raft.committed_index,
-                list(self._raft.log),
-            )
+    def copy_snapshot(self) -> ReplicaSnapshot:
+        """The source side of a tablet copy: under ``copy_source``, open every listed
+        tablet file and fix its size, then take the term, committed config, committed
+        index and the log after its base (the files hold no entry the log lacks: the
+        log is read after them). The caller closes the snapshot's files."""
+        with self.copy_source() as src:
+            files: list[tuple[str, int, IO[bytes]]] = []
+            try:
+                for rel in src.tablet_files:
+                    fh: IO[bytes] = open(os.path.join(src.tablet_dir, rel), "rb")  # noqa: SIM115
+                    files.append((rel, os.fstat(fh.fileno()).st_size, fh))
+                with self._lock:
+                    self._check_usable()
+                    config = self._raft.committed_config
+                    if self._raft.data_state is not DataState.READY or config is None:
+                        raise OperationalError(
+                            f"tablet {self.tablet_id} replica {self.uuid} has no data to copy"
+                        )
+                    return ReplicaSnapshot(
+                        self._raft.current_term,
+                        config,
+                        self._raft.committed_index,
+                        self._raft.log_base,
+                        list(self._raft.log),
+                        files,
+                    )
+            except BaseException:
+                for _, _, f in files:
+                    f.close()
+                raise
 
-    def install_copy(
-        self,
-        request: StartTabletCopyRequest,
-        current_term: int,
-        committed_config: RaftConfig,
-        committed_index: int,
-        entries: list[ReplicateMsg],
-        *,
-        pause_s: float = 0.0,
-    ) -> None:
-        """The destination side: become COPYING (the core refuses a rogue leader with
-        ConsensusError), then take the copied log, committed index and config; the tablet
-        is rebuilt from the log. ``pause_s`` (tests only) waits between the two steps."""
+    @property
+    def copy_staging_dir(self) -> str:
+        """Where a tablet copy writes the tablet's files before they go into place."""
+        return os.path.join(self.directory, TABLET_DIR + STAGING_SUFFIX)
+
+    def begin_copy(self, request: StartTabletCopyRequest) -> None:
+        """The destination's first step: the core checks the leader (a rogue leader's
+        copy is refused with ConsensusError) and the replica becomes COPYING, durably,
+        before any byte of the copy is written; the staging directory is emptied."""
         with self._lock:
             self._check_usable()
             self._raft.start_tablet_copy(request, _now_ms())
             self._drain()
-        if pause_s:
-            time.sleep(pause_s)
+        _remove_tree(self.copy_staging_dir)
+
+    def install_copy(
+        self,
+        current_term: int,
+        committed_config: RaftConfig,
+        committed_index: int,
+        log_base: OpId,
+        entries: list[ReplicateMsg],
+    ) -> None:
+        """The destination's last step, once ``receive_copy`` staged the tablet's files
+        in ``copy_staging_dir``: write the copied log, move the staged tablet into
+        place, open it (its applied index from its latest timestamp), save the
+        committed index, then let the core take the copy (cmeta READY: the point where
+        the copy counts) and apply the committed entries after what the tablet holds.
+        A failure before READY leaves a tombstone (and the replica's data empty)."""
         with self._lock:
             self._check_usable()
-            meta = ConsensusMetadata(current_term, None, committed_config, DataState.READY)
+            if self._raft.data_state is not DataState.COPYING:
+                raise OperationalError(
+                    f"tablet {self.tablet_id} replica {self.uuid}: no tablet copy is in progress"
+                )
             try:
-                self._raft.tablet_copy_complete(meta, entries, committed_index, _now_ms())
+                self._replace_log(entries, log_base)
+                self.tablet.close(flush=False)
+                self._fail_all_waiters("was replaced by a tablet copy")
+                path = os.path.join(self.directory, TABLET_DIR)
+                _swap_in(self.copy_staging_dir, path)
+                opts = self.options.tablet.with_(wal_fsync="none")
+                self.tablet = Tablet.open(path, opts, clock=self.clock)
+                self.applied_index = self._tablet_applied_index(log_base, entries)
+                # The copied tablet's history replaces this replica's own.
+                self.results = ResultTracker()
+                self._results_gc_at = 0.0
+                self._pending.clear()
+                self._applied_before_open.clear()
+                self.schema_version = None
+                self._note_held_entries(entries)
+                floor = max([self.tablet.meta.max_ts, *(e.timestamp for e in entries)])
+                self.clock.observe(floor)
+                _save_committed(self.directory, committed_index, floor)
+                meta = ConsensusMetadata(current_term, None, committed_config, DataState.READY)
+                self._raft.tablet_copy_complete(meta, entries, committed_index, _now_ms(), log_base)
             except BaseException:
                 self._raft.tablet_copy_failed(_now_ms())
                 self._drain()
+                self._reset_data()
                 raise
             self._drain()
 
+    def _replace_log(self, entries: list[ReplicateMsg], preceding: OpId) -> None:
+        """Make the consensus log exactly ``entries`` after ``preceding``, durably and
+        atomically (``write_copied_log``), and reopen it (the lock held)."""
+        self._log.close()
+        path = os.path.join(self.directory, LOG_DIR)
+        segment = self.options.log_segment_bytes
+        write_copied_log(path, entries, preceding=preceding, segment_size=segment)
+        self._log = ConsensusLog.open(path, create=False, segment_size=segment)
+
+    def _reset_data(self) -> None:
+        """An empty log and tablet in place of whatever a failed copy left (the lock
+        held; the replica is a tombstone)."""
+        with contextlib.suppress(Exception):
+            self._log.close()
+        with contextlib.suppress(Exception):
+            self.tablet.close(flush=False)
+        _clear_data(self.directory)
+        self._log = ConsensusLog.open(
+            os.path.join(self.directory, LOG_DIR),
+            create=False,
+            segment_size=self.options.log_segment_bytes,
+        )
+        opts = self.options.tablet.with_(wal_fsync="none")
+        self.tablet = Tablet.create(
+            os.path.join(self.directory, TABLET_DIR), self.schema, opts, clock=self.clock
+        )
+        self.applied_index = 0
+
     def copy_failed(self) -> None:
-        """A copy that began here did not finish: the replica stays a tombstone."""
+        """A copy that began here did not finish: the replica stays a tombstone (its
+        staged files are removed)."""
         with self._lock:
             if self._usable():
                 self._raft.tablet_copy_failed(_now_ms())
                 self._drain()
+        _remove_tree(self.copy_staging_dir)
 
     def change_config(self, change: ConfigChange) -> OpId:
         """Propose one server's config change as the leader (ConsensusError when the
@@ -1028,11 +1140,18 @@ class TabletReplica:
         # 1. Term, vote, committed config, data state.
         if ready.meta is not None:
             self._cmeta.store(ready.meta)
-        # 2. Truncate, then append.
-        if ready.truncate_after is not None:
-            self._log.truncate_after(ready.truncate_after)
+        # 2. Truncate, then append. A tablet copy's log is in place already
+        # (install_copy wrote it, durably, before the core took the copy).
+        copied = ready.copied_log_base is not None
+        if ready.truncate_after is not None and not copied:
+            if ready.truncate_after < self._log.first_index - 1:
+                # The data goes (a copy begins, or a tombstone): the log was GCed, so
+                # an empty log replaces it whole.
+                self._replace_log([], MINIMUM_OPID)
+            else:
+                self._log.truncate_after(ready.truncate_after)
             self._lose_waiters_after(ready.truncate_after)
-        if ready.appends:
+        if ready.appends and not copied:
             self._log.append(ready.appends)
         # 3. A follower's answer counts its log: durable before it leaves.
         if ready.sync_before_send:
@@ -1049,29 +1168,16 @@ class TabletReplica:
             self._raft.log_synced(ready.appends[-1].id, _now_ms())
         if ready.clock_update is not None:
             self.clock.observe(ready.clock_update)
-        # After a tablet copy: the tablet is what the copied log's committed prefix makes.
+        # After a tablet copy: the copied tablet (install_copy opened it) holds the
+        # entries up to ``applied_index``; the committed ones after it apply now.
         if ready.reset_applied_to is not None:
-            self._rebuild_tablet(ready.reset_applied_to)
+            for entry in self._raft.log:
+                if self.applied_index < entry.id.index <= ready.reset_applied_to:
+                    self._apply(entry)
         # 4. Apply, in index order, each at its entry's HybridTime.
         for entry in ready.committed:
             if entry.id.index > self.applied_index:
                 self._apply(entry)
-
-    def _rebuild_tablet(self, applied_to: int) -> None:
-        self.tablet.close(flush=False)
-        path = os.path.join(self.directory, TABLET_DIR)
-        shutil.rmtree(path, ignore_errors=True)
-        opts = self.options.tablet.with_(wal_fsync="none")
-        self.tablet = Tablet.create(path, self.schema, opts, clock=self.clock)
-        self.applied_index = 0
-        # The copied log applies from the start: its requests' results with it.
-        self.results = ResultTracker()
-        self._results_gc_at = 0.0
-        self._applied_before_open.clear()
-        self.schema_version = None
-        self._fail_all_waiters("was replaced by a tablet copy")
-        for entry in self._raft.log[:applied_to]:
-            self._apply(entry)
 
     def _apply(self, entry: ReplicateMsg) -> None:
         index = entry.id.index
@@ -1235,7 +1341,7 @@ class TabletReplica:
         save the committed index, and delete the consensus log segments nothing needs
         (module docstring). Returns how many segments were deleted."""
         with self._gc_lock:
-            if not self._usable():
+            if not self._usable() or not self.data_ready:
                 return 0
             tablet = self.tablet
             if flush or (
@@ -1245,7 +1351,7 @@ class TabletReplica:
                 tablet.flush()
                 tablet.flush_deltas()
             with self._lock:
-                if not self._usable():
+                if not self._usable() or tablet is not self.tablet or not self.data_ready:
                     return 0
                 # Every applied entry is in the tablet's WAL: durable with it, the
                 # tablet holds them after any crash.
@@ -1351,6 +1457,41 @@ class TabletReplica:
 def _save_committed(directory: str, committed_index: int, ht_floor: int) -> None:
     body = {"committed_index": committed_index, "ht_floor": ht_floor}
     save_json(os.path.join(directory, COMMITTED_FILE), _COMMITTED_MAGIC, _COMMITTED_VERSION, body)
+
+
+def _remove_tree(path: str) -> None:
+    if os.path.lexists(path):
+        shutil.rmtree(path)
+
+
+def _clear_data(directory: str) -> None:
+    """Leave ``directory`` (a replica that holds no data) with an empty consensus log,
+    no tablet and ``replica.committed`` at 0."""
+    for name in (
+        LOG_DIR,
+        LOG_DIR + COPYING_SUFFIX,
+        LOG_DIR + DELETING_SUFFIX,
+        TABLET_DIR,
+        TABLET_DIR + STAGING_SUFFIX,
+        TABLET_DIR + DELETING_SUFFIX,
+    ):
+        _remove_tree(os.path.join(directory, name))
+    ConsensusLog.open(os.path.join(directory, LOG_DIR), create=True).close()
+    _save_committed(directory, 0, 0)
+    fsync_dir(directory)
+
+
+def _swap_in(staged: str, path: str) -> None:
+    """Move the staged tablet to ``path``: the old one aside and removed, the staged
+    one renamed into place, the parent fsynced."""
+    parent = os.path.dirname(path)
+    old = path + DELETING_SUFFIX
+    _remove_tree(old)
+    if os.path.lexists(path):
+        os.rename(path, old)
+    os.rename(staged, path)
+    fsync_dir(parent)
+    _remove_tree(old)
 
 
 def _tablet_files(tablet_dir: str) -> list[str]:

@@ -276,6 +276,8 @@ class Simulation:
         disk = server.disk
         if ready.meta is not None:
             disk.meta = ready.meta
+        # The simulated copies ship whole logs (the simulated disk has no GC).
+        assert ready.copied_log_base is None or ready.copied_log_base.index == 0
         if ready.truncate_after is not None:
             if replica.data_state is DataState.READY and ready.reset_applied_to is None:
                 self._check_truncation(server.uuid, disk.log, ready.truncate_after)
