@@ -131,7 +131,9 @@ class Cluster:
         """Every live replica's tablet holds exactly ``expected``."""
         deadline = time.monotonic() + scaled(timeout)
         while True:
-            got = [self.scan(i) for i in range(3) if self.alive[i]]
+            # A snapshot just after the last acknowledged write: every replica serves
+            # it once its safe time gets there (a read of the latest is the leader's).
+            got = [self.scan(i, self.last_timestamp + 1) for i in range(3) if self.alive[i]]
             if all(g == expected for g in got):
                 return
             if time.monotonic() > deadline:

@@ -82,10 +82,15 @@ def create_rf3(master: RpcClient) -> TabletLocationInfo:
     return tablet
 
 
+#: The HybridTime of the last acknowledged write (a snapshot just after it sees it).
+LAST_WRITE = [0]
+
+
 def write(cluster: MiniCluster, tablet: TabletLocationInfo, ids: range) -> None:
     with tserver_client(cluster, tablet.address) as ts:
         answer = ts.put(WriteRequest(tablet.tablet_id, "insert"), rows(ids))
     assert isinstance(answer, WriteResponse) and answer.applied == len(ids)
+    LAST_WRITE[0] = max(LAST_WRITE[0], answer.timestamp)
 
 
 def restored(master: RpcClient, dead: str) -> TabletLocationInfo | None:
@@ -99,9 +104,12 @@ def restored(master: RpcClient, dead: str) -> TabletLocationInfo | None:
 
 
 def scanned_ids(cluster: MiniCluster, address: str, tablet_id: str) -> list[int] | None:
+    """The ids a replica holds at a snapshot just after the last acknowledged write (a
+    follower serves it once its safe time gets there; a read of the latest is the
+    leader's only)."""
     try:
         with tserver_client(cluster, address) as ts:
-            table = ts.get(ScanRequest(tablet_id, ["id"]))
+            table = ts.get(ScanRequest(tablet_id, ["id"], snapshot_timestamp=LAST_WRITE[0] + 1))
     except Exception:
         return None
     return sorted(table.column("id").to_pylist())
