@@ -1051,10 +1051,11 @@ class TabletReplica:
         """Returns once a snapshot read at ``snapshot`` is repeatable and complete here
         (Kudu's wait for safe time); raises SafeTimeTimeoutError after ``timeout_s``.
         A snapshot within the clock error bound of this server's clock moves the clock
-        past it first (a farther one is left for the tablet to refuse), so a leader
-        serves a snapshot its clients saw elsewhere at once."""
-        if snapshot <= self.clock.peek() + from_micros(MAX_CLOCK_ERROR_MICROS):
-            self.clock.observe(snapshot)
+        past it first, so a leader serves a snapshot its clients saw elsewhere at once;
+        a farther one returns at once, for the tablet to refuse."""
+        if snapshot > self.clock.peek() + from_micros(MAX_CLOCK_ERROR_MICROS):
+            return  # in the future: the tablet refuses it, naming it
+        self.clock.observe(snapshot)
         timeout = self.options.safe_time_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
         with self._lock:
