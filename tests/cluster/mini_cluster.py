@@ -37,12 +37,16 @@ TSERVER_FLAGS = ["--heartbeat-interval", "0.2"]
 
 
 @contextmanager
-def mini_cluster_at(root: Path, tservers: int = 3, *, tls: bool = False) -> Iterator[MiniCluster]:
+def mini_cluster_at(
+    root: Path, tservers: int = 3, *, tls: bool = False, replicas: int | None = None
+) -> Iterator[MiniCluster]:
     """A started cluster under ``root`` (serving TLS with ``tls``), stopped (SIGTERM,
-    then SIGKILL) however the block ends."""
+    then SIGKILL) however the block ends. ``replicas``: the master's default replication
+    factor (None: the product's, 3 with three live tablet servers)."""
+    extra = [] if replicas is None else ["--default-num-replicas", str(replicas)]
     cluster = MiniCluster(
         root,
-        master_flags=MASTER_FLAGS,
+        master_flags=[*MASTER_FLAGS, *extra],
         tserver_flags=TSERVER_FLAGS,
         start_timeout=scaled(30),
         tls=tls,

@@ -48,7 +48,7 @@ def cluster_url(cluster: MiniCluster) -> str:
 @contextmanager
 def sql_cluster(root: Path) -> Iterator[MiniCluster]:
     """A cluster for SQL tests under ``root``, stopped however the block ends."""
-    with mini_cluster_at(root) as cluster:
+    with mini_cluster_at(root, replicas=1) as cluster:
         yield cluster
 
 
