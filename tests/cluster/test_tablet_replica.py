@@ -132,8 +132,15 @@ class Group:
     def write(self, ids: range, among: list[str] | None = None) -> None:
         """UPSERTs ``ids`` through whoever leads, retrying refusals and lost writes
         (an UPSERT applies the same twice); records them acknowledged on success."""
+        self._upsert(list(ids), among)
+
+    def write_one(self, i: int) -> int:
+        """UPSERTs row ``i`` through whoever leads; its commit timestamp."""
+        return self._upsert([i], None)
+
+    def _upsert(self, ids: list[int], among: list[str] | None) -> int:
         names = [f"n{i}" for i in ids]
-        data = pa.table({"id": pa.array(list(ids), pa.int64()), "name": names})
+        data = pa.table({"id": pa.array(ids, pa.int64()), "name": names})
         deadline = time.monotonic() + WAIT_S
         while True:
             leader = self.leader(among)
@@ -146,22 +153,6 @@ class Group:
                 continue
             assert result.errors == []
             self.acked.update(zip(ids, names, strict=True))
-            return
-
-    def write_one(self, i: int) -> int:
-        """INSERTs row ``i`` through whoever leads; its commit timestamp."""
-        data = pa.table({"id": pa.array([i], pa.int64()), "name": [f"n{i}"]})
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            try:
-                result = self.leader().write(data, "upsert", timeout_s=2.0)
-            except (NotLeaderError, WriteLostError, WriteTimeoutError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-                continue
-            assert result.errors == []
-            self.acked[i] = f"n{i}"
             return result.timestamp
 
     def converged(self, uuids: tuple[str, ...] = UUIDS) -> list[dict[str, Any]]:

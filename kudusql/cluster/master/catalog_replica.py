@@ -31,11 +31,9 @@ import os
 import random
 from collections.abc import Iterator, Sequence
 
-import pyarrow as pa
-
 from kudusql.cluster.catalog.records import RecordKey
 from kudusql.cluster.catalog.store import RecordWrite
-from kudusql.cluster.master.catalog_table import catalog_schema
+from kudusql.cluster.master.catalog_table import OP_COLUMN, catalog_batch, catalog_schema
 from kudusql.cluster.tserver.tablet_replica import (
     NotLeaderError,
     ReplicaOptions,
@@ -43,7 +41,6 @@ from kudusql.cluster.tserver.tablet_replica import (
     Transport,
 )
 from kudusql.common.errors import OperationalError, ProgrammingError
-from kudusql.common.row_operations import WriteOp
 from kudusql.consensus.messages import ConsensusMessage
 from kudusql.consensus.raft_config import RaftConfig
 from kudusql.storage.consensus import ConsensusMetadataFile
@@ -60,8 +57,6 @@ __all__ = [
 CATALOG_RAFT_DIR = "sys_catalog_raft"
 #: The catalog tablet's id in consensus messages between masters.
 SYS_CATALOG_TABLET_ID = "sys_catalog"
-
-_OP = "op"
 
 
 class CatalogNotLeader(OperationalError):
@@ -154,30 +149,9 @@ class ReplicatedSysCatalog:
         applied here."""
         if not batch:
             return
-        changes = dict(batch)  # a key written twice in a batch: the last write wins
-        keys = sorted(changes)
-        data = pa.table(
-            {
-                "entry_type": pa.array([k[0] for k in keys], pa.int8()),
-                "entry_id": pa.array([k[1] for k in keys], pa.string()),
-                "metadata": pa.array(
-                    [
-                        None if changes[k] is None else bytes(changes[k] or b"").decode()
-                        for k in keys
-                    ],
-                    pa.string(),
-                ),
-                _OP: pa.array(
-                    [
-                        int(WriteOp.DELETE_IGNORE if changes[k] is None else WriteOp.UPSERT)
-                        for k in keys
-                    ],
-                    pa.int8(),
-                ),
-            }
-        )
+        data = catalog_batch(dict(batch))  # a key written twice: the last write wins
         try:
-            result = self.replica.write(data, op_column=_OP, timeout_s=self.write_timeout_s)
+            result = self.replica.write(data, op_column=OP_COLUMN, timeout_s=self.write_timeout_s)
         except NotLeaderError as exc:
             raise CatalogNotLeader(str(exc), exc.leader_uuid) from None
         except OperationalError as exc:

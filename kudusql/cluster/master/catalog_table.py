@@ -34,12 +34,12 @@ from kudusql.common.types import DataType
 from kudusql.storage.tablet.maintenance import MaintenanceManager
 from kudusql.storage.tablet.tablet import Tablet
 
-__all__ = ["CATALOG_DIR", "SysCatalogTable", "catalog_schema"]
+__all__ = ["CATALOG_DIR", "OP_COLUMN", "SysCatalogTable", "catalog_batch", "catalog_schema"]
 
 #: The system catalog tablet's directory inside the master's directory.
 CATALOG_DIR = "sys_catalog"
 
-_OP = "op"
+OP_COLUMN = "op"
 
 
 def catalog_schema() -> Schema:
@@ -51,6 +51,29 @@ def catalog_schema() -> Schema:
             ColumnSchema("metadata", DataType.parse("STRING")),
         ],
         ["entry_type", "entry_id"],
+    )
+
+
+def catalog_batch(changes: dict[RecordKey, bytes | None]) -> pa.Table:
+    """Catalog changes (a record's bytes, None: removed) as the catalog tablet's rows in
+    key order, each with its operation in ``OP_COLUMN``: UPSERT or DELETE_IGNORE."""
+    keys = sorted(changes)
+    return pa.table(
+        {
+            "entry_type": pa.array([k[0] for k in keys], pa.int8()),
+            "entry_id": pa.array([k[1] for k in keys], pa.string()),
+            "metadata": pa.array(
+                [None if changes[k] is None else bytes(changes[k] or b"").decode() for k in keys],
+                pa.string(),
+            ),
+            OP_COLUMN: pa.array(
+                [
+                    int(WriteOp.DELETE_IGNORE if changes[k] is None else WriteOp.UPSERT)
+                    for k in keys
+                ],
+                pa.int8(),
+            ),
+        }
     )
 
 
@@ -97,28 +120,9 @@ class SysCatalogTable:
             return
         changes = dict(batch)  # a key written twice in a batch: the last write wins
         keys = sorted(changes)
-        data = pa.table(
-            {
-                "entry_type": pa.array([k[0] for k in keys], pa.int8()),
-                "entry_id": pa.array([k[1] for k in keys], pa.string()),
-                "metadata": pa.array(
-                    [
-                        None if changes[k] is None else bytes(changes[k] or b"").decode()
-                        for k in keys
-                    ],
-                    pa.string(),
-                ),
-                _OP: pa.array(
-                    [
-                        int(WriteOp.DELETE_IGNORE if changes[k] is None else WriteOp.UPSERT)
-                        for k in keys
-                    ],
-                    pa.int8(),
-                ),
-            }
-        )
+        data = catalog_batch(changes)
         with self._lock:
-            result = self._tablet.write(data, op_column=_OP, atomic=True)
+            result = self._tablet.write(data, op_column=OP_COLUMN, atomic=True)
             if result.errors:  # atomic: nothing was applied
                 raise OperationalError(
                     f"the master's catalog refused a write: {result.errors[0].message}"
