@@ -84,9 +84,10 @@ def test_replicated_histories_under_kills_partitions_pauses_and_a_master_kill(
     replicated: Cluster,
 ) -> None:
     """Four faults in about 9 s: the server leading most register tablets cut off from
-    its peers (clients still reach it: a deposed leader must not answer them), the bank
-    leader's server killed, a bank replica's server paused past the election timeout,
-    the leader master killed."""
+    its peers (clients still reach it: a deposed leader must not answer them); the
+    bank's leader then (as the master sees it when the fault starts) paused past the
+    election timeout (SIGSTOP, then SIGCONT: deposed meanwhile, it must not commit or
+    answer); the bank's leader then killed; the leader master killed."""
 
     def plan() -> list[PlannedFault]:
         reg = eventually(lambda: replicas_of(replicated, "reg") or None, "register replicas")
@@ -95,11 +96,13 @@ def test_replicated_histories_under_kills_partitions_pauses_and_a_master_kill(
         leads = Counter(i for i, role in reg if role == "LEADER")
         reg_leader = leads.most_common(1)[0][0]
         bank_leader = next(i for i, role in bank if role == "LEADER")
-        bank_other = next(i for i, role in bank if role != "LEADER")
+        replicated.nemesis.targets["bank-leader"] = lambda: next(
+            i for i, role in replicas_of(replicated, "bank") if role == "LEADER"
+        )
         return [
             PlannedFault(0.6, "partition", reg_leader, 1.5),
-            PlannedFault(2.6, "kill", bank_leader, 1.0),
-            PlannedFault(4.6, "pause", bank_other, 1.2),
+            PlannedFault(2.6, "pause", bank_leader, 1.2, target="bank-leader"),
+            PlannedFault(4.6, "kill", bank_leader, 1.0, target="bank-leader"),
             PlannedFault(6.6, "kill-leader-master", 0, 1.0),
         ]
 

@@ -171,11 +171,14 @@ class Nemesis:
         *,
         links: MasterLinks | None = None,
         peers: PeerLinks | None = None,
+        targets: dict[str, Callable[[], int]] | None = None,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.cluster = cluster
         self.links = links
         self.peers = peers
+        #: Named targets a planned fault may aim at, resolved when it starts.
+        self.targets: dict[str, Callable[[], int]] = dict(targets or {})
         self._clock = clock
         self._lock = threading.Lock()
         self._active: dict[int, int] = {}  # tablet server (-1 - i: master i) -> log index
@@ -264,6 +267,9 @@ class PlannedFault:
     kind: str
     tserver: int
     hold_s: float
+    #: A name the nemesis resolves to a tablet server when the fault starts (such as
+    #: the current leader of a tablet: ``Nemesis.targets``); None: ``tserver``.
+    target: str | None = None
 
 
 def schedule(
@@ -324,7 +330,10 @@ class NemesisThread(threading.Thread):
             for fault in self.plan:
                 if self._stop_event.wait(max(0.0, t0 + fault.at_s - time.monotonic())):
                     return
-                record = self.nemesis.inject(fault.kind, fault.tserver)
+                tserver = fault.tserver
+                if fault.target is not None:
+                    tserver = self.nemesis.targets[fault.target]()
+                record = self.nemesis.inject(fault.kind, tserver)
                 self._stop_event.wait(fault.hold_s)
                 self.nemesis.undo(record.tserver)
         except BaseException as exc:  # kept for stop() to raise in the test's thread
