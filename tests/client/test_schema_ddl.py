@@ -172,8 +172,13 @@ def test_create_list_exists_open_drop(client: kudu.Client) -> None:
     assert client.list_tables() == ["alpha", "beta"]
     assert client.list_tables("lph") == ["alpha"]
     assert client.table_exists("alpha") and not client.table_exists("gamma")
-    # A cluster of three tablet servers replicates 3 ways by default; embedded keeps one.
-    assert t1.num_tablets == 1 and t1.num_replicas == (3 if client.is_cluster else 1)
+    # The shared test cluster's default factor is 1 (--default-num-replicas 1; the
+    # product's is 3 with three servers: test_replicated_writes); embedded keeps one.
+    assert t1.num_tablets == 1 and t1.num_replicas == 1
+    if client.is_cluster:
+        three = client.create_table("three", simple_schema(), n_replicas=3)
+        assert three.num_replicas == 3
+        client.delete_table("three")
     beta = client.table("beta")
     assert beta.num_tablets == 3 and beta.name == "beta"
     assert beta.schema == simple_schema()
