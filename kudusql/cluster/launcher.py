@@ -54,7 +54,7 @@ from kudusql.cluster.security import (
 from kudusql.common.errors import Error, OperationalError
 from kudusql.storage.fs.files import write_file_atomic
 
-__all__ = ["Daemon", "MiniCluster"]
+__all__ = ["Daemon", "MiniCluster", "free_loopback_ports"]
 
 STATE_FILE = "cluster.json"
 SECRET_FILE = "secret"
@@ -280,7 +280,7 @@ class MiniCluster:
 
     def _start_masters(self) -> None:
         """Several masters on ports chosen first (each one's ``--masters`` lists all)."""
-        addresses = [f"127.0.0.1:{p}" for p in _free_ports(self.num_masters)]
+        addresses = [f"127.0.0.1:{p}" for p in free_loopback_ports(self.num_masters)]
         self.masters = [
             Daemon("master", str(self.root / f"{MASTER_DIR}-{i}"), 0, a)
             for i, a in enumerate(addresses)
@@ -444,7 +444,7 @@ class MiniCluster:
             time.sleep(0.1)
 
 
-def _free_ports(n: int) -> list[int]:
+def free_loopback_ports(n: int) -> list[int]:
     """``n`` loopback ports free now (the system's picks, released at once)."""
     socks = [socket.socket() for _ in range(n)]
     try:

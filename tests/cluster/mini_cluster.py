@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
+
+import pyarrow as pa
 
 from kudusql.cluster.launcher import MiniCluster
 from kudusql.cluster.master.messages import GetTableLocations, TableLocationsResponse
@@ -38,16 +40,22 @@ TSERVER_FLAGS = ["--heartbeat-interval", "0.2"]
 
 @contextmanager
 def mini_cluster_at(
-    root: Path, tservers: int = 3, *, tls: bool = False, replicas: int | None = None
+    root: Path,
+    tservers: int = 3,
+    *,
+    tls: bool = False,
+    replicas: int | None = None,
+    tserver_flags: Sequence[str] = (),
 ) -> Iterator[MiniCluster]:
     """A started cluster under ``root`` (serving TLS with ``tls``), stopped (SIGTERM,
     then SIGKILL) however the block ends. ``replicas``: the master's default replication
-    factor (None: the product's, 3 with three live tablet servers)."""
+    factor (None: the product's, 3 with three live tablet servers); ``tserver_flags``:
+    added to every tablet server's."""
     extra = [] if replicas is None else ["--default-num-replicas", str(replicas)]
     cluster = MiniCluster(
         root,
         master_flags=[*MASTER_FLAGS, *extra],
-        tserver_flags=TSERVER_FLAGS,
+        tserver_flags=[*TSERVER_FLAGS, *tserver_flags],
         start_timeout=scaled(30),
         tls=tls,
     )
@@ -68,6 +76,11 @@ def eventually(check: Callable[[], T | None], what: str, timeout: float = 20) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def id_name_rows(ids: range) -> pa.Table:
+    """Rows of ``schema()``: each id with the name ``n<id>``."""
+    return pa.table({"id": pa.array(list(ids), pa.int64()), "name": [f"n{i}" for i in ids]})
 
 
 def schema(extra: bool = False) -> Schema:

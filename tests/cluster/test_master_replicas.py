@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from kudusql.cluster.errors import NotTheLeader
@@ -17,11 +16,11 @@ from kudusql.cluster.launcher import MiniCluster
 from kudusql.cluster.master.messages import AlterTable, CreateTable, DdlResponse, DropTable
 from kudusql.cluster.tserver.messages import WriteRequest, WriteResponse
 from tests.cluster.mini_cluster import (
-    MASTER_FLAGS,
-    TSERVER_FLAGS,
     eventually,
     hosted_tablets,
+    id_name_rows,
     locations,
+    mini_cluster_at,
     partitions_text,
     schema_text,
     tserver_client,
@@ -31,21 +30,10 @@ from tests.support.timing import scaled
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[MiniCluster]:
-    mini = MiniCluster(
-        tmp_path / "cluster",
-        master_flags=MASTER_FLAGS,
-        tserver_flags=[*TSERVER_FLAGS, "--raft-heartbeat-ms", "100"],
-        start_timeout=scaled(30),
-    )
-    try:
-        mini.start(3)
+    with mini_cluster_at(
+        tmp_path / "cluster", 3, tserver_flags=["--raft-heartbeat-ms", "100"]
+    ) as mini:
         yield mini
-    finally:
-        mini.stop()
-
-
-def rows(ids: range) -> pa.Table:
-    return pa.table({"id": pa.array(list(ids), pa.int64()), "name": [f"n{i}" for i in ids]})
 
 
 def test_replicated_table_on_three_servers(cluster: MiniCluster) -> None:
@@ -68,7 +56,7 @@ def test_replicated_table_on_three_servers(cluster: MiniCluster) -> None:
 
         # A write to the leader's server succeeds; a follower refuses it.
         tablet = located.tablets[0]
-        data = rows(range(0, 1))
+        data = id_name_rows(range(0, 1))
         for replica in tablet.replicas[1:]:
             with tserver_client(cluster, replica.address) as ts, pytest.raises(NotTheLeader):
                 ts.put(WriteRequest(tablet.tablet_id, "upsert"), data)

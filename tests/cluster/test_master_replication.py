@@ -6,9 +6,7 @@ masters down a catalog write fails with a clear error."""
 
 from __future__ import annotations
 
-import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,6 +15,7 @@ import pytest
 from kudusql.cluster.addresses import parse_master_addresses
 from kudusql.cluster.client.master_client import MasterClient
 from kudusql.cluster.errors import NotTheLeader
+from kudusql.cluster.launcher import free_loopback_ports
 from kudusql.cluster.master.messages import (
     GetMasterStatus,
     ListTables,
@@ -27,6 +26,7 @@ from kudusql.cluster.retry import RetryPolicy
 from kudusql.cluster.rpc_client import RpcClient
 from kudusql.cluster.tserver.server import replica_options
 from kudusql.common.errors import OperationalError, ProgrammingError
+from tests.cluster.mini_cluster import eventually
 from tests.support.timing import scaled
 
 T = TypeVar("T")
@@ -35,32 +35,10 @@ T = TypeVar("T")
 _RAFT = replica_options(50)
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _eventually(check: Callable[[], T | None], what: str, timeout: float = 20) -> T:
-    deadline = time.monotonic() + scaled(timeout)
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 class _Masters:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.addresses = [f"127.0.0.1:{p}" for p in _free_ports(3)]
+        self.addresses = [f"127.0.0.1:{p}" for p in free_loopback_ports(3)]
         self.servers: dict[str, MasterServer] = {}
         for a in self.addresses:
             self.start(a)
@@ -86,7 +64,7 @@ class _Masters:
             leaders = [a for a, s in self.servers.items() if s.is_leader]
             return leaders[0] if len(leaders) == 1 else None
 
-        return _eventually(one, "one leader master")
+        return eventually(one, "one leader master")
 
     def client(self) -> MasterClient:
         once = RetryPolicy(max_attempts=1, deadline=5.0)
@@ -136,7 +114,7 @@ def test_catalog_writes_survive_a_leader_change_and_a_restart(masters: _Masters)
         client.put_document("doc3", "body3")
         # The stopped master restarts, catches up, and has the write it missed.
         restarted = masters.start(old)
-        _eventually(
+        eventually(
             lambda: (
                 restarted._replica is not None
                 and any(k[1] == "doc3" for k, _ in restarted._replica.scan())
@@ -163,7 +141,7 @@ def test_no_majority_fails_catalog_writes_clearly(masters: _Masters) -> None:
 
 
 def test_bind_must_be_one_of_the_masters(tmp_path: Path) -> None:
-    ports = _free_ports(4)
+    ports = free_loopback_ports(4)
     addresses = [f"127.0.0.1:{p}" for p in ports[:3]]
     with pytest.raises(ProgrammingError, match="not one of the masters"):
         MasterServer(str(tmp_path / "m"), f"127.0.0.1:{ports[3]}", masters=addresses)
@@ -184,6 +162,6 @@ def test_a_single_masters_catalog_stays_single(tmp_path: Path) -> None:
     server = MasterServer(directory)  # the existing single-master catalog opens
     assert server.is_leader and server.role == "LEADER" and not server.replicated
     server.close()
-    addresses = [f"127.0.0.1:{p}" for p in _free_ports(3)]
+    addresses = [f"127.0.0.1:{p}" for p in free_loopback_ports(3)]
     with pytest.raises(ProgrammingError, match="single master's catalog"):
         MasterServer(directory, addresses[0], masters=addresses)

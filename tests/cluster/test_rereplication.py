@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 import kudusql
@@ -37,7 +36,9 @@ from tests.cluster.mini_cluster import (
     TSERVER_FLAGS,
     eventually,
     hosted_tablets,
+    id_name_rows,
     locations,
+    mini_cluster_at,
     partitions_text,
     schema_text,
     tserver_client,
@@ -50,27 +51,17 @@ FAILED_FOLLOWER_S = 2
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[MiniCluster]:
-    mini = MiniCluster(
+    with mini_cluster_at(
         tmp_path / "cluster",
-        master_flags=MASTER_FLAGS,
+        4,
         tserver_flags=[
-            *TSERVER_FLAGS,
             "--raft-heartbeat-ms",
             "100",
             "--follower-unavailable-considered-failed-sec",
             str(FAILED_FOLLOWER_S),
         ],
-        start_timeout=scaled(30),
-    )
-    try:
-        mini.start(4)
+    ) as mini:
         yield mini
-    finally:
-        mini.stop()
-
-
-def rows(ids: range) -> pa.Table:
-    return pa.table({"id": pa.array(list(ids), pa.int64()), "name": [f"n{i}" for i in ids]})
 
 
 def create_rf3(master: RpcClient) -> TabletLocationInfo:
@@ -88,7 +79,7 @@ LAST_WRITE = [0]
 
 def write(cluster: MiniCluster, tablet: TabletLocationInfo, ids: range) -> None:
     with tserver_client(cluster, tablet.address) as ts:
-        answer = ts.put(WriteRequest(tablet.tablet_id, "insert"), rows(ids))
+        answer = ts.put(WriteRequest(tablet.tablet_id, "insert"), id_name_rows(ids))
     assert isinstance(answer, WriteResponse) and answer.applied == len(ids)
     LAST_WRITE[0] = max(LAST_WRITE[0], answer.timestamp)
 
